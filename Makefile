@@ -1,0 +1,34 @@
+# make test   create .venv if missing, install the project, run the tests
+# make bench  the same set-up, then the all-reduce sweep against the baselines
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+MPIEXEC := $(VENV)/bin/mpiexec
+NP     ?= 2
+
+comma  := ,
+# CuPy for the CUDA major version of the driver, when there is one.
+CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9]*\).*/\1/p' | head -n1)
+EXTRAS := test,plot$(if $(filter 12 13,$(CUDA_MAJOR)),$(comma)cuda$(CUDA_MAJOR))
+
+# No GPU: kernels run under Numba's CUDA simulator.
+NO_GPU := $(if $(CUDA_MAJOR),,NUMBA_ENABLE_CUDASIM=1)
+
+.PHONY: test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	touch $@
+
+test: $(VENV)/.installed
+	mkdir -p build
+	$(NO_GPU) $(PY) -m pytest --junitxml=build/junit.xml
+
+bench: $(VENV)/.installed
+	$(NO_GPU) $(MPIEXEC) -n $(NP) $(PY) -m harness allreduce -b 8 -e 64M -f 4 \
+	    --impl ring,mpi --json results/latest.json
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .hypothesis

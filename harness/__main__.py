@@ -1,0 +1,124 @@
+"""mpiexec -n K python -m harness allreduce|reduce_scatter|allgather [options]
+
+Flags follow nccl-tests: -b/-e/-f sizes (K/M/G suffixes), -n iterations, -w warm-up,
+-c check, -d dtype, -o op, -r root, -G CUDA-graph replays; plus --device, --impl, --json.
+Exit status 1 when any element was wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+
+import numpy as np
+from mpi4py import MPI
+
+from ring.ops import DTYPES
+
+from . import meta, table
+from .collectives import COLLECTIVES
+from .impls import IMPLS
+from .sweep import run_case
+
+DTYPE_ALIASES = {"float": "float32", "half": "float16", "double": "float64", "int": "int32",
+                 "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().upper().rstrip("B")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    return int(float(text[:-1] if mult > 1 else text) * mult)
+
+
+def sizes(begin: int, end: int, factor: float, step: int) -> list[int]:
+    out, s = [], begin
+    while s <= end:
+        out.append(s)
+        s = s * factor if factor > 1 else s + step
+        s = int(s)
+        if step == 0 and factor <= 1:
+            break
+    return out
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m harness", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("collective", choices=sorted(COLLECTIVES))
+    p.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("32M"))
+    p.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("32M"))
+    p.add_argument("-f", "--stepfactor", type=float, default=1.0)
+    p.add_argument("-i", "--stepbytes", type=parse_size, default=parse_size("1M"))
+    p.add_argument("-n", "--iters", type=int, default=20)
+    p.add_argument("-w", "--warmup_iters", type=int, default=5)
+    p.add_argument("-c", "--check", type=int, default=1)
+    p.add_argument("-d", "--datatype", default="float32", help="a dtype, or 'all'")
+    p.add_argument("-o", "--op", default="sum", help="sum, prod, min, max, avg, or 'all'")
+    p.add_argument("-r", "--root", type=int, default=0, help="(broadcast and reduce only)")
+    p.add_argument("-G", "--cudagraph", type=int, default=0,
+                   help="CUDA-graph replays (needs the cuda device)")
+    p.add_argument("--device", choices=["auto", "cuda", "host"], default="auto")
+    p.add_argument("--impl", default="ring,mpi", help="comma list of: " + ",".join(IMPLS))
+    p.add_argument("--json", metavar="PATH", help="write every result and the run's metadata")
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    world = MPI.COMM_WORLD
+    rank0 = world.rank == 0
+    coll = COLLECTIVES[args.collective]
+    names = [n.strip() for n in args.impl.split(",") if n.strip()]
+    bad = [n for n in names if n not in IMPLS]
+    if bad:
+        raise SystemExit(f"--impl: unknown {bad}; choose from {sorted(IMPLS)}")
+    if args.cudagraph:
+        raise SystemExit("-G: CUDA-graph replay needs the cuda device, which is not built yet")
+    dtypes = [d.name for d in DTYPES] if args.datatype == "all" else \
+        [np.dtype(DTYPE_ALIASES.get(d, d)).name if d != "bfloat16" else "bfloat16"
+         for d in args.datatype.split(",")]
+    ops = ["sum", "prod", "max", "min", "avg"] if args.op == "all" else args.op.split(",")
+    if not coll.reduces:
+        ops = ["none"]
+    impls = [IMPLS[n](world, args.device) for n in names]
+    device = getattr(impls[0], "comm", None)
+    device = getattr(device, "device", "host")
+    results = []
+    if rank0:
+        print(table.header(impls, world.size, device), flush=True)
+    for dt in dtypes:
+        dtype = DTYPES[[d.name for d in DTYPES].index(dt)]
+        for op in ops:
+            if op == "avg" and dtype.kind not in "fV":
+                continue
+            for nbytes in sizes(args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes):
+                if rank0:
+                    print(f"[{coll.name} {dt} {op} {nbytes} B]", file=sys.stderr, flush=True)
+                case = {}
+                for impl in impls:
+                    for in_place in (False, True):
+                        r = run_case(impl, coll, world, nbytes, dtype,
+                                     "sum" if op == "none" else op, in_place,
+                                     args.iters, args.warmup_iters, bool(args.check))
+                        r.op = op
+                        case[(impl.name, in_place)] = r
+                        results.append(r)
+                if rank0:
+                    print(table.row(case, impls), flush=True)
+    if rank0:
+        print(table.footer(results, impls), flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"meta": meta.collect(world, impls, sys.argv),
+                           "results": [asdict(r) for r in results]}, f, indent=1)
+            print(f"# wrote {args.json}", flush=True)
+    for impl in impls:
+        impl.close()
+    wrong = sum(r.wrong for r in results if r.wrong > 0)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

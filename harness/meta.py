@@ -1,0 +1,55 @@
+"""Metadata written with every result file: what ran, where, with which versions."""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from mpi4py import MPI
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _git_commit() -> str | None:
+    try:
+        root = Path(__file__).resolve().parent.parent
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                             text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _gpu() -> dict:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=10)
+        name, driver, mem = [s.strip() for s in out.stdout.splitlines()[0].split(",")]
+        return {"gpu": name, "driver": driver, "gpu_memory": mem}
+    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        return {"gpu": None}
+
+
+def collect(world: MPI.Comm, impls, argv) -> dict:
+    info = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "ranks": world.size,
+        "implementations": {i.name: i.label for i in impls},
+        "mpi_library": MPI.Get_library_version().splitlines()[0].strip(),
+        "versions": {d: _version(d) for d in ("ring", "numpy", "numba", "numba-cuda", "mpi4py",
+                                              "mpich", "cupy-cuda12x", "cupy-cuda13x")},
+        "command": " ".join(argv),
+        "git_commit": _git_commit(),
+        "python": platform.python_version(),
+    }
+    info.update(_gpu())
+    return info

@@ -1,0 +1,84 @@
+"""Time and check one (implementation, collective, size) case, as nccl-tests does.
+
+Timing: barrier, `iters` calls back to back, wait for completion, divide; the time is the
+average over ranks. Check: fresh inputs, one call, elements that differ from the exact
+expected result counted on every rank and summed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+from .collectives import Collective
+
+
+@dataclass
+class Result:
+    impl: str
+    collective: str
+    nbytes: int
+    count: int
+    dtype: str
+    op: str
+    root: int
+    in_place: bool
+    time_us: float
+    algbw: float  # GB/s, 1e9 bytes
+    busbw: float
+    wrong: int  # -1: not checked
+    skipped: str | None = None  # why the case did not run
+
+
+def count_wrong(got: np.ndarray, want: np.ndarray) -> int:
+    """Elements whose bits differ (exact, and NaN-safe)."""
+    bits = np.dtype(f"u{got.dtype.itemsize}")
+    return int(np.count_nonzero(got.reshape(-1).view(bits) != want.reshape(-1).view(bits)))
+
+
+def _buffers(coll: Collective, rank, in_count, out_count, dtype, op, in_place, seed=0):
+    x = coll.input(rank, in_count, dtype, op, seed)
+    if not in_place:
+        return x, np.empty(out_count, dtype)
+    buf = np.empty(max(in_count, out_count), dtype)
+    xv, ov = coll.in_place_views(buf, rank, in_count, out_count)
+    xv[...] = x
+    return xv, ov
+
+
+def run_case(impl, coll: Collective, world: MPI.Comm, nbytes: int, dtype, op: str,
+             in_place: bool, iters: int, warmup: int, check: bool) -> Result:
+    k, rank = world.size, world.rank
+    itemsize = np.dtype(dtype).itemsize
+    in_count, out_count = coll.counts(nbytes, itemsize, k)
+    size = coll.size_bytes(in_count, out_count, itemsize)
+    count = max(in_count, out_count)
+    why = impl.available(dtype, op)
+    if why:
+        return Result(impl.name, coll.name, size, count, np.dtype(dtype).name, op, -1, in_place,
+                      float("nan"), float("nan"), float("nan"), -1, why)
+    x, out = _buffers(coll, rank, in_count, out_count, dtype, op, in_place)
+    for _ in range(warmup):
+        impl(coll.name, x, out, op)
+    impl.sync()
+    world.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        impl(coll.name, x, out, op)
+    impl.sync()
+    dt = time.perf_counter() - t0
+    dt = world.allreduce(dt / max(iters, 1), op=MPI.SUM) / k
+    wrong = -1
+    if check:
+        x, out = _buffers(coll, rank, in_count, out_count, dtype, op, in_place, seed=1)
+        impl(coll.name, x, out, op)
+        impl.sync()
+        want = coll.expected(rank, k, in_count, dtype, op, seed=1)
+        mine = count_wrong(np.asarray(out), want)
+        wrong = world.allreduce(mine, op=MPI.SUM)
+    algbw = size / dt / 1e9 if dt > 0 else 0.0
+    return Result(impl.name, coll.name, size, count, np.dtype(dtype).name, op, -1, in_place,
+                  dt * 1e6, algbw, algbw * coll.bus_factor(k), wrong)

@@ -1,0 +1,64 @@
+"""The table nccl-tests users read every day, one block of columns per implementation."""
+
+from __future__ import annotations
+
+import math
+
+from .sweep import Result
+
+_BLOCK = ("time", "algbw", "busbw", "#wrong")
+
+
+def _num(v: float, width: int, digits: int) -> str:
+    return f"{'n/a':>{width}}" if (v is None or math.isnan(v)) else f"{v:>{width}.{digits}f}"
+
+
+def header(impls: list, ranks: int, device: str) -> str:
+    lines = [f"# ranks: {ranks}  device: {device}  implementations: "
+             + ", ".join(f"{i.name} = {i.label}" for i in impls)]
+    top = f"#{'':>54}"
+    sub = f"#{'size':>12} {'count':>12} {'type':>9} {'redop':>6} {'root':>5}"
+    units = f"#{'(B)':>12} {'(elements)':>12} {'':>9} {'':>6} {'':>5}"
+    for i in impls:
+        for place in ("out-of-place", "in-place"):
+            top += f"  {i.name + ' ' + place:^32}"
+            sub += "  " + f"{'time':>8} {'algbw':>7} {'busbw':>7} {'#wrong':>7}"
+            units += "  " + f"{'(us)':>8} {'(GB/s)':>7} {'(GB/s)':>7} {'':>7}"
+    others = [i for i in impls if i.name != "ring"]
+    if any(i.name == "ring" for i in impls):
+        for o in others:
+            top += f" {'':>9}"
+            sub += f" {'ring/' + o.name:>9}"
+            units += f" {'(x)':>9}"
+    return "\n".join(lines + [top, sub, units])
+
+
+def row(results: dict[tuple[str, bool], Result], impls: list) -> str:
+    first = next(iter(results.values()))
+    line = (f" {first.nbytes:>12} {first.count:>12} {first.dtype:>9} {first.op:>6} "
+            f"{first.root:>5}")
+    for i in impls:
+        for place in (False, True):
+            r = results[(i.name, place)]
+            wrong = "n/a" if r.wrong < 0 else str(r.wrong)
+            line += "  " + (f"{_num(r.time_us, 8, 1)} {_num(r.algbw, 7, 2)} "
+                            f"{_num(r.busbw, 7, 2)} {wrong:>7}")
+    ring = results.get(("ring", False))
+    if ring is not None:
+        for i in impls:
+            if i.name != "ring":
+                o = results[(i.name, False)]
+                line += f" {_num(o.time_us / ring.time_us if ring.time_us else float('nan'), 9, 2)}"
+    return line
+
+
+def footer(all_results: list[Result], impls: list) -> str:
+    wrong = sum(r.wrong for r in all_results if r.wrong > 0)
+    lines = [f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}"]
+    for i in impls:
+        bw = [r.busbw for r in all_results if r.impl == i.name and not math.isnan(r.busbw)]
+        avg = sum(bw) / len(bw) if bw else float("nan")
+        lines.append(f"# Avg bus bandwidth    : {_num(avg, 0, 3).strip()}  ({i.name})")
+    skipped = {(r.impl, r.skipped) for r in all_results if r.skipped}
+    lines += [f"# {impl}: not run: {why}" for impl, why in sorted(skipped)]
+    return "\n".join(lines)

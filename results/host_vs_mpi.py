@@ -1,0 +1,67 @@
+"""Host all-reduce (ring) against MPI_Allreduce of the MPI library mpi4py loaded, on the
+same buffers, interleaved, best of several rounds. Also sweeps the chunk size.
+
+    mpiexec -n 2 python results/host_vs_mpi.py [--sizes 16,64] [--chunks 524288,1048576]
+
+Prints one line per (size, chunk): best time of each and ring's speed-up over MPI.
+Timing: barrier, `iters` calls back to back, the slowest rank's mean; best of `rounds`.
+"""
+
+import argparse
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+import ring
+
+
+def timed(fn, iters, comm):
+    comm.Barrier()
+    t = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    return comm.allreduce((time.perf_counter() - t) / iters, op=MPI.MAX)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="16,64", help="MB (2^20 bytes) per rank, float32")
+    ap.add_argument("--chunks", default=str(ring.communicator.DEFAULT_CHUNK_BYTES),
+                    help="comma list of chunk_bytes to try (default: the library default)")
+    ap.add_argument("--slots", type=int, default=ring.communicator.DEFAULT_SLOTS)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--iters", type=int, default=5)
+    a = ap.parse_args()
+    world = MPI.COMM_WORLD
+    chunks = [int(c) for c in a.chunks.split(",")]
+    comms = {c: ring.Communicator(chunk_bytes=c, nslots=a.slots) for c in chunks}
+    if world.rank == 0:
+        print(f"# {world.size} ranks, float32 sum, {MPI.Get_library_version().splitlines()[0]}")
+        print(f"# best of {a.rounds} interleaved rounds of {a.iters} calls; times in ms")
+        print(f"{'MB':>4} {'chunk':>8} {'slots':>5} {'ring':>8} {'mpi':>8} {'speedup':>8}")
+    for mb in [int(s) for s in a.sizes.split(",")]:
+        n = mb * 2**20 // 4
+        x = np.random.default_rng(world.rank).random(n, dtype=np.float32)
+        out = np.empty_like(x)
+        best = {}
+        for _ in range(a.rounds):
+            for c, comm in comms.items():
+                t = timed(lambda: comm.allreduce(x, out=out), a.iters, world)
+                best[c] = min(best.get(c, t), t)
+            t = timed(lambda: world.Allreduce(x, out), a.iters, world)
+            best["mpi"] = min(best.get("mpi", t), t)
+        expect = np.empty_like(x)
+        world.Allreduce(x, expect)
+        comms[chunks[0]].allreduce(x, out=out)
+        assert np.allclose(out, expect, rtol=1e-6), "ring result differs from MPI's"
+        if world.rank == 0:
+            for c in chunks:
+                print(f"{mb:>4} {c:>8} {a.slots:>5} {best[c]*1e3:>8.2f} {best['mpi']*1e3:>8.2f} "
+                      f"{best['mpi'] / best[c]:>8.2f}")
+    for comm in comms.values():
+        comm.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""The public Communicator: checks a call, agrees on it across ranks, runs its ring plan.
+
+See shared/API.md for the contract. A call goes through three layers:
+  1. local argument checks (device backend: arrays; here: op, sizes, out, in place),
+  2. agreement across ranks (agreement.py), unless check=False,
+  3. the plan (schedule.py) run by the device backend's executor.
+Any error raised by a call breaks the communicator: later calls raise CommunicatorError,
+as NCCL aborts a communicator after an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+from . import devices
+from .agreement import agree
+from .errors import CommunicatorError, MismatchError
+from .ops import DTYPE_CODE, Op, check_op_dtype, parse_op
+from .schedule import Collective, plan
+from .topology import discover
+from .wait import Waiter, oversubscribed
+
+# Bytes per chunk, the unit that travels through one slot. Measured on the host device
+# (results/host-tuning.md: 2 ranks, 16 and 64 MB float32, several runs): 128-256 KiB lose
+# to per-chunk Python overhead (~20 us a chunk on the CI machine); 512 KiB to 4 MiB are
+# within run-to-run noise of each other, and 1 MiB was never worse than 15% off the best.
+DEFAULT_CHUNK_BYTES = 1 << 20
+# Slots per link. Two are the minimum that cannot deadlock (schedule.py); more let a fast
+# rank run ahead of a slow neighbour.
+DEFAULT_SLOTS = 4
+
+
+@dataclass
+class _Call:
+    collective: Collective
+    x: object  # 1-D view of the input
+    out: object  # 1-D view of the output
+    result: object  # what the call returns
+    op: Op
+    count: int  # elements of the full array of the plan
+    in_place: bool
+    chunk_bytes: int
+
+    def record(self) -> dict[str, int]:
+        return {"collective": self.collective.value, "count": self.count,
+                "dtype": DTYPE_CODE[self.x.dtype], "op": int(self.op),
+                "in_place": int(self.in_place), "chunk_bytes": self.chunk_bytes}
+
+
+class Work:
+    """Handle of an asynchronous call (async_op=True).
+
+    On the host device the call runs to completion before the handle is returned: NumPy
+    collectives have no device stream to run behind, so wait() only returns the result.
+    """
+
+    def __init__(self, result):
+        self._result = result
+
+    def wait(self):
+        return self._result
+
+    def is_completed(self) -> bool:
+        return True
+
+    def result(self):
+        return self._result
+
+
+class Communicator:
+    def __init__(self, mpi_comm: MPI.Comm | None = None, device: str = "auto", *,
+                 timeout: float = 300.0, check: bool = True,
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, nslots: int = DEFAULT_SLOTS):
+        base = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
+        if not isinstance(base, MPI.Intracomm):
+            raise TypeError(f"mpi_comm: expected an mpi4py intracommunicator, got {type(base).__name__}")
+        self._comm = base.Dup()
+        self._backend = None
+        self._topo = None
+        self._error: BaseException | None = None
+        self._closed = False
+        self._calls = 0
+        self.rank, self.size = self._comm.rank, self._comm.size
+        self.check = bool(check)
+        self.timeout = float(timeout)
+        error = None
+        try:
+            self.device = devices.resolve(device)
+            if not (timeout > 0):
+                raise ValueError(f"timeout: must be positive seconds, got {timeout!r}")
+            if int(nslots) != nslots or nslots < 2:
+                raise ValueError(f"nslots: need at least 2 slots per link, got {nslots!r}")
+            if int(chunk_bytes) != chunk_bytes or chunk_bytes < 64 or chunk_bytes % 64:
+                raise ValueError(f"chunk_bytes: must be a positive multiple of 64, got {chunk_bytes!r}")
+        except (TypeError, ValueError) as e:
+            error = e
+            self.device = "?"
+        self.chunk_bytes, self.nslots = int(chunk_bytes), int(nslots)
+        # Ranks must agree on the device and the slot geometry: slots are sized by it.
+        mine = (error is not None, self.device, self.chunk_bytes, self.nslots)
+        everyone = self._comm.allgather(mine)
+        if error is not None or any(e[0] for e in everyone) or len(set(everyone)) > 1:
+            self._comm.Free()
+            self._closed = True
+            if error is not None:
+                raise error
+            bad = [r for r, e in enumerate(everyone) if e[0]]
+            if bad:
+                raise MismatchError(f"Communicator: rank(s) {bad} passed bad arguments")
+            raise MismatchError("Communicator: ranks disagree on (device, chunk_bytes, nslots): "
+                                + ", ".join(f"rank {r}: {e[1:]}" for r, e in enumerate(everyone)))
+        self._topo = discover(self._comm)
+        self._waiter = Waiter(self.timeout, oversubscribed(self._topo.node_comm.size))
+        self._backend = devices.backend(self.device, self._comm, self._topo, self.nslots,
+                                        self.chunk_bytes, self._waiter)
+
+    # -- lifetime -----------------------------------------------------------------------
+    def close(self) -> None:
+        """Release windows, slots and communicators. Collective unless the communicator
+        is broken (then only local resources are dropped: peers may be gone)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._error is None:
+            self._backend.close()
+            self._topo.close()
+            self._comm.Free()
+        self._backend = None
+
+    def __enter__(self) -> "Communicator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("broken" if self._error else "ok")
+        return f"<ring.Communicator rank {self.rank}/{self.size} device={self.device} {state}>"
+
+    # -- collectives --------------------------------------------------------------------
+    def allreduce(self, x, out=None, op="sum", *, async_op: bool = False,
+                  chunk_bytes: int | None = None):
+        """Every rank gets the elementwise reduction of all ranks' x, in x's shape."""
+        return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op)
+
+    def reduce_scatter(self, x, out=None, op="sum", *, async_op: bool = False,
+                       chunk_bytes: int | None = None):
+        """Rank r gets block r (x.size // size elements, 1-D) of the reduction."""
+        return self._call(Collective.REDUCE_SCATTER, x, out, op, chunk_bytes, async_op)
+
+    def allgather(self, x, out=None, *, async_op: bool = False, chunk_bytes: int | None = None):
+        """Rank r's x lands at block r of a 1-D result of size * x.size elements."""
+        return self._call(Collective.ALLGATHER, x, out, "sum", chunk_bytes, async_op)
+
+    def _usable(self) -> None:
+        if self._closed:
+            raise CommunicatorError(f"rank {self.rank}: the communicator is closed")
+        if self._error is not None:
+            raise CommunicatorError(
+                f"rank {self.rank}: the communicator is broken by an earlier error: "
+                f"{type(self._error).__name__}: {self._error}") from self._error
+
+    def _call(self, collective, x, out, op, chunk_bytes, async_op):
+        self._usable()
+        self._calls += 1
+        name = f"{collective} (call {self._calls}, rank {self.rank})"
+        record = {"call": self._calls, "collective": collective.value}
+        call, error = None, None
+        try:
+            call = self._prepare(collective, x, out, op, chunk_bytes)
+            record.update(call.record())
+        except (TypeError, ValueError) as e:
+            error = e
+        try:
+            self._waiter.start(name)
+            if self.check:
+                agree(self._comm, record, error, self._waiter, name)
+            elif error is not None:
+                raise error
+            p = plan(collective, self.size, self.rank, call.count, call.x.dtype.itemsize,
+                     call.chunk_bytes)
+            if call.count:
+                self._backend.run(p, call.op, call.x, call.out)
+        except BaseException as e:
+            self._error = e
+            raise
+        return Work(call.result) if async_op else call.result
+
+    def _prepare(self, collective, x, out, op, chunk_bytes) -> _Call:
+        b, size = self._backend, self.size
+        xf = b.flat(x, "x")
+        op = parse_op(op)
+        check_op_dtype(op, xf.dtype)
+        if chunk_bytes is None:
+            chunk_bytes = self.chunk_bytes
+        elif int(chunk_bytes) != chunk_bytes or not 0 < chunk_bytes <= self.chunk_bytes:
+            raise ValueError(f"chunk_bytes: must be in 1..{self.chunk_bytes} (the slot size "
+                             f"this communicator was built with), got {chunk_bytes!r}")
+        n = xf.size
+        if collective is Collective.REDUCE_SCATTER and n % size:
+            raise ValueError(f"x: reduce_scatter needs x.size divisible by {size} ranks, got {n}")
+        count = n * size if collective is Collective.ALLGATHER else n
+        out_n = n // size if collective is Collective.REDUCE_SCATTER else count
+        out_shape = x.shape if collective is Collective.ALLREDUCE else (out_n,)
+        if out is None:
+            result = b.empty(out_shape, xf.dtype)
+            of = result.reshape(-1)
+            in_place = False
+        else:
+            of = b.flat(out, "out", writeable=True)
+            if of.dtype != xf.dtype:
+                raise TypeError(f"out: dtype {of.dtype} differs from x's {xf.dtype}")
+            if of.size != out_n:
+                raise ValueError(f"out: needs {out_n} elements for {collective} over {size} "
+                                 f"ranks of x.size {n}, got {of.size}")
+            result = out
+            in_place = self._in_place(collective, xf, of)
+        return _Call(collective, xf, of, result, op, count, in_place, int(chunk_bytes))
+
+    def _in_place(self, collective, xf, of) -> bool:
+        """In place: out is x (all-reduce), out is x's block r (reduce-scatter), or x is
+        out's block r (all-gather), as in NCCL. Any other overlap is an error."""
+        b, item = self._backend, xf.dtype.itemsize
+        if not b.may_overlap(xf, of):
+            return False
+        xa, oa = b.address(xf), b.address(of)
+        xb, ob = xf.size * item, of.size * item
+        if xb == 0 or ob == 0 or xa + xb <= oa or oa + ob <= xa:
+            return False
+        if collective is Collective.ALLREDUCE and xa == oa:
+            return True
+        if collective is Collective.REDUCE_SCATTER and oa == xa + self.rank * ob:
+            return True
+        if collective is Collective.ALLGATHER and xa == oa + self.rank * xb:
+            return True
+        raise ValueError(f"out: overlaps x but is not the in-place position for {collective}")

@@ -1,0 +1,1 @@
+"""The host device: NumPy buffers, MPI shared-memory windows inside a node."""

@@ -1,0 +1,79 @@
+"""The host device: NumPy arrays in, ring links over shared memory or MPI."""
+
+from __future__ import annotations
+
+import numpy as np
+from mpi4py import MPI
+
+from ..ops import Op, parse_dtype
+from ..schedule import Plan
+from ..topology import Topology
+from ..transport.mpi import MpiRecv, MpiSend
+from ..transport.shm import ShmRecv, ShmSend, ShmWindow
+from ..wait import Waiter
+from . import executor
+
+
+class HostBackend:
+    name = "host"
+
+    def __init__(self, comm: MPI.Comm, topo: Topology, nslots: int, slot_bytes: int,
+                 waiter: Waiter):
+        self.comm, self.topo, self.waiter = comm, topo, waiter
+        self.slot_bytes = slot_bytes
+        size, rank = comm.size, comm.rank
+        pred, succ = (rank - 1) % size, (rank + 1) % size
+        self.window = None
+        self.send = self.recv = None
+        if size == 1:
+            return
+        me = topo.local_of[rank]
+        receives_shm = topo.same_node(pred, rank)
+        # Collective over the node, so every rank takes part even if it needs no slots.
+        self.window = ShmWindow(topo.node_comm, nslots, slot_bytes, receives_shm)
+        if topo.same_node(rank, succ):
+            self.send = ShmSend(self.window, me, topo.local_of[succ], waiter, f"rank {succ}")
+        else:
+            self.send = MpiSend(comm, succ, nslots, slot_bytes, waiter, f"rank {succ}")
+        if receives_shm:
+            self.recv = ShmRecv(self.window, me, topo.local_of[pred], waiter, f"rank {pred}")
+        else:
+            self.recv = MpiRecv(comm, pred, nslots, slot_bytes, waiter, f"rank {pred}")
+
+    # -- arrays -----------------------------------------------------------------------
+    @staticmethod
+    def flat(a, arg: str, writeable: bool = False) -> np.ndarray:
+        """The array as a 1-D view, or a TypeError / ValueError naming `arg`."""
+        if not isinstance(a, np.ndarray):
+            if hasattr(a, "__cuda_array_interface__"):
+                raise TypeError(f"{arg}: a GPU array was passed to a communicator on the "
+                                "'host' device; pass a NumPy array")
+            raise TypeError(f"{arg}: expected a NumPy array, got {type(a).__name__}")
+        parse_dtype(a.dtype, arg)
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{arg}: the array must be contiguous (got strides {a.strides})")
+        if writeable and not a.flags.writeable:
+            raise ValueError(f"{arg}: the array is read-only")
+        return a.reshape(-1)
+
+    @staticmethod
+    def empty(shape, dtype) -> np.ndarray:
+        return np.empty(shape, dtype)
+
+    may_overlap = staticmethod(np.may_share_memory)  # bounds only: cheap
+
+    @staticmethod
+    def address(a: np.ndarray) -> int:
+        return a.__array_interface__["data"][0]
+
+    # -- running ----------------------------------------------------------------------
+    def run(self, plan: Plan, op: Op, x: np.ndarray, out: np.ndarray) -> None:
+        executor.run(plan, op, x, out, self.send, self.recv, self.waiter)
+
+    def close(self) -> None:
+        for end in (self.send, self.recv):
+            if end is not None:
+                end.close()
+        if self.window is not None:
+            self.window.close()
+        self.send = self.recv = self.window = None

@@ -1,0 +1,44 @@
+"""Walk a ring plan over NumPy buffers, chunk-major, through a pair of transport ends.
+
+Per chunk: wait for the predecessor's slot, wait for a free successor slot, apply the
+step (reduce straight from the received slot into the successor's slot or the output),
+release and post. Peers work on neighbouring chunks at the same time, so a rank's
+reduction of chunk i overlaps its predecessor's production of chunk i+1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops import Op
+from ..schedule import Collective, Plan
+from .reduce import apply_chunk
+
+
+def local_slices(plan: Plan, block: int, lo: int, hi: int):
+    """Where full-array elements [lo, hi) of `block` sit in this rank's input and output."""
+    if plan.collective is Collective.ALLREDUCE:
+        return slice(lo, hi), slice(lo, hi)
+    base = plan.blocks[plan.rank]
+    if plan.collective is Collective.REDUCE_SCATTER:
+        return slice(lo, hi), slice(lo - base, hi - base)
+    return (slice(lo - base, hi - base) if block == plan.rank else None), slice(lo, hi)
+
+
+def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter) -> None:
+    """x, out: 1-D contiguous. send / recv: transport ends (None when the ring is one rank).
+    waiter.at is kept at the current (chunk, step) so that a timeout can say where."""
+    dtype, itemsize = x.dtype, x.dtype.itemsize
+    if recv is not None:
+        recv.begin(plan.recvs)
+    for i, (j, step, lo, hi) in enumerate(plan.units):
+        waiter.at = (j, i % len(plan.steps))
+        s_in, s_out = local_slices(plan, step.block, lo, hi)
+        rbuf = recv.wait(dtype)[:hi - lo] if step.recv else None
+        sbuf = send.acquire(dtype)[:hi - lo] if step.send else None
+        apply_chunk(step, op, plan.size, None if s_in is None else x[s_in], out[s_out],
+                    rbuf, sbuf)
+        if step.recv:
+            recv.release()
+        if step.send:
+            send.post((hi - lo) * itemsize)

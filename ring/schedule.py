@@ -1,0 +1,170 @@
+"""Ring schedules as data: which block each rank moves at each step, and how.
+
+Everything here is pure index math; the executors (host, simulator, later CUDA) walk it.
+
+The array of `count` elements is cut into K blocks, block b = [bounds[b], bounds[b+1]).
+At every step each rank handles one block; a step may
+
+- recv:    take the block's chunk from the predecessor's slot,
+- reduce:  combine it with this rank's own input block (partial op own),
+- final:   this is the block's last reduction (where avg divides by K),
+- out:     write the result into the output block,
+- send:    put the result into the successor's slot.
+
+Ring reduce-scatter, rank r, step s = 0..K-1 works on block (r - 1 - s) mod K: step 0 sends
+its own input, steps 1..K-2 receive-reduce-send, step K-1 receive-reduces into the output.
+Rank r ends holding block r, reduced in the order x[r+1] op x[r+2] op ... op x[r].
+All-gather, rank r, step t = 0..K-1: step 0 copies its own block to the output and sends it,
+then each step receives block (r - t) mod K, writes it out and forwards it, except the last.
+All-reduce is reduce-scatter then all-gather with the two steps at the seam fused
+(NCCL's recvReduceCopySend): each rank sends 2(K-1)/K of the array, independent of K.
+
+Each step is cut into the same number of chunks (`nchunks`) on every rank; a chunk is the
+unit that travels through one slot. Executors walk chunk-major, as NCCL does: all steps of
+chunk 0, then all steps of chunk 1, ... A rank then has at most one chunk in flight beyond
+the one it is working on, so two slots per connection never deadlock, whatever the size;
+walking step-major would need more slots than chunks per step (every rank fills its
+successor's slots with step 0 before anyone receives).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from functools import cached_property, lru_cache
+
+
+class Collective(Enum):
+    ALLREDUCE = 0
+    REDUCE_SCATTER = 1
+    ALLGATHER = 2
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True)
+class Step:
+    block: int
+    recv: bool
+    reduce: bool
+    final: bool
+    out: bool
+    send: bool
+
+
+def split(count: int, parts: int, align: int = 1) -> list[int]:
+    """Balanced boundaries: parts+1 increasing offsets from 0 to count.
+
+    Inner boundaries are multiples of `align` elements (so chunks start aligned for wide
+    loads); piece sizes then differ by at most `align` (plus the unaligned tail in the last).
+    """
+    if parts < 1 or align < 1 or count < 0:
+        raise ValueError(f"split: bad arguments count={count} parts={parts} align={align}")
+    units = count // align
+    return [(units * i // parts) * align for i in range(parts)] + [count]
+
+
+def _reduce_scatter_steps(size: int, rank: int, fuse_send: bool) -> list[Step]:
+    steps = []
+    for s in range(size):
+        last = s == size - 1
+        steps.append(Step(
+            block=(rank - 1 - s) % size,
+            recv=s > 0,
+            reduce=s > 0,
+            final=last,
+            out=last,
+            send=(not last) or (fuse_send and size > 1),
+        ))
+    return steps
+
+
+def _allgather_steps(size: int, rank: int) -> list[Step]:
+    return [
+        Step(block=(rank - t) % size, recv=t > 0, reduce=False, final=False, out=True,
+             send=t < size - 1)
+        for t in range(size)
+    ]
+
+
+def steps(collective: Collective, size: int, rank: int) -> list[Step]:
+    """The steps rank `rank` of a ring of `size` ranks takes, in order."""
+    if not 0 <= rank < size:
+        raise ValueError(f"rank {rank} outside a ring of {size}")
+    if collective is Collective.REDUCE_SCATTER:
+        return _reduce_scatter_steps(size, rank, fuse_send=False)
+    if collective is Collective.ALLGATHER:
+        return _allgather_steps(size, rank)
+    # All-reduce: the last reduce-scatter step also sends (fused with all-gather step 0),
+    # then the all-gather steps that receive.
+    return _reduce_scatter_steps(size, rank, fuse_send=True) + _allgather_steps(size, rank)[1:]
+
+
+def nchunks(max_block_bytes: int, chunk_bytes: int) -> int:
+    """Chunks per step so that no chunk exceeds chunk_bytes (at least 1)."""
+    if chunk_bytes <= 0:
+        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    return max(1, -(-max_block_bytes // chunk_bytes))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything an executor needs for one collective call on one rank."""
+
+    collective: Collective
+    size: int
+    rank: int
+    count: int  # elements of the full (reduced / gathered) array
+    blocks: tuple[int, ...]  # size+1 boundaries
+    nchunks: int
+    steps: tuple[Step, ...]
+    align: int = 1
+
+    def chunk(self, block: int, j: int) -> tuple[int, int]:
+        """Element range [lo, hi) of chunk j of `block`, in full-array offsets.
+
+        Chunks start at multiples of `align` from the block start; a chunk holds at most
+        ceil(block / nchunks) + align - 1 elements."""
+        lo, hi = self.blocks[block], self.blocks[block + 1]
+        units, a, k = (hi - lo) // self.align, self.align, self.nchunks
+        start = lo + (units * j // k) * a
+        end = hi if j == k - 1 else lo + (units * (j + 1) // k) * a
+        return start, end
+
+    @cached_property
+    def units(self) -> tuple[tuple[int, Step, int, int], ...]:
+        """Every (chunk index, step, lo, hi) in execution order: chunk-major."""
+        return tuple((j, step, *self.chunk(step.block, j))
+                     for j in range(self.nchunks) for step in self.steps)
+
+    def max_chunk(self) -> int:
+        """Largest chunk of this call, in elements."""
+        return max((hi - lo for b in range(self.size) for j in range(self.nchunks)
+                    for lo, hi in [self.chunk(b, j)]), default=0)
+
+    @property
+    def sends(self) -> int:
+        return self.nchunks * sum(s.send for s in self.steps)
+
+    @property
+    def recvs(self) -> int:
+        return self.nchunks * sum(s.recv for s in self.steps)
+
+
+@lru_cache(maxsize=512)
+def plan(collective: Collective, size: int, rank: int, count: int, itemsize: int,
+         chunk_bytes: int, align: int = 1) -> Plan:
+    """Plan one call. `count` is the full array: for reduce-scatter the input, for
+    all-gather the output, so block r is rank r's share in both. Plans are immutable and
+    cached: a repeated call costs a dictionary look-up."""
+    if collective is Collective.ALLREDUCE:
+        blocks = split(count, size, align)
+    else:
+        if count % size:
+            raise ValueError(f"{collective}: count {count} is not divisible by {size} ranks")
+        blocks = split(count, size)
+    max_block = max(blocks[b + 1] - blocks[b] for b in range(size))
+    return Plan(collective, size, rank, count, tuple(blocks),
+                nchunks(max_block * itemsize, chunk_bytes),
+                tuple(steps(collective, size, rank)), align)

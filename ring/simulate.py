@@ -1,0 +1,114 @@
+"""Run every rank of a ring schedule in one process, with NumPy, and check the protocol.
+
+Each connection (rank r -> r+1) is a ring of `nslots` slots. Ranks walk chunk-major, as
+NCCL does: every step of chunk 0, then every step of chunk 1, ... A rank's next chunk may run
+only when its receive slot has been written and, if it sends, its send slot has been
+consumed. Ranks are advanced round-robin; a pass in which no rank can move is a deadlock.
+Every slot access is checked: no read before write, no overwrite before read.
+
+This tests the schedule for any rank count, size and chunking in milliseconds, without
+MPI or a GPU, and is the bitwise reference the end-to-end tests compare against.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .host.reduce import apply_chunk
+from .ops import Op
+from .schedule import Collective, plan
+
+
+class ProtocolError(AssertionError):
+    pass
+
+
+class _Link:
+    """Slots between a sender and a receiver, with the state of each slot."""
+
+    def __init__(self, nslots: int, cap: int, dtype):
+        self.slots = [np.empty(cap, dtype) for _ in range(nslots)]
+        self.full = [False] * nslots
+        self.sent = 0  # chunks written by the sender
+        self.taken = 0  # chunks consumed by the receiver
+
+    def can_send(self) -> bool:
+        return self.sent - self.taken < len(self.slots)
+
+    def can_recv(self) -> bool:
+        return self.taken < self.sent
+
+    def send_slot(self):
+        i = self.sent % len(self.slots)
+        if self.full[i]:
+            raise ProtocolError(f"slot {i} overwritten before it was read")
+        return i, self.slots[i]
+
+    def recv_slot(self):
+        i = self.taken % len(self.slots)
+        if not self.full[i]:
+            raise ProtocolError(f"slot {i} read before it was written")
+        return i, self.slots[i]
+
+
+def run(collective: Collective, inputs: list[np.ndarray], op: Op = Op.SUM,
+        chunk_bytes: int = 1 << 20, nslots: int = 2, align: int = 1) -> list[np.ndarray]:
+    """Execute `collective` over len(inputs) ranks; return each rank's output."""
+    size = len(inputs)
+    dtype = inputs[0].dtype
+    n = inputs[0].size
+    count = n * size if collective is Collective.ALLGATHER else n
+    out_n = n // size if collective is Collective.REDUCE_SCATTER else count
+    plans = [plan(collective, size, r, count, dtype.itemsize, chunk_bytes, align)
+             for r in range(size)]
+    cap = max(plans[0].max_chunk(), 1)
+    links = [_Link(nslots, cap, dtype) for _ in range(size)]  # links[r]: r -> r+1
+    outs = [np.full(out_n, 123, dtype) for _ in range(size)]  # poisoned
+    pos = [0] * size  # next (step, chunk) index of each rank
+    total = len(plans[0].steps) * plans[0].nchunks
+
+    def views(r, lo, hi):
+        x = inputs[r]
+        if collective is Collective.ALLREDUCE:
+            return x[lo:hi], outs[r][lo:hi]
+        if collective is Collective.REDUCE_SCATTER:
+            base = plans[r].blocks[r]
+            return x[lo:hi], outs[r][lo - base:hi - base]
+        base = plans[r].blocks[r]  # all-gather: input is this rank's block only
+        return x[max(lo - base, 0):max(hi - base, 0)], outs[r][lo:hi]
+
+    while min(pos) < total:
+        moved = False
+        for r in range(size):
+            if pos[r] == total:
+                continue
+            p = plans[r]
+            j, step = divmod(pos[r], len(p.steps))
+            step = p.steps[step]
+            inbound, outbound = links[r - 1], links[r]
+            if (step.recv and not inbound.can_recv()) or (step.send and not outbound.can_send()):
+                continue
+            lo, hi = p.chunk(step.block, j)
+            src, dst = views(r, lo, hi)
+            rbuf = sbuf = None
+            if step.recv:
+                ri, rslot = inbound.recv_slot()
+                rbuf = rslot[:hi - lo]
+            if step.send:
+                si, sslot = outbound.send_slot()
+                sbuf = sslot[:hi - lo]
+            apply_chunk(step, op, size, src, dst, rbuf, sbuf)
+            if step.recv:
+                inbound.full[ri] = False
+                inbound.taken += 1
+            if step.send:
+                outbound.full[si] = True
+                outbound.sent += 1
+            pos[r] += 1
+            moved = True
+        if not moved:
+            raise ProtocolError(f"deadlock: positions {pos} of {total}")
+    for link in links:
+        if link.sent != link.taken:
+            raise ProtocolError(f"{link.sent - link.taken} chunks sent but never received")
+    return outs

@@ -1,0 +1,126 @@
+"""End-to-end collectives on the host device against the simulator and NumPy."""
+
+import numpy as np
+import pytest
+
+import ring
+from ring import simulate
+from ring.ops import FLOATING, Op
+from ring.schedule import Collective
+
+from ..inputs import DTYPE_NAMES, make, reference
+from .conftest import CHUNK, same_everywhere
+
+OPS = ["sum", "prod", "min", "max", "avg"]
+
+
+def counts(k):
+    return sorted({0, 1, k - 1, k + 1, 7 * k, 37, 300})
+
+
+def cases():
+    for dtype in DTYPE_NAMES:
+        for op in OPS:
+            if op == "avg" and np.dtype(dtype).kind not in "fV":
+                continue
+            yield dtype, op
+
+
+def _check_against_references(collective, got, inputs, op, rank):
+    want_bits = simulate.run(collective, inputs, Op[op.upper()], CHUNK, 2)[rank]
+    assert got.tobytes() == want_bits.tobytes(), "differs from the simulated ring"
+    want = reference(str(collective), inputs, op)[rank]
+    if inputs[0].dtype in FLOATING:
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=2e-2, atol=1e-1)
+    else:
+        assert (got == want).all()
+
+
+@pytest.mark.parametrize("dtype,op", list(cases()))
+def test_allreduce(comm, world, dtype, op):
+    k, r = comm.size, comm.rank
+    for n in counts(k):
+        for in_place in (False, True):
+            inputs = [make(q, n, dtype, op=op) for q in range(k)]
+            x = inputs[r].copy()
+            if in_place:
+                got = comm.allreduce(x, out=x, op=op)
+                assert got is x
+            else:
+                got = comm.allreduce(x, op=op)
+                assert x.tobytes() == inputs[r].tobytes(), "input changed out of place"
+            _check_against_references(Collective.ALLREDUCE, got, inputs, op, r)
+            assert same_everywhere(world, got)
+
+
+@pytest.mark.parametrize("dtype,op", list(cases()))
+def test_reduce_scatter(comm, world, dtype, op):
+    k, r = comm.size, comm.rank
+    for per_rank in (0, 1, 3, 40):
+        n = per_rank * k
+        inputs = [make(q, n, dtype, op=op) for q in range(k)]
+        for in_place in (False, True):
+            x = inputs[r].copy()
+            out = x[r * per_rank:(r + 1) * per_rank] if in_place else None
+            got = comm.reduce_scatter(x, out=out, op=op)
+            assert got.shape == (per_rank,)
+            _check_against_references(Collective.REDUCE_SCATTER, got, inputs, op, r)
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_allgather(comm, world, dtype):
+    k, r = comm.size, comm.rank
+    for n in (0, 1, 5, 130):
+        inputs = [make(q, n, dtype) for q in range(k)]
+        want = np.concatenate(inputs)
+        got = comm.allgather(inputs[r].copy())
+        assert got.tobytes() == want.tobytes()
+        out = np.empty(k * n, dtype)
+        out[r * n:(r + 1) * n] = inputs[r]
+        got = comm.allgather(out[r * n:(r + 1) * n], out=out)  # in place, as in NCCL
+        assert got is out and got.tobytes() == want.tobytes()
+
+
+def test_shapes_and_the_returned_object(comm):
+    k = comm.size
+    x = np.ones((3, 5, 2), np.float32)
+    y = comm.allreduce(x)
+    assert y.shape == x.shape and (y == k).all()
+    out = np.empty(30, np.float32)
+    assert comm.allreduce(x, out=out) is out and (out == k).all()
+    g = comm.allgather(np.ones((2, 2), np.int32))
+    assert g.shape == (4 * k,)
+    s = comm.reduce_scatter(np.ones((k, 4), np.int64))
+    assert s.shape == (4,) and (s == k).all()
+
+
+def test_ops_as_constants_and_async(comm):
+    x = np.arange(10, dtype=np.float64) + comm.rank
+    work = comm.allreduce(x, op=ring.MAX, async_op=True)
+    assert isinstance(work, ring.Work)
+    assert (work.wait() == np.arange(10) + comm.size - 1).all() and work.is_completed()
+
+
+def test_repeated_calls_give_the_same_bits(comm, world):
+    x = make(comm.rank, 1001, "float32")
+    a = comm.allreduce(x)
+    b = comm.allreduce(x)
+    c = comm.allreduce(x, chunk_bytes=64)  # chunking does not change the reduction order
+    assert a.tobytes() == b.tobytes() == c.tobytes()
+    assert same_everywhere(world, a)
+
+
+def test_many_chunks_through_few_slots(world):
+    # More chunks per call than slots, several calls back to back: flow control holds.
+    with ring.Communicator(chunk_bytes=64, nslots=2, timeout=60) as c:
+        for n in (1000, 333, 4096):
+            x = np.arange(n, dtype=np.int64) * (c.rank + 1)
+            assert (c.allreduce(x) == np.arange(n) * (c.size * (c.size + 1) // 2)).all()
+
+
+def test_check_false_gives_the_same_results(world):
+    with ring.Communicator(check=False, timeout=60) as c:
+        x = make(c.rank, 777, "float64")
+        inputs = [make(q, 777, "float64") for q in range(c.size)]
+        _check_against_references(Collective.ALLREDUCE, c.allreduce(x), inputs, "sum", c.rank)

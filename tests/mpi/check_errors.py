@@ -1,0 +1,150 @@
+"""Bad input: a clear error on every rank, never a hang. Each case breaks its communicator,
+so each builds its own."""
+
+import numpy as np
+import pytest
+
+import ring
+
+LAST = -1
+
+
+def fresh(**kw):
+    return ring.Communicator(timeout=kw.pop("timeout", 60), **kw)
+
+
+def expect_everywhere(call, culprit_exc, culprit, match=None):
+    """call(comm) raises culprit_exc on rank `culprit` and MismatchError elsewhere."""
+    c = fresh()
+    culprit %= c.size
+    exc = culprit_exc if c.rank == culprit else ring.MismatchError
+    with pytest.raises(exc, match=match if c.rank == culprit else None) as info:
+        call(c)
+    if exc is ring.MismatchError and c.size > 1:
+        assert "rank" in str(info.value)
+    # broken from now on, on every rank
+    with pytest.raises(ring.CommunicatorError):
+        c.allreduce(np.ones(3))
+    c.close()
+
+
+def test_non_contiguous_on_one_rank():
+    expect_everywhere(
+        lambda c: c.allreduce(np.ones(20)[:: 2 if c.rank == c.size - 1 else 1][:10]),
+        ValueError, LAST, match="x: the array must be contiguous")
+
+
+def test_wrong_out_size():
+    expect_everywhere(lambda c: c.allreduce(np.ones(8), out=np.empty(8 - (c.rank == 0))),
+                      ValueError, 0, match="out: needs 8 elements")
+
+
+def test_wrong_out_dtype():
+    expect_everywhere(lambda c: c.allreduce(
+        np.ones(8), out=np.empty(8, np.float32 if c.rank == 0 else np.float64)),
+        TypeError, 0, match="out: dtype")
+
+
+def test_unknown_op():
+    expect_everywhere(lambda c: c.allreduce(np.ones(4), op="bogus" if c.rank == 0 else "sum"),
+                      ValueError, 0, match="op: unknown op 'bogus'")
+
+
+def test_avg_on_integers():
+    expect_everywhere(lambda c: c.allreduce(np.ones(4, np.int32 if c.rank == 0 else np.float32),
+                                            op="avg" if c.rank == 0 else "sum"),
+                      ValueError, 0, match="op: 'avg' needs a floating-point dtype")
+
+
+def test_unsupported_dtype():
+    expect_everywhere(lambda c: c.allreduce(np.ones(4, np.complex64 if c.rank == 0 else np.float32)),
+                      TypeError, 0, match="x: unsupported dtype complex64")
+
+
+def test_not_an_array():
+    expect_everywhere(lambda c: c.allreduce([1.0, 2.0] if c.rank == 0 else np.ones(2)),
+                      TypeError, 0, match="x: expected a NumPy array")
+
+
+def test_reduce_scatter_indivisible():
+    if _size() == 1:
+        pytest.skip("every size divides by one rank")
+    expect_everywhere(lambda c: c.reduce_scatter(np.ones(c.size + (c.rank == 0))), ValueError, 0,
+                      match="x: reduce_scatter needs x.size divisible")
+
+
+def test_overlapping_out():
+    def call(c):
+        buf = np.ones(10)
+        return c.allreduce(buf[:8], out=buf[1:9] if c.rank == 0 else None)
+    expect_everywhere(call, ValueError, 0, match="out: overlaps x")
+
+
+@pytest.mark.parametrize("what", ["count", "dtype", "op", "collective", "in_place"])
+def test_ranks_disagree(what):
+    c = fresh()
+    odd = c.rank == 0 and c.size > 1
+    x = np.ones(6, np.float32)
+    if what == "count":
+        call = lambda: c.allreduce(np.ones(7 if odd else 6, np.float32))  # noqa: E731
+    elif what == "dtype":
+        call = lambda: c.allreduce(x.astype(np.float64) if odd else x)  # noqa: E731
+    elif what == "op":
+        call = lambda: c.allreduce(x, op="max" if odd else "sum")  # noqa: E731
+    elif what == "collective":
+        call = lambda: (c.allgather(x) if odd else c.allreduce(x))  # noqa: E731
+    else:
+        call = lambda: c.allreduce(x, out=x if odd else None)  # noqa: E731
+    if c.size == 1:
+        call()  # nothing to disagree with
+        c.close()
+        return
+    with pytest.raises(ring.MismatchError, match="disagree"):
+        call()
+    c.close()
+
+
+def test_use_after_close():
+    c = fresh()
+    c.close()
+    c.close()  # idempotent
+    with pytest.raises(ring.CommunicatorError, match="closed"):
+        c.allreduce(np.ones(2))
+
+
+def test_errors_derive_from_ring_error():
+    assert issubclass(ring.MismatchError, ValueError)
+    assert issubclass(ring.TimeoutError, TimeoutError)
+    for e in (ring.MismatchError, ring.TimeoutError, ring.CommunicatorError):
+        assert issubclass(e, ring.RingError)
+
+
+def test_communicator_options_are_checked_on_every_rank():
+    with pytest.raises((ValueError, ring.MismatchError)):
+        ring.Communicator(nslots=1 if ring.Communicator is not None and _rank() == 0 else 4)
+    with pytest.raises((ValueError, ring.MismatchError)):
+        ring.Communicator(device="tpu" if _rank() == 0 else "host")
+    if _size() > 1:
+        with pytest.raises(ring.MismatchError, match="disagree"):
+            ring.Communicator(chunk_bytes=1024 if _rank() == 0 else 2048)
+
+
+def test_without_the_check_a_lone_bad_rank_times_out_the_others():
+    # check=False skips the agreement: the bad rank raises at once, the others wait for
+    # it in the data path and give up at the timeout instead of hanging.
+    c = fresh(check=False, timeout=2)
+    bad = c.rank == 0
+    exc = ValueError if bad or c.size == 1 else ring.TimeoutError
+    with pytest.raises(exc):
+        c.allreduce(np.ones(8)[::2] if bad else np.ones(4))
+    c.close()
+
+
+def _rank():
+    from mpi4py import MPI
+    return MPI.COMM_WORLD.rank
+
+
+def _size():
+    from mpi4py import MPI
+    return MPI.COMM_WORLD.size

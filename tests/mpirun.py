@@ -1,0 +1,52 @@
+"""Launch a command under mpiexec from a test, always under a wall-clock limit.
+
+On timeout the whole process group is killed, so a hung rank fails the test instead of
+stalling CI and leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def mpiexec() -> str:
+    exe = Path(sys.executable).parent / "mpiexec"
+    return str(exe) if exe.exists() else (shutil.which("mpiexec") or "mpiexec")
+
+
+def run(nprocs: int, args: list[str], timeout: float = 300, env: dict | None = None):
+    """Run `python args...` on nprocs ranks; return (returncode, combined output)."""
+    full_env = dict(os.environ)
+    full_env.update({
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONHASHSEED": "0",
+        "HYDRA_LAUNCHER": "fork",  # no ssh, even when the host name resolves oddly
+    })
+    full_env.update(env or {})
+    cmd = [mpiexec(), "-n", str(nprocs), sys.executable, *args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, f"TIMEOUT after {timeout} s: {' '.join(cmd)}\n{out}"
+    return proc.returncode, out
+
+
+def pytest_under_mpi(nprocs: int, target: str, timeout: float = 300, env: dict | None = None,
+                     extra: list[str] | None = None):
+    """Run the inner test module `target` (tests/mpi/check_*.py) on every rank."""
+    args = ["-m", "pytest", target, "-x", "-q", "-p", "no:cacheprovider",
+            "-o", "python_files=check_*.py", "-o", "addopts=", "-o", "timeout=0",
+            *(extra or [])]
+    return run(nprocs, args, timeout, env)

@@ -1,0 +1,106 @@
+"""The ring schedule as pure data, executed by the in-process simulator of all ranks."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ring import simulate
+from ring.ops import DTYPES, FLOATING, Op
+from ring.schedule import Collective, plan, split, steps
+
+from .inputs import make, reference
+
+COLLECTIVES = list(Collective)
+
+
+@given(count=st.integers(0, 10_000), parts=st.integers(1, 64), align=st.sampled_from([1, 2, 4, 8, 16]))
+def test_split_covers_and_balances(count, parts, align):
+    b = split(count, parts, align)
+    assert len(b) == parts + 1 and b[0] == 0 and b[-1] == count
+    assert all(x <= y for x, y in zip(b, b[1:]))
+    assert all(x % align == 0 for x in b[:-1])
+    sizes = [y - x for x, y in zip(b, b[1:])]
+    assert max(sizes) - min(sizes) <= align + count % align
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize("k", range(1, 10))
+def test_each_rank_touches_each_block_as_the_ring_says(collective, k):
+    all_steps = [steps(collective, k, r) for r in range(k)]
+    for r, ss in enumerate(all_steps):
+        sends = sum(s.send for s in ss)
+        recvs = sum(s.recv for s in ss)
+        expected = {Collective.ALLREDUCE: 2 * (k - 1)}.get(collective, k - 1)
+        assert sends == recvs == expected  # 2(K-1)/K of the array for all-reduce
+        outs = [s.block for s in ss if s.out]
+        if collective is Collective.REDUCE_SCATTER:
+            assert outs == [r]
+        else:
+            assert sorted(outs) == list(range(k))
+        # what r sends at a step, r+1 receives at its next receiving step, same block
+        succ = [s for s in all_steps[(r + 1) % k] if s.recv]
+        assert [s.block for s in ss if s.send] == [s.block for s in succ]
+        assert sum(s.final for s in ss) == (0 if collective is Collective.ALLGATHER else 1)
+
+
+@given(k=st.integers(1, 9), count=st.integers(0, 300), chunk=st.integers(1, 64),
+       align=st.sampled_from([1, 4]), collective=st.sampled_from(COLLECTIVES))
+def test_chunks_tile_every_block(k, count, chunk, align, collective):
+    if collective is not Collective.ALLREDUCE:
+        count -= count % k
+    p = plan(collective, k, 0, count, 4, chunk * 4, align)
+    for b in range(k):
+        pieces = [p.chunk(b, j) for j in range(p.nchunks)]
+        assert pieces[0][0] == p.blocks[b] and pieces[-1][1] == p.blocks[b + 1]
+        assert all(hi1 == lo2 for (_, hi1), (lo2, _) in zip(pieces, pieces[1:]))
+        assert all((lo - p.blocks[b]) % align == 0 for lo, _ in pieces)
+    if align == 1:
+        assert p.max_chunk() <= chunk
+
+
+def _check(collective, k, n, dtype, op, chunk_bytes, nslots, align=1):
+    inputs = [make(r, n, dtype, op=op) for r in range(k)]
+    outs = simulate.run(collective, inputs, Op[op.upper()], chunk_bytes, nslots, align)
+    refs = reference(str(collective), inputs, op)
+    for r in range(k):
+        got, want = outs[r], refs[r]
+        assert got.shape == want.shape
+        if np.dtype(dtype) in FLOATING and op in ("sum", "avg", "prod"):
+            tol = {2: 2e-2, 4: 1e-5, 8: 1e-12}[np.dtype(dtype).itemsize]
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                       rtol=tol, atol=tol * 8)
+        else:
+            assert got.tobytes() == want.tobytes()
+    # every rank holds the same bits of the same block
+    if collective is not Collective.REDUCE_SCATTER:
+        assert all(o.tobytes() == outs[0].tobytes() for o in outs)
+
+
+@given(k=st.integers(1, 8), n=st.integers(0, 200), chunk=st.sampled_from([8, 16, 24, 64, 4096]),
+       nslots=st.integers(2, 5), op=st.sampled_from(["sum", "prod", "min", "max", "avg"]),
+       dtype=st.sampled_from([d.name for d in DTYPES]), collective=st.sampled_from(COLLECTIVES),
+       align=st.sampled_from([1, 2]))
+@settings(max_examples=300, deadline=None)
+def test_simulated_ring_matches_numpy(k, n, chunk, nslots, op, dtype, collective, align):
+    if op == "avg" and np.dtype(dtype) not in FLOATING:
+        op = "sum"
+    if collective is not Collective.ALLREDUCE:
+        n = n if collective is Collective.ALLGATHER else n - n % k
+        align = 1
+    _check(collective, k, n, dtype, op, chunk * np.dtype(dtype).itemsize, nslots, align)
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_one_slot_deadlocks_and_the_simulator_says_so(k):
+    with pytest.raises(simulate.ProtocolError, match="deadlock"):
+        simulate.run(Collective.ALLREDUCE, [np.ones(64)] * k, Op.SUM, chunk_bytes=64, nslots=1)
+
+
+def test_reduction_order_is_the_ring_order():
+    # float32: 1e8 + 1 - 1e8 depends on the order; block b is reduced x[b+1], ..., x[b]
+    k = 3
+    xs = [np.full(3, v, np.float32) for v in (1e8, 1.0, -1e8)]
+    out = simulate.run(Collective.ALLREDUCE, xs, Op.SUM, chunk_bytes=4, nslots=2)[0]
+    # block 0: x1 + x2 + x0 = (1 - 1e8) + 1e8 = 0;  block 1: x2 + x0 + x1 = 0 + 1 = 1
+    # block 2: x0 + x1 + x2 = (1e8 + 1) - 1e8 = 0
+    assert out.tolist() == [0.0, 1.0, 0.0]
