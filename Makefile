@@ -14,7 +14,7 @@ EXTRAS := test,plot$(if $(filter 12 13,$(CUDA_MAJOR)),$(comma)cuda$(CUDA_MAJOR))
 # No GPU: kernels run under Numba's CUDA simulator.
 NO_GPU := $(if $(CUDA_MAJOR),,NUMBA_ENABLE_CUDASIM=1)
 
-.PHONY: test bench clean
+.PHONY: test bench bench-kernels clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ test: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(NO_GPU) $(MPIEXEC) -n $(NP) $(PY) -m harness allreduce -b 8 -e 64M -f 4 \
 	    --impl ring,mpi --json results/latest.json
+
+# Kernel microbenchmarks (GPU only): results/kernels-<gpu>.json
+bench-kernels: $(VENV)/.installed
+	$(PY) -m pytest tests/bench -q -o addopts= --benchmark-only --benchmark-json=results/kernels-$$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-').json
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis

@@ -3,9 +3,11 @@
     import ring
     with ring.Communicator() as comm:          # MPI.COMM_WORLD, device="auto"
         y = comm.allreduce(x, op="sum")
+
+The communicator (and with it MPI) loads on first use, so that `ring.ops` and the kernels
+import without an MPI library.
 """
 
-from .communicator import Communicator, Work
 from .errors import CommunicatorError, MismatchError, RingError, TimeoutError
 from .ops import AVG, MAX, MIN, PROD, SUM, Op
 
@@ -14,3 +16,10 @@ __all__ = [
     "RingError", "MismatchError", "TimeoutError", "CommunicatorError",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name in ("Communicator", "Work"):
+        from . import communicator
+        return getattr(communicator, name)
+    raise AttributeError(f"module 'ring' has no attribute {name!r}")

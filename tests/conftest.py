@@ -1,4 +1,20 @@
 import os
+import shutil
+import subprocess
+
+
+def _gpu_visible() -> bool:
+    if not shutil.which("nvidia-smi"):
+        return False
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+# Without a GPU, kernels run under Numba's CUDA simulator. Set before numba is imported.
+if "NUMBA_ENABLE_CUDASIM" not in os.environ and not _gpu_visible():
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
 # tests/mpi holds the inner tests that tests/test_mpi.py runs on every rank under mpiexec;
 # the outer run must not import them (they need MPI ranks).

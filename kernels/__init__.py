@@ -1,0 +1,16 @@
+"""Numba CUDA kernels every GPU collective is made of.
+
+    reduce_copy / reduce_into   the ring's receive-reduce(-copy)-send step, all ops x dtypes
+    cast                        float32 <-> float16 / bfloat16 wire casts, bit-exact
+    pack / unpack               many arrays or a strided view <-> one contiguous buffer
+
+Without a GPU they run under Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1).
+See kernels/README.md for launch costs and measured bandwidth.
+"""
+
+from .casts import cast
+from .pack import pack, pack_strided, unpack, unpack_strided
+from .reduce import kernel_for, reduce_copy, reduce_into
+
+__all__ = ["reduce_copy", "reduce_into", "kernel_for", "cast", "pack", "unpack",
+           "pack_strided", "unpack_strided"]

@@ -1,0 +1,92 @@
+"""Wire casts between float32 and the 16-bit formats, bit-exact with NumPy / ml_dtypes.
+
+    cast(out, x)   x float32 -> out float16 or bfloat16 (uint16 bits), or back
+
+Integer paths (kernels/bits.py): round to nearest even, subnormals, inf and NaN exactly as
+the host does it, and the same code runs in the simulator.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from numba import cuda, types, uint16, uint32
+
+from . import bits
+from .arrays import as_device
+from .dtypes import as_f32, as_u32, kernel_dtype
+from .launch import grid
+
+_f32_to_f16 = cuda.jit(device=True, inline=True)(bits.f32_to_f16)
+_f16_to_f32 = cuda.jit(device=True, inline=True)(bits.f16_to_f32)
+_f32_to_bf16 = cuda.jit(device=True, inline=True)(bits.f32_to_bf16)
+
+
+@cuda.jit(device=True, inline=True)
+def _narrow_f16(v):
+    return uint16(_f32_to_f16(as_u32(v)))
+
+
+@cuda.jit(device=True, inline=True)
+def _narrow_bf16(v):
+    return uint16(_f32_to_bf16(as_u32(v)))
+
+
+@cuda.jit(device=True, inline=True)
+def _widen_f16(h):
+    return as_f32(_f16_to_f32(uint32(h)))
+
+
+@cuda.jit(device=True, inline=True)
+def _widen_bf16(h):
+    return as_f32(uint32(h) << 16)
+
+
+def _map_kernel(fn):
+    def k(out, x):
+        i, s = cuda.grid(1), cuda.gridsize(1)
+        while i < out.size:
+            out[i] = fn(x[i])
+            i += s
+    return k
+
+
+# (from, to) -> (device function, input type, output type). float16 travels as its bits
+# here too, so that a NaN payload survives the trip.
+CASTS = {
+    ("float32", "float16"): (_narrow_f16, types.float32, types.uint16),
+    ("float32", "bfloat16"): (_narrow_bf16, types.float32, types.uint16),
+    ("float16", "float32"): (_widen_f16, types.uint16, types.float32),
+    ("bfloat16", "float32"): (_widen_bf16, types.uint16, types.float32),
+}
+
+
+@lru_cache(maxsize=None)
+def cast_kernel(src: str, dst: str):
+    try:
+        fn, tin, tout = CASTS[(src, dst)]
+    except KeyError:
+        raise TypeError(f"no cast from {src} to {dst}; have {sorted(CASTS)}") from None
+    return cuda.jit(types.void(tout[::1], tin[::1]))(_map_kernel(fn))
+
+
+def _bits(a, name):
+    """float16 arrays are handed to the kernels as their uint16 bits."""
+    return a.view("uint16") if name == "float16" else a
+
+
+def launch_args(out, x, *, src=None, dst=None):
+    """(kernel, grid, block, args) of one cast; BoundLaunch binds them once."""
+    out, x = as_device(out), as_device(x)
+    src = kernel_dtype(src or x.dtype).name
+    dst = kernel_dtype(dst or out.dtype).name
+    if out.size != x.size:
+        raise ValueError(f"cast: out has {out.size} elements, x has {x.size}")
+    blocks, threads = grid(out.size)
+    return cast_kernel(src, dst), blocks, threads, (_bits(out, dst), _bits(x, src))
+
+
+def cast(out, x, *, src=None, dst=None, stream=0):
+    """out = x converted; src/dst name the dtypes when bfloat16 travels as uint16."""
+    k, blocks, threads, args = launch_args(out, x, src=src, dst=dst)
+    k[blocks, threads, stream](*args)

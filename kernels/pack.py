@@ -1,0 +1,99 @@
+"""Pack and unpack: gather many arrays, or a strided view, into one contiguous buffer and
+back. The basis of gradient bucketing: one collective over the packed buffer instead of
+one per tensor.
+
+    pack(buf, arrays)       buf[off_i : off_i + n_i] = arrays[i].ravel(), in order
+    unpack(buf, arrays)     the reverse
+    pack_strided(buf, v)    buf = v (any 2-D strided view), row-major
+    unpack_strided(buf, v)  v = buf
+
+pack / unpack launch one kernel for the whole list: the arrays go in as a tuple, one row
+of blocks per array (blockIdx.y picks it). The kernel is compiled per (dtype, count of
+arrays), so a training loop that packs the same bucket reuses it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from numba import cuda, from_dtype, types
+
+from .launch import grid
+
+
+def _copy_rows(into: bool):
+    def k(buf, arrays, offsets):
+        j = cuda.blockIdx.y
+        start = offsets[j]
+        a = arrays[j]
+        i, s = cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x, cuda.blockDim.x * cuda.gridDim.x
+        while i < a.size:
+            if into:
+                buf[start + i] = a[i]
+            else:
+                a[i] = buf[start + i]
+            i += s
+    return k
+
+
+@lru_cache(maxsize=None)
+def _list_kernel(dtype: np.dtype, count: int, into: bool):
+    t = from_dtype(dtype)  # pure data movement: any storage dtype (bfloat16 as uint16)
+    sig = types.void(t[::1], types.UniTuple(t[::1], count), types.int64[::1])
+    return cuda.jit(sig)(_copy_rows(into))
+
+
+def _offsets(arrays) -> np.ndarray:
+    return np.cumsum([0] + [a.size for a in arrays[:-1]], dtype=np.int64)
+
+
+def _run_list(buf, arrays, into: bool, stream):
+    if not arrays:
+        return
+    flat = tuple(a.reshape(a.size) for a in arrays)
+    total = sum(a.size for a in flat)
+    if total > buf.size:
+        raise ValueError(f"pack: the arrays hold {total} elements, the buffer {buf.size}")
+    offsets = cuda.to_device(_offsets(flat), stream=stream)
+    blocks, threads = grid(max(a.size for a in flat))
+    k = _list_kernel(np.dtype(buf.dtype), len(flat), into)
+    k[(blocks, len(flat)), threads, stream](buf, flat, offsets)
+
+
+def pack(buf, arrays, *, stream=0):
+    _run_list(buf, list(arrays), True, stream)
+
+
+def unpack(buf, arrays, *, stream=0):
+    _run_list(buf, list(arrays), False, stream)
+
+
+def _strided(into: bool):
+    def k(buf, view):
+        rows, cols = view.shape
+        i, s = cuda.grid(1), cuda.gridsize(1)
+        while i < rows * cols:
+            r, c = i // cols, i % cols
+            if into:
+                buf[i] = view[r, c]
+            else:
+                view[r, c] = buf[i]
+            i += s
+    return k
+
+
+@lru_cache(maxsize=None)
+def _strided_kernel(dtype: np.dtype, into: bool):
+    t = from_dtype(dtype)
+    return cuda.jit(types.void(t[::1], types.Array(t, 2, "A")))(_strided(into))
+
+
+def pack_strided(buf, view, *, stream=0):
+    blocks, threads = grid(view.size)
+    _strided_kernel(np.dtype(buf.dtype), True)[blocks, threads, stream](buf, view)
+
+
+def unpack_strided(buf, view, *, stream=0):
+    blocks, threads = grid(view.size)
+    _strided_kernel(np.dtype(buf.dtype), False)[blocks, threads, stream](buf, view)

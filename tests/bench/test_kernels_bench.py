@@ -1,0 +1,143 @@
+"""Kernel microbenchmarks (pytest-benchmark), skipped without a GPU.
+
+    make bench-kernels     # writes results/kernels-<gpu>.json
+
+Each case: one kernel (or CuPy's equivalent, or a device-to-device copy, the roofline) at
+one size from 4 KB to 1 GB per array. pytest-benchmark times launch + synchronise from the
+host; extra_info adds the device time from CUDA events over back-to-back launches, the
+GB/s it gives counting bytes read and written, and its fraction of the copy bandwidth
+measured at the same size in the same session.
+"""
+
+import statistics
+
+import numpy as np
+import pytest
+
+from ..gpu import HAVE_GPU
+
+pytestmark = pytest.mark.skipif(not HAVE_GPU, reason="microbenchmarks need a real GPU")
+
+SIZES = [4 << 10 << (2 * i) for i in range(10)]  # 4 KiB .. 1 GiB, x4
+_copy_bw: dict[int, float] = {}
+
+
+def _label(n):
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def _device_ms(fn, sync, reps=None, runs=5):
+    from numba import cuda
+    for _ in range(3):
+        fn()
+    sync()
+    reps = reps or 20
+    times = []
+    for _ in range(runs):
+        e0, e1 = cuda.event(), cuda.event()
+        e0.record()
+        for _ in range(reps):
+            fn()
+        e1.record()
+        e1.synchronize()
+        times.append(cuda.event_elapsed_time(e0, e1) / reps)
+    return statistics.median(times)
+
+
+def _copy_gbps(nbytes):
+    import cupy as cp
+    if nbytes not in _copy_bw:
+        a, b = cp.ones(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
+        ms = _device_ms(lambda: b.data.copy_from_device_async(a.data, nbytes),
+                        cp.cuda.Device().synchronize)
+        _copy_bw[nbytes] = 2 * nbytes / ms / 1e6
+    return _copy_bw[nbytes]
+
+
+def _arrays(dtype, nbytes, count):
+    import cupy as cp
+    n = nbytes // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(0)
+    base = cp.asarray(rng.standard_normal(min(n, 1 << 20)).astype(np.float32))
+    out = []
+    for i in range(count):
+        a = cp.resize(base * (i + 1), n)
+        # bfloat16 as its bits: the top half of each float32
+        out.append((a.view(cp.uint32) >> 16).astype(cp.uint16) if dtype == np.uint16
+                   else a.astype(dtype))
+    return out
+
+
+def _run(benchmark, name, nbytes, fn, moved_bytes):
+    import cupy as cp
+    sync = cp.cuda.Device().synchronize
+
+    def once():
+        fn()
+        sync()
+    benchmark.pedantic(once, rounds=30, warmup_rounds=3, iterations=1)
+    ms = _device_ms(fn, sync)
+    gbps = moved_bytes / ms / 1e6
+    copy = _copy_gbps(nbytes)
+    benchmark.extra_info.update({
+        "kernel": name, "bytes_per_array": nbytes, "bytes_moved": moved_bytes,
+        "device_ms": ms, "device_GBps": gbps, "copy_GBps_same_size": copy,
+        "fraction_of_copy": gbps / copy,
+        "wall_GBps_median": moved_bytes / benchmark.stats.stats.median / 1e9,
+    })
+
+
+@pytest.mark.parametrize("nbytes", SIZES, ids=_label)
+def test_copy_roofline(benchmark, nbytes):
+    import cupy as cp
+    a, b = cp.ones(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
+    _run(benchmark, "cudaMemcpy D2D", nbytes,
+         lambda: b.data.copy_from_device_async(a.data, nbytes), 2 * nbytes)
+
+
+REDUCE = [("float32", np.float32), ("float16", np.float16), ("bfloat16", np.uint16)]
+
+
+@pytest.mark.parametrize("nbytes", SIZES, ids=_label)
+@pytest.mark.parametrize("name,storage", REDUCE, ids=[r[0] for r in REDUCE])
+def test_reduce_into_sum(benchmark, name, storage, nbytes):
+    from kernels.fastlaunch import BoundLaunch
+    from kernels.reduce import launch_args
+    from ring.ops import Op
+    a, b = _arrays(storage, nbytes, 2)
+    k, g, t, args = launch_args(Op.SUM, a, a, b, dtype=name)
+    _run(benchmark, f"reduce_into sum {name}", nbytes, BoundLaunch(k, args, g, t), 3 * nbytes)
+
+
+@pytest.mark.parametrize("nbytes", SIZES, ids=_label)
+def test_reduce_copy_two_outputs_f32(benchmark, nbytes):
+    from kernels.fastlaunch import BoundLaunch
+    from kernels.reduce import launch_args
+    from ring.ops import Op
+    o, o2, a, b = _arrays(np.float32, nbytes, 4)
+    k, g, t, args = launch_args(Op.SUM, o, a, b, out2=o2)
+    _run(benchmark, "reduce_copy sum float32, two outputs", nbytes, BoundLaunch(k, args, g, t),
+         4 * nbytes)
+
+
+@pytest.mark.parametrize("nbytes", SIZES, ids=_label)
+def test_cast_f32_to_bf16(benchmark, nbytes):
+    import cupy as cp
+    from kernels.casts import launch_args
+    from kernels.fastlaunch import BoundLaunch
+    (x,) = _arrays(np.float32, nbytes, 1)
+    out = cp.empty(x.size, cp.uint16)
+    k, g, t, args = launch_args(out, x, dst="bfloat16")
+    _run(benchmark, "cast float32->bfloat16", nbytes, BoundLaunch(k, args, g, t),
+         nbytes + nbytes // 2)
+
+
+@pytest.mark.parametrize("nbytes", SIZES, ids=_label)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_cupy_add(benchmark, dtype, nbytes):
+    import cupy as cp
+    a, b = _arrays(np.dtype(dtype), nbytes, 2)
+    _run(benchmark, f"cupy.add {dtype}", nbytes, lambda: cp.add(a, b, out=a), 3 * nbytes)

@@ -1,0 +1,236 @@
+"""Kernels against NumPy (and ml_dtypes for bfloat16), under the simulator without a GPU.
+
+Sizes stay tiny: the simulator runs every GPU thread as a Python thread.
+"""
+
+import warnings
+
+import ml_dtypes
+import numba
+import numpy as np
+import pytest
+
+import kernels
+from kernels import bits
+from ring.ops import Op
+
+from .gpu import SIMULATED, dev, host, needs_gpu
+
+BF16 = ml_dtypes.bfloat16
+DTYPES = ["float16", "bfloat16", "float32", "float64", "int32", "int64", "uint8"]
+UFUNC = {Op.SUM: np.add, Op.AVG: np.add, Op.PROD: np.multiply, Op.MIN: np.minimum,
+         Op.MAX: np.maximum}
+# 0, 1, 2, odd, and past one pass of the simulator's grid (2 blocks x 32 threads)
+LENGTHS = [0, 1, 2, 37, 300] if SIMULATED else [0, 1, 2, 37, 300, 1 << 20 | 7]
+
+
+def host_dtype(name):
+    return BF16 if name == "bfloat16" else np.dtype(name)
+
+
+def storage(a):
+    return a.view(np.uint16) if a.dtype in (BF16, np.float16) else a
+
+
+def inputs(name, n, seed):
+    rng = np.random.default_rng([seed, n])
+    if name in ("int32", "int64"):
+        return rng.integers(-1000, 1000, n).astype(name)
+    if name == "uint8":
+        return rng.integers(0, 256, n).astype(np.uint8)
+    return (rng.standard_normal(n) * 4).astype(host_dtype(name))
+
+
+def expected(op, a, b, nranks):
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = UFUNC[op](a, b)
+        if op is Op.AVG:
+            r = np.divide(r, nranks).astype(a.dtype)
+    return r
+
+
+CASES = [(op, d) for d in DTYPES for op in Op
+         if not (op is Op.AVG and d in ("int32", "int64", "uint8"))]
+
+
+@pytest.mark.parametrize("op,name", CASES, ids=[f"{o}-{d}" for o, d in CASES])
+def test_reduce_copy_matches_numpy_bitwise(op, name):
+    for n in LENGTHS:
+        a, b = inputs(name, n, 1), inputs(name, n, 2)
+        want = expected(op, a, b, 3)
+        out, out2 = dev(storage(np.zeros(n, a.dtype))), dev(storage(np.zeros(n, a.dtype)))
+        kernels.reduce_copy(out, dev(storage(a)), dev(storage(b)), op, nranks=3, dtype=name)
+        assert host(out).tobytes() == storage(want).tobytes(), (op, name, n)
+        kernels.reduce_copy(out, dev(storage(a)), dev(storage(b)), op, out2=out2, nranks=3,
+                            dtype=name)
+        assert host(out).tobytes() == host(out2).tobytes() == storage(want).tobytes()
+        d = dev(storage(a))
+        kernels.reduce_into(d, dev(storage(b)), op, nranks=3, dtype=name)
+        assert host(d).tobytes() == storage(want).tobytes()
+        if n > 2:  # unaligned views (16-bit types fall back from paired loads)
+            d = dev(storage(np.concatenate([a[:1], a])))
+            kernels.reduce_into(d[1:], dev(storage(b)), op, nranks=3, dtype=name)
+            assert host(d)[1:].tobytes() == storage(want).tobytes()
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_nan_and_inf(name):
+    t = host_dtype(name)
+    a = np.array([np.nan, 1.0, np.nan, np.inf, -np.inf, 2.0, -0.0], t)
+    b = np.array([1.0, np.nan, np.nan, -np.inf, 5.0, 2.0, 0.0], t)
+    for op in (Op.MIN, Op.MAX):
+        out = dev(storage(np.zeros_like(a)))
+        kernels.reduce_copy(out, dev(storage(a)), dev(storage(b)), op, dtype=name)
+        got = host(out).view(t)
+        # NaN wins, as in np.minimum / np.maximum; otherwise an input element exactly
+        with np.errstate(invalid="ignore"):
+            want = UFUNC[op](a, b).astype(np.float64)
+        np.testing.assert_array_equal(got.astype(np.float64), want)
+        assert np.isnan(got.astype(np.float64)[:3]).all()
+    out = dev(storage(np.zeros_like(a)))
+    kernels.reduce_copy(out, dev(storage(a)), dev(storage(b)), Op.SUM, dtype=name)
+    got = host(out).view(t).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(got, (a.astype(np.float64) + b.astype(np.float64)).astype(t).astype(np.float64))
+
+
+def test_integer_sums_wrap_like_numpy():
+    a = np.array([250, 255, 7], np.uint8)
+    b = np.array([10, 1, 255], np.uint8)
+    out = dev(np.zeros(3, np.uint8))
+    kernels.reduce_copy(out, dev(a), dev(b), Op.SUM)
+    assert host(out).tolist() == (a + b).tolist() == [4, 0, 6]
+    big = np.array([2**31 - 1], np.int32)
+    out = dev(np.zeros(1, np.int32))
+    kernels.reduce_copy(out, dev(big), dev(big), Op.PROD)
+    assert host(out)[0] == (big * big)[0]
+
+
+def test_avg_on_integers_is_refused():
+    with pytest.raises(TypeError, match="avg"):
+        kernels.kernel_for(Op.AVG, "int32", False)
+
+
+# ---- casts ------------------------------------------------------------------------------
+
+_to_f16 = numba.njit(bits.f32_to_f16)
+_to_bf16 = numba.njit(bits.f32_to_bf16)
+_from_f16 = numba.njit(bits.f16_to_f32)
+
+
+@numba.njit
+def _narrow_all(src, to_bf16):
+    out = np.empty(src.size, np.uint16)
+    for i in range(src.size):
+        out[i] = _to_bf16(src[i]) if to_bf16 else _to_f16(src[i])
+    return out
+
+
+def _float32_patterns(step):
+    """Every exponent that matters (zero/subnormal, the half subnormal range and its edges,
+    around 1, half overflow, inf/NaN) with mantissas spread over the range, plus every
+    pattern that sits on or next to a tie of either 16-bit format."""
+    exps = [0, 1, 101, 102, 103, 110, 112, 113, 114, 126, 127, 128, 141, 142, 143, 254, 255]
+    mant = np.arange(0, 1 << 23, step, dtype=np.uint32)
+    ties = np.array([0x1000, 0x0FFF, 0x1001, 0x3000, 0x2FFF, 0x3001, 0x8000, 0x7FFF, 0x8001,
+                     0x18000, 0x17FFF, 0x18001, 1, 0x7FFFFF, 0x400000], np.uint32)
+    mant = np.unique(np.concatenate([mant, ties, (mant | 0x1000) & 0x7FFFFF]))
+    pats = [(np.uint32(s << 31) | np.uint32(e << 23) | mant) for s in (0, 1) for e in exps]
+    return np.concatenate(pats)
+
+
+def test_integer_casts_match_numpy_and_ml_dtypes_bit_for_bit():
+    src = _float32_patterns(step=97)
+    f = src.view(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want16 = f.astype(np.float16).view(np.uint16)
+        wantbf = f.astype(BF16).view(np.uint16)
+    np.testing.assert_array_equal(_narrow_all(src, False), want16)
+    np.testing.assert_array_equal(_narrow_all(src, True), wantbf)
+    every_half = np.arange(1 << 16, dtype=np.uint32)
+    back = np.array([_from_f16(h) for h in every_half[::7]], np.uint32)
+    np.testing.assert_array_equal(
+        back, every_half[::7].astype(np.uint16).view(np.float16).astype(np.float32).view(np.uint32))
+
+
+SPECIAL = np.array([0x3F808000, 0x3F818000, 0x3F800FFF, 0x3F801000, 0x3F803000,  # ties
+                    0x33000000, 0x33000001, 0x387FC000, 0x00000001, 0x80000000,     # tiny
+                    0x477FF000, 0x477FEFFF, 0x7F7FFFFF, 0x7F800000, 0xFF800000,     # big
+                    0x7FC00000, 0x7F800001, 0xFFC12345, 0x7FBFFFFF], np.uint32)     # NaN
+
+
+def test_cast_kernels_bit_exact():
+    f = SPECIAL.view(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want16, wantbf = f.astype(np.float16), f.astype(BF16).view(np.uint16)
+    h = dev(np.zeros(f.size, np.float16))
+    kernels.cast(h, dev(f))
+    assert host(h).tobytes() == want16.tobytes()
+    b = dev(np.zeros(f.size, np.uint16))
+    kernels.cast(b, dev(f), dst="bfloat16")
+    assert host(b).tobytes() == wantbf.tobytes()
+    y = dev(np.zeros(f.size, np.float32))
+    kernels.cast(y, h)
+    assert host(y).tobytes() == want16.astype(np.float32).tobytes()
+    kernels.cast(y, b, src="bfloat16")
+    assert host(y).tobytes() == wantbf.view(BF16).astype(np.float32).tobytes()
+
+
+def test_cast_rejects_unknown_pairs():
+    with pytest.raises(TypeError, match="no cast"):
+        kernels.cast(dev(np.zeros(2, np.int32)), dev(np.zeros(2, np.float32)))
+
+
+@needs_gpu
+def test_casts_dense_on_gpu():
+    """2^26 float32 patterns through both narrowing kernels against the host: every sign,
+    exponent and top mantissa bits, random low bits. (The integer functions themselves are
+    checked against NumPy over a billion patterns on the CPU above; this checks the GPU
+    runs them the same. All 2^32 took longer than the host reference can spare.)"""
+    rng = np.random.default_rng(7)
+    src = (np.arange(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32)
+           | rng.integers(0, 64, 1 << 26, dtype=np.uint32))
+    f = src.view(np.float32)
+    f16, bf = dev(np.zeros(f.size, np.uint16)), dev(np.zeros(f.size, np.uint16))
+    x = dev(f)
+    kernels.cast(f16, x, dst="float16")
+    kernels.cast(bf, x, dst="bfloat16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(host(f16), f.astype(np.float16).view(np.uint16))
+        np.testing.assert_array_equal(host(bf), f.astype(BF16).view(np.uint16))
+
+
+# ---- pack -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["float32", "uint8", "bfloat16"])
+def test_pack_unpack_list(name):
+    t = host_dtype(name)
+    arrs = [inputs(name, n, i) for i, n in enumerate((5, 0, 33, 1))]
+    arrs[2] = arrs[2].reshape(3, 11)
+    buf = dev(storage(np.zeros(50, t)))
+    kernels.pack(buf, [dev(storage(a)) for a in arrs])
+    flat = np.concatenate([a.ravel() for a in arrs])
+    assert host(buf)[:flat.size].tobytes() == storage(flat).tobytes()
+    back = [dev(storage(np.zeros_like(a))) for a in arrs]
+    kernels.unpack(buf, back)
+    for a, d in zip(arrs, back):
+        assert host(d).tobytes() == storage(a).tobytes()
+    with pytest.raises(ValueError, match="buffer"):
+        kernels.pack(dev(storage(np.zeros(3, t))), [dev(storage(arrs[0]))])
+
+
+def test_pack_unpack_strided():
+    m = np.arange(6 * 9, dtype=np.float64).reshape(6, 9)
+    d = dev(m)
+    view = d[1:5, 2:9:3]
+    buf = dev(np.zeros(view.size))
+    kernels.pack_strided(buf, view)
+    assert (host(buf) == m[1:5, 2:9:3].ravel()).all()
+    z = dev(np.zeros_like(m))
+    kernels.unpack_strided(buf, z[1:5, 2:9:3])
+    want = np.zeros_like(m)
+    want[1:5, 2:9:3] = m[1:5, 2:9:3]
+    assert (host(z) == want).all()

@@ -1,0 +1,13 @@
+# Source on a lent GPU machine (no network): installs the carried wheels (.whl/) and points
+# Python and MPI at them.
+#   numpy<2.5: numba-cuda 0.30 still uses np.row_stack, gone from the NumPy 2.5 the image has.
+#   mpich: mpiexec and libmpi. Installed with --prefix, because --target drops a wheel's
+#   data files (the library); MPI4PY_LIBMPI makes the image's mpi4py load it, not Open MPI.
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/numpy-*.whl || return 1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --prefix /tmp/mpich .whl/mpich-*.whl || return 1
+export PYTHONPATH=/tmp/site:$PWD
+export PATH=/tmp/mpich/bin:$PATH
+export MPI4PY_LIBMPI=/tmp/mpich/lib/libmpi.so.12
+export PYTHONUNBUFFERED=1
