@@ -10,34 +10,19 @@ Times: CUDA events around 20 launches after warm-up, median of 5 such runs.
 from __future__ import annotations
 
 import argparse
-import statistics
-
 import ml_dtypes
 import numpy as np
 from numba import cuda, float32, types, uint16, uint32
 
 from ring.ops import Op
 
-from .dtypes import as_f32, as_u32
+from .dtypes import as_f16, as_f32, as_u32, f16_bits
 from .fastlaunch import BoundLaunch
 from .launch import grid
 from .reduce import launch_args
+from .timing import device_ms
 
 f16 = types.float16
-
-
-@cuda.jit(device=True, inline=True)
-def _as_f16(u):
-    tmp = cuda.local.array(1, uint16)
-    tmp[0] = u
-    return tmp.view(np.float16)[0]
-
-
-@cuda.jit(device=True, inline=True)
-def _f16_bits(h):
-    tmp = cuda.local.array(1, f16)
-    tmp[0] = h
-    return tmp.view(np.uint16)[0]
 
 
 def v1_simple(dst, src, div):
@@ -103,9 +88,9 @@ def f16_pairs(dst, src, div):
     i, s = cuda.grid(1), cuda.gridsize(1)
     while i < dst.size:
         x, y = dst[i], src[i]
-        lo = float32(_as_f16(uint16(x & uint32(0xFFFF)))) + float32(_as_f16(uint16(y & uint32(0xFFFF))))
-        hi = float32(_as_f16(uint16(x >> 16))) + float32(_as_f16(uint16(y >> 16)))
-        dst[i] = uint32(_f16_bits(f16(lo))) | (uint32(_f16_bits(f16(hi))) << 16)
+        lo = float32(as_f16(uint16(x & uint32(0xFFFF)))) + float32(as_f16(uint16(y & uint32(0xFFFF))))
+        hi = float32(as_f16(uint16(x >> 16))) + float32(as_f16(uint16(y >> 16)))
+        dst[i] = uint32(f16_bits(f16(lo))) | (uint32(f16_bits(f16(hi))) << 16)
         i += s
 
 
@@ -121,25 +106,15 @@ def f32_pairs(dst, src, div):
         i += s
 
 
-def _events_ms(fn, reps=20, runs=5):
-    for _ in range(3):
-        fn()
-    cuda.synchronize()
-    out = []
-    for _ in range(runs):
-        e0, e1 = cuda.event(), cuda.event()
-        e0.record()
-        for _ in range(reps):
-            fn()
-        e1.record()
-        e1.synchronize()
-        out.append(cuda.event_elapsed_time(e0, e1) / reps)
-    return statistics.median(out)
-
-
 def _local_memory(dispatcher) -> bool:
     ptx = "".join(dispatcher.inspect_asm().values())
     return "ld.local" in ptx or "st.local" in ptx
+
+
+def _copy_ms(nbytes: int) -> float:
+    import cupy as cp
+    src, dst = cp.ones(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
+    return device_ms(lambda: dst.data.copy_from_device_async(src.data, nbytes))
 
 
 def main():
@@ -155,14 +130,12 @@ def main():
           f"{dev.MULTIPROCESSOR_COUNT} SMs, {args.mb} MiB per array")
 
     # roofline: device-to-device copy of the same number of bytes
-    src8, dst8 = cp.ones(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
-    t_copy = _events_ms(lambda: dst8.data.copy_from_device_async(src8.data, nbytes))
+    t_copy = _copy_ms(nbytes)
     copy_bw = 2 * nbytes / t_copy / 1e6
     rows.append(("cudaMemcpy D2D (roofline)", "-", t_copy, copy_bw))
-    del src8, dst8
 
     def bench(name, dtype, fn, moved_arrays=3):
-        t = _events_ms(fn)
+        t = device_ms(fn)
         rows.append((name, dtype, t, moved_arrays * nbytes / t / 1e6))
 
     rng = np.random.default_rng(0)
@@ -210,7 +183,7 @@ def main():
             g = grid(n // 2)
             bench(f"bf16 pairs (uint32 loads), local mem: {_local_memory(kk)}", dtype,
                   lambda: kk[g[0], g[1]](a32, b32, 1.0))
-        del a, b, out
+        a = b = out = None
         cp.get_default_memory_pool().free_all_blocks()
 
     print(f"{'variant':<52} {'dtype':>9} {'ms':>8} {'GB/s':>8} {'of copy':>8}")

@@ -47,7 +47,6 @@ def main():
 
     from .fastlaunch import BoundLaunch
     from .reduce import kernel_for
-    from .fastlaunch import core_stream
 
     k = kernel_for(Op.SUM, "float32", False)
     stream = cuda.stream()

@@ -98,7 +98,6 @@ def test_one_slot_deadlocks_and_the_simulator_says_so(k):
 
 def test_reduction_order_is_the_ring_order():
     # float32: 1e8 + 1 - 1e8 depends on the order; block b is reduced x[b+1], ..., x[b]
-    k = 3
     xs = [np.full(3, v, np.float32) for v in (1e8, 1.0, -1e8)]
     out = simulate.run(Collective.ALLREDUCE, xs, Op.SUM, chunk_bytes=4, nslots=2)[0]
     # block 0: x1 + x2 + x0 = (1 - 1e8) + 1e8 = 0;  block 1: x2 + x0 + x1 = 0 + 1 = 1

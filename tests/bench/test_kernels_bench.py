@@ -9,8 +9,6 @@ GB/s it gives counting bytes read and written, and its fraction of the copy band
 measured at the same size in the same session.
 """
 
-import statistics
-
 import numpy as np
 import pytest
 
@@ -29,30 +27,12 @@ def _label(n):
     return str(n)
 
 
-def _device_ms(fn, sync, reps=None, runs=5):
-    from numba import cuda
-    for _ in range(3):
-        fn()
-    sync()
-    reps = reps or 20
-    times = []
-    for _ in range(runs):
-        e0, e1 = cuda.event(), cuda.event()
-        e0.record()
-        for _ in range(reps):
-            fn()
-        e1.record()
-        e1.synchronize()
-        times.append(cuda.event_elapsed_time(e0, e1) / reps)
-    return statistics.median(times)
-
-
 def _copy_gbps(nbytes):
     import cupy as cp
+    from kernels.timing import device_ms
     if nbytes not in _copy_bw:
         a, b = cp.ones(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
-        ms = _device_ms(lambda: b.data.copy_from_device_async(a.data, nbytes),
-                        cp.cuda.Device().synchronize)
+        ms = device_ms(lambda: b.data.copy_from_device_async(a.data, nbytes))
         _copy_bw[nbytes] = 2 * nbytes / ms / 1e6
     return _copy_bw[nbytes]
 
@@ -73,13 +53,14 @@ def _arrays(dtype, nbytes, count):
 
 def _run(benchmark, name, nbytes, fn, moved_bytes):
     import cupy as cp
+    from kernels.timing import device_ms
     sync = cp.cuda.Device().synchronize
 
     def once():
         fn()
         sync()
     benchmark.pedantic(once, rounds=30, warmup_rounds=3, iterations=1)
-    ms = _device_ms(fn, sync)
+    ms = device_ms(fn)
     gbps = moved_bytes / ms / 1e6
     copy = _copy_gbps(nbytes)
     benchmark.extra_info.update({
