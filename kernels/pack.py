@@ -44,8 +44,11 @@ def _list_kernel(dtype: np.dtype, count: int, into: bool):
     return cuda.jit(sig)(_copy_rows(into))
 
 
-def _offsets(arrays) -> np.ndarray:
-    return np.cumsum([0] + [a.size for a in arrays[:-1]], dtype=np.int64)
+@lru_cache(maxsize=64)
+def _offsets(sizes: tuple[int, ...]):
+    """Start of each array in the buffer, on the device; kept per layout, so packing the
+    same bucket again copies nothing to the device."""
+    return cuda.to_device(np.cumsum((0,) + sizes[:-1], dtype=np.int64))
 
 
 def _run_list(buf, arrays, into: bool, stream):
@@ -55,7 +58,7 @@ def _run_list(buf, arrays, into: bool, stream):
     total = sum(a.size for a in flat)
     if total > buf.size:
         raise ValueError(f"pack: the arrays hold {total} elements, the buffer {buf.size}")
-    offsets = cuda.to_device(_offsets(flat), stream=stream)
+    offsets = _offsets(tuple(a.size for a in flat))
     blocks, threads = grid(max(a.size for a in flat))
     k = _list_kernel(np.dtype(buf.dtype), len(flat), into)
     k[(blocks, len(flat)), threads, stream](buf, flat, offsets)

@@ -122,3 +122,42 @@ def test_cupy_add(benchmark, dtype, nbytes):
     import cupy as cp
     a, b = _arrays(np.dtype(dtype), nbytes, 2)
     _run(benchmark, f"cupy.add {dtype}", nbytes, lambda: cp.add(a, b, out=a), 3 * nbytes)
+
+
+@pytest.mark.parametrize("nbytes", SIZES, ids=_label)
+def test_reduce_copy_avg_bf16(benchmark, nbytes):
+    from kernels.fastlaunch import BoundLaunch
+    from kernels.reduce import launch_args
+    from ring.ops import Op
+    o, a, b = _arrays(np.uint16, nbytes, 3)
+    k, g, t, args = launch_args(Op.AVG, o, a, b, nranks=4, dtype="bfloat16")
+    _run(benchmark, "reduce_copy avg bfloat16 (sum, then / 4)", nbytes,
+         BoundLaunch(k, args, g, t), 3 * nbytes)
+
+
+@pytest.mark.parametrize("nbytes", SIZES, ids=_label)
+def test_pack_16_arrays(benchmark, nbytes):
+    """16 arrays of nbytes/16 each into one buffer of nbytes: one launch."""
+    import cupy as cp
+    import kernels
+    n = nbytes // 4
+    parts = [a for a in cp.split(_arrays(np.float32, nbytes, 1)[0], 16)]
+    parts = [cp.ascontiguousarray(p) for p in parts]
+    buf = cp.empty(n, cp.float32)
+    _run(benchmark, "pack 16 float32 arrays", nbytes, lambda: kernels.pack(buf, parts),
+         2 * nbytes)
+
+
+@pytest.mark.parametrize("nbytes", SIZES, ids=_label)
+def test_pack_strided(benchmark, nbytes):
+    """Every other column of a 2-D float32 array (half its bytes) into a buffer."""
+    import cupy as cp
+    from numba import cuda
+    import kernels
+    n = nbytes // 4
+    rows = max(1, int((n // 2) ** 0.5))
+    m = cuda.as_cuda_array(cp.ones((rows, 2 * max(1, n // 2 // rows)), cp.float32))
+    view = m[:, ::2]
+    buf = cuda.device_array(view.size, np.float32)
+    _run(benchmark, "pack_strided float32 (every other column)", nbytes,
+         lambda: kernels.pack_strided(buf, view), 2 * view.size * 4)
