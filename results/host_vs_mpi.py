@@ -14,6 +14,7 @@ import numpy as np
 from mpi4py import MPI
 
 import ring
+from ring.communicator import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS
 
 
 def timed(fn, iters, comm):
@@ -27,9 +28,9 @@ def timed(fn, iters, comm):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="16,64", help="MB (2^20 bytes) per rank, float32")
-    ap.add_argument("--chunks", default=str(ring.communicator.DEFAULT_CHUNK_BYTES),
+    ap.add_argument("--chunks", default=str(DEFAULT_CHUNK_BYTES),
                     help="comma list of chunk_bytes to try (default: the library default)")
-    ap.add_argument("--slots", type=int, default=ring.communicator.DEFAULT_SLOTS)
+    ap.add_argument("--slots", type=int, default=DEFAULT_SLOTS)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--iters", type=int, default=5)
     a = ap.parse_args()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .host.executor import local_slices
 from .host.reduce import apply_chunk
 from .ops import Op
 from .schedule import Collective, plan
@@ -67,16 +68,6 @@ def run(collective: Collective, inputs: list[np.ndarray], op: Op = Op.SUM,
     pos = [0] * size  # next (step, chunk) index of each rank
     total = len(plans[0].steps) * plans[0].nchunks
 
-    def views(r, lo, hi):
-        x = inputs[r]
-        if collective is Collective.ALLREDUCE:
-            return x[lo:hi], outs[r][lo:hi]
-        if collective is Collective.REDUCE_SCATTER:
-            base = plans[r].blocks[r]
-            return x[lo:hi], outs[r][lo - base:hi - base]
-        base = plans[r].blocks[r]  # all-gather: input is this rank's block only
-        return x[max(lo - base, 0):max(hi - base, 0)], outs[r][lo:hi]
-
     while min(pos) < total:
         moved = False
         for r in range(size):
@@ -89,7 +80,9 @@ def run(collective: Collective, inputs: list[np.ndarray], op: Op = Op.SUM,
             if (step.recv and not inbound.can_recv()) or (step.send and not outbound.can_send()):
                 continue
             lo, hi = p.chunk(step.block, j)
-            src, dst = views(r, lo, hi)
+            s_in, s_out = local_slices(p, step.block, lo, hi)
+            src = None if s_in is None else inputs[r][s_in]
+            dst = outs[r][s_out]
             rbuf = sbuf = None
             if step.recv:
                 ri, rslot = inbound.recv_slot()

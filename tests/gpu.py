@@ -7,7 +7,9 @@ from numba import config, cuda
 SIMULATED = bool(config.ENABLE_CUDASIM)
 HAVE_GPU = (not SIMULATED) and cuda.is_available()
 
-needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="needs a real NVIDIA GPU")
+def needs_gpu(fn):
+    """Marked `gpu` (select with -m gpu) and skipped without a real GPU."""
+    return pytest.mark.gpu(pytest.mark.skipif(not HAVE_GPU, reason="needs a real NVIDIA GPU")(fn))
 
 
 def dev(a: np.ndarray):

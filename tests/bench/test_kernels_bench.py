@@ -14,7 +14,8 @@ import pytest
 
 from ..gpu import HAVE_GPU
 
-pytestmark = pytest.mark.skipif(not HAVE_GPU, reason="microbenchmarks need a real GPU")
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not HAVE_GPU, reason="microbenchmarks need a real GPU")]
 
 SIZES = [4 << 10 << (2 * i) for i in range(10)]  # 4 KiB .. 1 GiB, x4
 _copy_bw: dict[int, float] = {}
