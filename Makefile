@@ -28,7 +28,7 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(NO_GPU) $(MPIEXEC) -n $(NP) $(PY) -m harness allreduce -b 8 -e 64M -f 4 \
-	    --impl ring,mpi --json results/latest.json
+	    --impl ring,mpi,nccl --json results/latest.json --plot results/latest.png
 
 # Kernel microbenchmarks (GPU only): results/kernels-<gpu>.json
 bench-kernels: $(VENV)/.installed

@@ -1,8 +1,10 @@
 """mpiexec -n K python -m harness allreduce|reduce_scatter|allgather [options]
+python -m harness plot FILE... --out PNG
+python -m harness model FILE [--min-bytes B] [--predict SIZE --ranks K --link-GBps B]
 
 Flags follow nccl-tests: -b/-e/-f sizes (K/M/G suffixes), -n iterations, -w warm-up,
--c check, -d dtype, -o op, -r root, -G CUDA-graph replays; plus --device, --impl, --json.
-Exit status 1 when any element was wrong.
+-c check, -d dtype, -o op, -r root, -G CUDA-graph replays; plus --device, --impl, --json,
+--plot. Exit status 1 when any element was wrong.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from mpi4py import MPI
 
 from ring.ops import DTYPES
 
-from . import meta, table
+from . import buffers, meta, table
 from .collectives import COLLECTIVES
 from .impls import IMPLS
 from .sweep import run_case
@@ -62,11 +64,24 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=["auto", "cuda", "host"], default="auto")
     p.add_argument("--impl", default="ring,mpi", help="comma list of: " + ",".join(IMPLS))
     p.add_argument("--json", metavar="PATH", help="write every result and the run's metadata")
+    p.add_argument("--plot", metavar="PNG", help="draw the sweep (needs --json)")
+    p.add_argument("--nccl-hostid", action="store_true",
+                   help="ranks sharing a GPU: run NCCL with a distinct NCCL_HOSTID per rank "
+                        "(its socket transport), labelled so")
     return p
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "plot":
+        from . import plot
+        return plot.main(argv[1:])
+    if argv and argv[0] == "model":
+        from . import model
+        return model.main(argv[1:])
     args = parser().parse_args(argv)
+    if args.plot and not args.json:
+        raise SystemExit("--plot draws from the results file: give --json too")
     world = MPI.COMM_WORLD
     rank0 = world.rank == 0
     coll = COLLECTIVES[args.collective]
@@ -82,9 +97,22 @@ def main(argv=None) -> int:
     ops = ["sum", "prod", "max", "min", "avg"] if args.op == "all" else args.op.split(",")
     if not coll.reduces:
         ops = ["none"]
-    impls = [IMPLS[n](world, args.device) for n in names]
-    device = getattr(impls[0], "comm", None)
-    device = getattr(device, "device", "host")
+    local = world.Split_type(MPI.COMM_TYPE_SHARED)
+    bufs = buffers.make(args.device, local.rank)
+    local.Free()
+    impls = [IMPLS[n](world, bufs, **({"hostid": True} if n == "nccl" and args.nccl_hostid else {}))
+             for n in names]
+    # An implementation that cannot run here at all gets a line, not a column of n/a.
+    dropped = [i for i in impls if i.unavailable]
+    impls = [i for i in impls if not i.unavailable]
+    if rank0:
+        for i in dropped:
+            print(f"# {i.name}: not run: {i.unavailable}", flush=True)
+    for i in dropped:
+        i.close()
+    if not impls:
+        raise SystemExit("no implementation can run here: " + "; ".join(i.unavailable for i in dropped))
+    device = bufs.name
     results = []
     if rank0:
         print(table.header(impls, world.size, device), flush=True)
@@ -99,7 +127,7 @@ def main(argv=None) -> int:
                 case = {}
                 for impl in impls:
                     for in_place in (False, True):
-                        r = run_case(impl, coll, world, nbytes, dtype,
+                        r = run_case(impl, coll, world, bufs, nbytes, dtype,
                                      "sum" if op == "none" else op, in_place,
                                      args.iters, args.warmup_iters, bool(args.check))
                         r.op = op
@@ -111,14 +139,34 @@ def main(argv=None) -> int:
         print(table.footer(results, impls), flush=True)
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({"meta": meta.collect(world, impls, sys.argv),
+                json.dump({"meta": meta.collect(world, impls, sys.argv, device),
                            "results": [asdict(r) for r in results]}, f, indent=1)
             print(f"# wrote {args.json}", flush=True)
+            if args.plot:
+                from . import plot
+                plot.draw([args.json], args.plot)
+                print(f"# wrote {args.plot}", flush=True)
     for impl in impls:
         impl.close()
     wrong = sum(r.wrong for r in results if r.wrong > 0)
     return 1 if wrong else 0
 
 
+def run() -> int:
+    """main(), but an exception on any rank aborts the whole MPI job (as `python -m mpi4py`
+    does), so no rank is left waiting in a collective for one that died."""
+    try:
+        return main()
+    except SystemExit:
+        raise
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        sys.stderr.flush()
+        if MPI.COMM_WORLD.size > 1:
+            MPI.COMM_WORLD.Abort(1)
+        raise
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

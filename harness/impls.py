@@ -1,11 +1,16 @@
 """Implementations behind one call interface, so one timing routine serves them all.
 
-An implementation is made once per sweep and called as impl(coll, x, out, op); sync() waits
-until every call made so far has finished (a no-op on the host). available(dtype, op)
-returns None or the reason it cannot run that case, which the table prints.
+An implementation is made once per sweep with the world communicator and the buffers'
+device, and called as impl(coll, x, out, op, dtype) on that device's arrays (dtype is the
+logical dtype: bfloat16 arrays are uint16 bits on a GPU); sync() waits until
+every call made so far has finished. available(dtype, op) returns None, or the reason it
+cannot run that case, which the table prints; an implementation that cannot run at all
+says why in `unavailable`.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 from mpi4py import MPI
@@ -16,17 +21,43 @@ from ring.ops import bfloat16
 _MPI_OPS = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX, "avg": MPI.SUM}
 
 
+def _mpi_name() -> str:
+    """'MPICH 5.0.2', 'Open MPI v4.1.6', ... from the library's version string."""
+    first = " ".join(MPI.Get_library_version().splitlines()[0].split(",")[0].split())
+    return first.replace(" Version:", "")
+
+
+def _address(a) -> int:
+    iface = getattr(a, "__cuda_array_interface__", None) or a.__array_interface__
+    return iface["data"][0]
+
+
+def _in_place(coll: str, x, out) -> bool:
+    """As NCCL places in-place buffers: out is x (all-reduce), out is x's block r
+    (reduce-scatter), x is out's block r (all-gather)."""
+    xa, oa = _address(x), _address(out)
+    if coll == "allreduce":
+        return xa == oa
+    lo, hi = (xa, xa + x.nbytes) if coll == "reduce_scatter" else (oa, oa + out.nbytes)
+    inner = oa if coll == "reduce_scatter" else xa
+    return lo <= inner < hi
+
+
 class Ring:
     name = "ring"
 
-    def __init__(self, world: MPI.Comm, device: str, **tuning):
-        self.comm = ring.Communicator(world, device=device, **tuning)
+    def __init__(self, world: MPI.Comm, bufs, **tuning):
+        self.bufs = bufs
+        self.comm = ring.Communicator(world, device=bufs.name if bufs.name == "host" else "auto",
+                                      **tuning)
         self.label = f"ring ({self.comm.device})"
+        self.unavailable = None if self.comm.device == bufs.name else \
+            f"ring has no {bufs.name} device yet (it resolved to {self.comm.device})"
 
     def available(self, dtype, op) -> str | None:
-        return None
+        return self.unavailable
 
-    def __call__(self, coll: str, x, out, op: str):
+    def __call__(self, coll: str, x, out, op: str, dtype):
         if coll == "allreduce":
             self.comm.allreduce(x, out=out, op=op)
         elif coll == "reduce_scatter":
@@ -35,55 +66,138 @@ class Ring:
             self.comm.allgather(x, out=out)
 
     def sync(self):
-        pass
+        self.bufs.sync()
 
     def close(self):
         self.comm.close()
 
 
 class Mpi:
-    """mpi4py on host buffers: Allreduce / Reduce_scatter_block / Allgather."""
+    """mpi4py: Allreduce / Reduce_scatter_block / Allgather. The mpich wheel is not
+    CUDA-aware, so GPU buffers are staged through pinned host memory, and the label says so."""
 
     name = "mpi"
 
-    def __init__(self, world: MPI.Comm, device: str, **tuning):
-        self.comm = world.Dup()
-        self.label = f"mpi ({MPI.Get_library_version().split(',')[0].split(chr(10))[0].strip()})"
+    def __init__(self, world: MPI.Comm, bufs, **tuning):
+        self.comm, self.bufs = world.Dup(), bufs
+        self.staged = bufs.name != "host"
+        self.label = f"mpi ({_mpi_name()}" + (", GPU buffers staged through host)" if self.staged else ")")
+        self.unavailable = None
+        self._pinned: dict[tuple, np.ndarray] = {}
 
     def available(self, dtype, op) -> str | None:
         if np.dtype(dtype) == bfloat16:
             return "the MPI library has no bfloat16 datatype"
         return None
 
-    def __call__(self, coll: str, x, out, op: str):
-        in_place = x.__array_interface__["data"][0] == out.__array_interface__["data"][0] \
-            if coll == "allreduce" else _overlaps(x, out)
-        send = MPI.IN_PLACE if in_place else x
+    def _host(self, a, key, fetch=True):
+        """The host buffer MPI works on: `a` itself, or a pinned copy of a GPU array."""
+        if not self.staged:
+            return a
+        import cupyx
+        buf = self._pinned.get(key)
+        if buf is None or buf.nbytes != a.nbytes or buf.dtype != a.dtype:
+            buf = self._pinned[key] = cupyx.empty_pinned(a.shape, a.dtype)
+        if fetch:
+            a.get(out=buf)
+        return buf
+
+    def __call__(self, coll: str, x, out, op: str, dtype):
+        in_place = _in_place(coll, x, out)
+        hx = self._host(x, "x")
+        ho = hx if (in_place and coll == "allreduce") else \
+            self._host(out, "out", fetch=in_place and coll == "allgather")
         if coll == "allreduce":
-            self.comm.Allreduce(send, out, _MPI_OPS[op])
-            if op == "avg":
-                np.divide(out, self.comm.size, out=out)
+            self.comm.Allreduce(MPI.IN_PLACE if in_place else hx, ho, _MPI_OPS[op])
         elif coll == "reduce_scatter":
             if in_place:  # MPI's in-place reduce-scatter works on the whole input buffer
-                self.comm.Reduce_scatter_block(MPI.IN_PLACE, x, _MPI_OPS[op])
-                if self.comm.rank:
-                    out[...] = x[:out.size]
+                self.comm.Reduce_scatter_block(MPI.IN_PLACE, hx, _MPI_OPS[op])
+                ho[...] = hx[:ho.size]
             else:
-                self.comm.Reduce_scatter_block(x, out, _MPI_OPS[op])
-            if op == "avg":
-                np.divide(out, self.comm.size, out=out)
+                self.comm.Reduce_scatter_block(hx, ho, _MPI_OPS[op])
         else:
-            self.comm.Allgather(send, out)
+            self.comm.Allgather(MPI.IN_PLACE if in_place else hx, ho)
+        if op == "avg":
+            np.divide(ho, self.comm.size, out=ho)
+        if self.staged:
+            out.set(ho)
 
     def sync(self):
-        pass
+        self.bufs.sync()
 
     def close(self):
         self.comm.Free()
 
 
-def _overlaps(a: np.ndarray, b: np.ndarray) -> bool:
-    return np.may_share_memory(a, b)
+class Nccl:
+    """NCCL through cupy.cuda.nccl, bootstrapped over MPI (GPU buffers only).
+
+    Several ranks on one GPU: NCCL before 2.30 refuses them ("Duplicate GPU detected"); from
+    2.30 NCCL_MULTI_RANK_GPU_ENABLE=1 allows it. With --nccl-hostid each rank gets its own
+    NCCL_HOSTID instead, so NCCL takes the ranks for separate hosts and talks over its socket
+    transport: a real but very different baseline, labelled so."""
+
+    name = "nccl"
+    MULTI_RANK_GPU = 23000  # first NCCL version with NCCL_MULTI_RANK_GPU_ENABLE
+
+    def __init__(self, world: MPI.Comm, bufs, *, hostid: bool = False, **tuning):
+        self.bufs, self.comm, self.unavailable = bufs, None, None
+        self.label = "nccl"
+        if bufs.name != "cuda":
+            self.unavailable = "NCCL needs GPU buffers (--device cuda)"
+            return
+        import cupy as cp
+        from cupy.cuda import nccl
+        self.cp, self.nccl = cp, nccl
+        version = nccl.get_version()
+        vtext = f"{version // 10000}.{version // 100 % 100}.{version % 100}"
+        node = world.Split_type(MPI.COMM_TYPE_SHARED)
+        shared = node.size > cp.cuda.runtime.getDeviceCount()
+        node.Free()
+        how = ""
+        if shared and version >= self.MULTI_RANK_GPU:
+            os.environ["NCCL_MULTI_RANK_GPU_ENABLE"] = "1"
+            how = ", several ranks per GPU (NCCL_MULTI_RANK_GPU_ENABLE=1)"
+        elif shared and hostid:
+            os.environ["NCCL_HOSTID"] = f"ring-harness-rank-{world.rank}"
+            how = ", ranks sharing a GPU as separate hosts over sockets (NCCL_HOSTID per rank)"
+        elif shared:
+            self.unavailable = (f"ranks share a GPU and NCCL {vtext} refuses that (needs 2.30 "
+                                "for NCCL_MULTI_RANK_GPU_ENABLE); --nccl-hostid runs it over sockets")
+        self.label = f"nccl {vtext}{how}"
+        ok = self.unavailable is None
+        if not all(world.allgather(ok)):
+            self.unavailable = self.unavailable or "NCCL is unavailable on another rank"
+            return
+        uid = world.bcast(nccl.get_unique_id() if world.rank == 0 else None)
+        self.comm = nccl.NcclCommunicator(world.size, uid, world.rank)
+        self.size = world.size
+        self.types = {np.dtype(np.float16): nccl.NCCL_FLOAT16, bfloat16: nccl.NCCL_BFLOAT16,
+                      np.dtype(np.float32): nccl.NCCL_FLOAT32, np.dtype(np.float64): nccl.NCCL_FLOAT64,
+                      np.dtype(np.int32): nccl.NCCL_INT32, np.dtype(np.int64): nccl.NCCL_INT64,
+                      np.dtype(np.uint8): nccl.NCCL_UINT8}
+        self.ops = {"sum": nccl.NCCL_SUM, "prod": nccl.NCCL_PROD, "min": nccl.NCCL_MIN,
+                    "max": nccl.NCCL_MAX, "avg": getattr(nccl, "NCCL_AVG", 4)}
+
+    def available(self, dtype, op) -> str | None:
+        return self.unavailable
+
+    def __call__(self, coll: str, x, out, op: str, dtype):
+        stream = self.cp.cuda.get_current_stream().ptr
+        t = self.types[np.dtype(dtype)]
+        if coll == "allreduce":
+            self.comm.allReduce(x.data.ptr, out.data.ptr, x.size, t, self.ops[op], stream)
+        elif coll == "reduce_scatter":
+            self.comm.reduceScatter(x.data.ptr, out.data.ptr, out.size, t, self.ops[op], stream)
+        else:
+            self.comm.allGather(x.data.ptr, out.data.ptr, x.size, t, stream)
+
+    def sync(self):
+        self.bufs.sync()
+
+    def close(self):
+        if self.comm is not None:
+            self.comm.destroy()
 
 
-IMPLS = {"ring": Ring, "mpi": Mpi}
+IMPLS = {"ring": Ring, "mpi": Mpi, "nccl": Nccl}

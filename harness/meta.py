@@ -38,18 +38,38 @@ def _gpu() -> dict:
         return {"gpu": None}
 
 
-def collect(world: MPI.Comm, impls, argv) -> dict:
+def _cuda() -> dict:
+    try:
+        import cupy as cp
+        v = cp.cuda.runtime.runtimeGetVersion()
+        d = cp.cuda.runtime.driverGetVersion()
+        out = {"cuda_runtime": f"{v // 1000}.{v % 1000 // 10}", "cuda_driver_api": f"{d // 1000}.{d % 1000 // 10}"}
+        try:
+            from cupy.cuda import nccl
+            n = nccl.get_version()
+            out["nccl"] = f"{n // 10000}.{n // 100 % 100}.{n % 100}"
+        except Exception:  # CuPy built without NCCL
+            out["nccl"] = None
+        return out
+    except Exception:  # no CuPy or no GPU: nothing to report
+        return {"cuda_runtime": None, "nccl": None}
+
+
+def collect(world: MPI.Comm, impls, argv, device: str) -> dict:
     info = {
+        "device": device,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(),
         "ranks": world.size,
         "implementations": {i.name: i.label for i in impls},
         "mpi_library": MPI.Get_library_version().splitlines()[0].strip(),
         "versions": {d: _version(d) for d in ("ring", "numpy", "numba", "numba-cuda", "mpi4py",
-                                              "mpich", "cupy-cuda12x", "cupy-cuda13x")},
+                                              "mpich", "cupy-cuda12x", "cupy-cuda13x", "ml_dtypes")},
         "command": " ".join(argv),
         "git_commit": _git_commit(),
         "python": platform.python_version(),
     }
     info.update(_gpu())
+    if device == "cuda":
+        info.update(_cuda())
     return info

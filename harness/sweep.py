@@ -39,17 +39,18 @@ def count_wrong(got: np.ndarray, want: np.ndarray) -> int:
     return int(np.count_nonzero(got.reshape(-1).view(bits) != want.reshape(-1).view(bits)))
 
 
-def _buffers(coll: Collective, rank, in_count, out_count, dtype, op, in_place, seed=0):
+def _buffers(bufs, coll: Collective, rank, in_count, out_count, dtype, op, in_place, seed=0):
     x = coll.input(rank, in_count, dtype, op, seed)
     if not in_place:
-        return x, np.empty(out_count, dtype)
-    buf = np.empty(max(in_count, out_count), dtype)
-    xv, ov = coll.in_place_views(buf, rank, in_count, out_count)
+        return bufs.put(x), bufs.empty(out_count, dtype)
+    whole = np.empty(max(in_count, out_count), dtype)
+    xv, _ = coll.in_place_views(whole, rank, in_count, out_count)
     xv[...] = x
-    return xv, ov
+    whole = bufs.put(whole)
+    return coll.in_place_views(whole, rank, in_count, out_count)
 
 
-def run_case(impl, coll: Collective, world: MPI.Comm, nbytes: int, dtype, op: str,
+def run_case(impl, coll: Collective, world: MPI.Comm, bufs, nbytes: int, dtype, op: str,
              in_place: bool, iters: int, warmup: int, check: bool) -> Result:
     k, rank = world.size, world.rank
     itemsize = np.dtype(dtype).itemsize
@@ -60,24 +61,24 @@ def run_case(impl, coll: Collective, world: MPI.Comm, nbytes: int, dtype, op: st
     if why:
         return Result(impl.name, coll.name, size, count, np.dtype(dtype).name, op, -1, in_place,
                       float("nan"), float("nan"), float("nan"), -1, why)
-    x, out = _buffers(coll, rank, in_count, out_count, dtype, op, in_place)
+    x, out = _buffers(bufs, coll, rank, in_count, out_count, dtype, op, in_place)
     for _ in range(warmup):
-        impl(coll.name, x, out, op)
+        impl(coll.name, x, out, op, dtype)
     impl.sync()
     world.Barrier()
     t0 = time.perf_counter()
     for _ in range(iters):
-        impl(coll.name, x, out, op)
+        impl(coll.name, x, out, op, dtype)
     impl.sync()
     dt = time.perf_counter() - t0
     dt = world.allreduce(dt / max(iters, 1), op=MPI.SUM) / k
     wrong = -1
     if check:
-        x, out = _buffers(coll, rank, in_count, out_count, dtype, op, in_place, seed=1)
-        impl(coll.name, x, out, op)
+        x, out = _buffers(bufs, coll, rank, in_count, out_count, dtype, op, in_place, seed=1)
+        impl(coll.name, x, out, op, dtype)
         impl.sync()
         want = coll.expected(rank, k, in_count, dtype, op, seed=1)
-        mine = count_wrong(np.asarray(out), want)
+        mine = count_wrong(bufs.get(out, dtype), want)
         wrong = world.allreduce(mine, op=MPI.SUM)
     algbw = size / dt / 1e9 if dt > 0 else 0.0
     return Result(impl.name, coll.name, size, count, np.dtype(dtype).name, op, -1, in_place,

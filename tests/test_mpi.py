@@ -5,7 +5,8 @@ import pytest
 
 from .mpirun import pytest_under_mpi
 
-INNER = {"collectives": "tests/mpi/check_collectives.py", "errors": "tests/mpi/check_errors.py"}
+INNER = {"collectives": "tests/mpi/check_collectives.py", "errors": "tests/mpi/check_errors.py",
+         "harness": "tests/mpi/check_harness.py"}
 ENV = {"RING_INNER_MPI": "1"}
 
 

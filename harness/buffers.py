@@ -1,0 +1,67 @@
+"""Where the harness keeps its buffers: NumPy arrays on the host, CuPy arrays on a GPU.
+
+Inputs and expected results are always made on the host (collectives.py); these helpers
+move them to the device under test and back. bfloat16 lives on the GPU as uint16 bits
+(CuPy has no bfloat16 dtype); NCCL and ring read those bits as bfloat16.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ring.ops import bfloat16
+
+
+class HostBuffers:
+    name = "host"
+
+    def put(self, a: np.ndarray) -> np.ndarray:
+        return a
+
+    def empty(self, n: int, dtype) -> np.ndarray:
+        return np.empty(n, dtype)
+
+    def get(self, a, dtype) -> np.ndarray:
+        return np.asarray(a)
+
+    def sync(self) -> None:
+        pass
+
+
+class CudaBuffers:
+    name = "cuda"
+
+    def __init__(self, local_rank: int):
+        import cupy as cp
+        self.cp = cp
+        cp.cuda.Device(local_rank % cp.cuda.runtime.getDeviceCount()).use()
+
+    @staticmethod
+    def storage(dtype) -> np.dtype:
+        return np.dtype(np.uint16) if np.dtype(dtype) == bfloat16 else np.dtype(dtype)
+
+    def put(self, a: np.ndarray):
+        return self.cp.asarray(a.view(self.storage(a.dtype)))
+
+    def empty(self, n: int, dtype):
+        return self.cp.empty(n, self.storage(dtype))
+
+    def get(self, a, dtype) -> np.ndarray:
+        return self.cp.asnumpy(a).view(dtype)
+
+    def sync(self) -> None:
+        self.cp.cuda.get_current_stream().synchronize()
+
+
+def gpu_usable() -> bool:
+    try:
+        import cupy as cp
+        return cp.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
+        return False
+
+
+def make(device: str, local_rank: int):
+    if device == "auto":
+        device = "cuda" if gpu_usable() else "host"
+    return CudaBuffers(local_rank) if device == "cuda" else HostBuffers()

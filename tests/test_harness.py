@@ -1,0 +1,104 @@
+"""The harness: pure parts here, then whole sweeps under mpiexec."""
+
+import json
+
+import numpy as np
+import pytest
+
+from harness.__main__ import parse_size, sizes
+from harness.collectives import COLLECTIVES, fill
+from harness.model import fit, report
+from ring import simulate
+from ring.ops import DTYPES, Op
+from ring.schedule import Collective
+
+from .mpirun import run as mpirun
+
+
+def test_sizes_parse_like_nccl_tests():
+    assert parse_size("8") == 8 and parse_size("1K") == 1024 and parse_size("64M") == 64 << 20
+    assert parse_size("1G") == 1 << 30 and parse_size("1.5K") == 1536 and parse_size("4kb") == 4096
+    assert sizes(8, 1024, 4, 0) == [8, 32, 128, 512]
+    assert sizes(100, 400, 1, 100) == [100, 200, 300, 400]  # -i step when -f is 1
+
+
+@pytest.mark.parametrize("name", list(COLLECTIVES))
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_expected_results_are_exact_in_every_dtype(name, k):
+    coll = COLLECTIVES[name]
+    for dt in DTYPES:
+        for op in (["sum", "prod", "min", "max"] + (["avg"] if dt.kind in "fV" else [])) \
+                if coll.reduces else ["sum"]:
+            nin, nout = coll.counts(1001 * dt.itemsize, dt.itemsize, k)
+            inputs = [coll.input(r, nin, dt, op) for r in range(k)]
+            if name == "allgather":
+                sim = simulate.run(Collective.ALLGATHER, inputs)
+            else:
+                sim = simulate.run(Collective[name.upper()], inputs, Op[op.upper()])
+            for r in range(k):
+                want = coll.expected(r, k, nin, dt, op)
+                assert want.size == nout
+                # the ring's own order gives the same bits: the inputs make every order exact
+                assert sim[r].tobytes() == want.tobytes(), (name, dt, op, r)
+
+
+def test_inputs_differ_by_rank_and_index():
+    a, b = fill(0, 8, np.float32, "sum"), fill(1, 8, np.float32, "sum")
+    assert not (a == b).all() and len(set(a.tolist())) > 1
+    g = [COLLECTIVES["allgather"].input(r, 5, np.int32, "sum") for r in range(3)]
+    assert len({x.tobytes() for x in g}) == 3
+
+
+def test_model_recovers_alpha_and_beta():
+    s = np.array([8, 1 << 10, 1 << 16, 1 << 20, 1 << 24], float)
+    t = 12.0 + s / 2000.0  # 12 us, 2000 bytes/us
+    a, b = fit(s, t)
+    assert a == pytest.approx(12.0, rel=1e-9) and b == pytest.approx(1 / 2000.0, rel=1e-9)
+
+
+def test_model_report_reads_a_sweep(tmp_path):
+    k, alpha_step, bus = 4, 5.0, 100.0  # us per step, GB/s
+    recs = []
+    for s in (1 << 10, 1 << 16, 1 << 20, 1 << 26):
+        t = 2 * (k - 1) * alpha_step + 2 * (k - 1) / k * s / (bus * 1e3)
+        recs.append({"impl": "ring", "collective": "allreduce", "nbytes": s, "count": s // 4,
+                     "dtype": "float32", "op": "sum", "in_place": False, "time_us": t,
+                     "busbw": 0.0, "skipped": None})
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps({"meta": {"ranks": k}, "results": recs}))
+    out = report(str(path), 0, 1 << 40, predict=1 << 28, ranks=8, link=450.0)
+    assert "5.00 us per ring step x 6" in out and "B = 100.00 GB/s" in out
+    assert "worst error in window 0.0%" in out
+    want = 2 * 7 * 5.0 + 2 * 7 / 8 * (1 << 28) / 450e3
+    assert f"-> {want:.1f} us" in out
+
+
+def _sweep(nprocs, *args, tmp_path=None):
+    rc, out = mpirun(nprocs, ["-m", "harness", *args], timeout=300)
+    assert rc == 0, out[-4000:]
+    return out
+
+
+@pytest.mark.mpi
+def test_allreduce_sweep_writes_json_and_plot(tmp_path):
+    js, png = tmp_path / "s.json", tmp_path / "s.png"
+    out = _sweep(2, "allreduce", "-b", "8", "-e", "1M", "-f", "16", "-n", "3", "-w", "1",
+                 "--impl", "ring,mpi", "--json", str(js), "--plot", str(png))
+    assert "Out of bounds values : 0 OK" in out
+    data = json.loads(js.read_text())
+    assert data["meta"]["ranks"] == 2 and data["meta"]["command"]
+    recs = data["results"]
+    assert {r["impl"] for r in recs} == {"ring", "mpi"}
+    assert all(r["wrong"] == 0 for r in recs) and len(recs) == 5 * 2 * 2  # sizes x impls x places
+    assert {"nbytes", "count", "dtype", "op", "time_us", "algbw", "busbw", "wrong"} <= set(recs[0])
+    assert png.stat().st_size > 10_000
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("coll,dtype,op", [("reduce_scatter", "float64", "max"),
+                                           ("allgather", "all", "sum"),
+                                           ("allreduce", "bfloat16,uint8", "all")])
+def test_three_ranks_odd_sizes(coll, dtype, op):
+    out = _sweep(3, coll, "-b", "1001", "-e", "100001", "-f", "10", "-n", "2", "-w", "1",
+                 "-d", dtype, "-o", op, "--impl", "ring,mpi")
+    assert "Out of bounds values : 0 OK" in out
