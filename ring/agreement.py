@@ -42,7 +42,7 @@ def agree(comm: MPI.Comm, record: dict[str, int], error: Exception | None, waite
     mine = np.array([record.get(f, NONE) for f in FIELDS] + [int(error is not None)], np.int64)
     everyone = np.empty((comm.size, mine.size), np.int64)
     req = comm.Iallgather([mine, MPI.INT64_T], [everyone, MPI.INT64_T])
-    waiter.until(req.Test, lambda: f"{name}: waiting for every rank to join the call")
+    waiter.until(req.Test, lambda: "waiting for every rank to join the call")
     if error is not None:
         raise error
     if (everyone == mine).all():

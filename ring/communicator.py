@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from mpi4py import MPI
 
-from . import devices
+from . import devices, fatal
 from .agreement import agree
-from .errors import CommunicatorError, MismatchError
+from .errors import CommunicatorError, MismatchError, TimeoutError
 from .ops import DTYPE_CODE, Op, check_op_dtype, parse_op
 from .schedule import Collective, plan
 from .topology import discover
@@ -76,7 +76,16 @@ class Communicator:
         base = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
         if not isinstance(base, MPI.Intracomm):
             raise TypeError(f"mpi_comm: expected an mpi4py intracommunicator, got {type(base).__name__}")
-        self._comm = base.Dup()
+        # A non-blocking duplicate, so that a rank that never arrives costs a timeout, not a
+        # hang; once it completes every rank is here and the set-up below is quick.
+        self._comm, arrived = base.Idup()
+        creating = Waiter(float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else 300.0)
+        creating.start(f"Communicator (rank {base.rank}, creation)")
+        try:
+            creating.until(arrived.Test, lambda: "waiting for every rank of mpi_comm to create it")
+        except TimeoutError:
+            fatal.peer_lost()
+            raise
         self._backend = None
         self._topo = None
         self._error: BaseException | None = None
@@ -124,6 +133,15 @@ class Communicator:
             return
         self._closed = True
         if self._error is None:
+            # Bounded like any collective: a rank that never closes costs a timeout here.
+            done = self._comm.Ibarrier()
+            self._waiter.start(f"close (rank {self.rank})")
+            try:
+                self._waiter.until(done.Test, lambda: "waiting for every rank to close")
+            except TimeoutError as e:
+                self._error, self._backend = e, None
+                fatal.peer_lost()
+                raise
             self._backend.close()
             self._topo.close()
             self._comm.Free()
@@ -175,8 +193,15 @@ class Communicator:
             error = e
         try:
             self._waiter.start(name)
+            self._backend.entered(self._calls)
             if self.check:
-                agree(self._comm, record, error, self._waiter, name)
+                try:
+                    agree(self._comm, record, error, self._waiter, name)
+                except TimeoutError as e:
+                    behind = self._backend.behind(self._calls)
+                    if behind:
+                        raise TimeoutError(f"{e}; rank(s) {behind} have not reached this call") from None
+                    raise
             elif error is not None:
                 raise error
             p = plan(collective, self.size, self.rank, call.count, call.x.dtype.itemsize,
@@ -185,6 +210,8 @@ class Communicator:
                 self._backend.run(p, call.op, call.x, call.out)
         except BaseException as e:
             self._error = e
+            if isinstance(e, TimeoutError):
+                fatal.peer_lost()
             raise
         return Work(call.result) if async_op else call.result
 

@@ -21,7 +21,8 @@ def mpiexec() -> str:
     return str(exe) if exe.exists() else (shutil.which("mpiexec") or "mpiexec")
 
 
-def run(nprocs: int, args: list[str], timeout: float = 300, env: dict | None = None):
+def run(nprocs: int, args: list[str], timeout: float = 300, env: dict | None = None,
+        mpi_args: list[str] | None = None):
     """Run `python args...` on nprocs ranks; return (returncode, combined output)."""
     full_env = dict(os.environ)
     full_env.update({
@@ -31,7 +32,7 @@ def run(nprocs: int, args: list[str], timeout: float = 300, env: dict | None = N
         "HYDRA_LAUNCHER": "fork",  # no ssh, even when the host name resolves oddly
     })
     full_env.update(env or {})
-    cmd = [mpiexec(), "-n", str(nprocs), sys.executable, *args]
+    cmd = [mpiexec(), *(mpi_args or []), "-n", str(nprocs), sys.executable, *args]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:

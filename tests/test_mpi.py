@@ -6,7 +6,7 @@ import pytest
 from .mpirun import pytest_under_mpi
 
 INNER = {"collectives": "tests/mpi/check_collectives.py", "errors": "tests/mpi/check_errors.py",
-         "harness": "tests/mpi/check_harness.py"}
+         "harness": "tests/mpi/check_harness.py", "lifetime": "tests/mpi/check_lifetime.py"}
 ENV = {"RING_INNER_MPI": "1"}
 
 
@@ -15,6 +15,15 @@ ENV = {"RING_INNER_MPI": "1"}
 @pytest.mark.parametrize("suite", list(INNER))
 def test_on_ranks(suite, nprocs):
     rc, out = pytest_under_mpi(nprocs, INNER[suite], timeout=420, env=ENV)
+    assert rc == 0, out[-8000:]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [3, 4])
+def test_fuzz(nprocs):
+    """Property-based: random (ranks <= nprocs, count, dtype, op, chunk, slots, in place,
+    collective), every rank drawing the same examples."""
+    rc, out = pytest_under_mpi(nprocs, "tests/mpi/check_fuzz.py", timeout=420, env=ENV)
     assert rc == 0, out[-8000:]
 
 

@@ -9,7 +9,7 @@ from ..ops import Op, parse_dtype
 from ..schedule import Plan
 from ..topology import Topology
 from ..transport.mpi import MpiRecv, MpiSend
-from ..transport.shm import ShmRecv, ShmSend, ShmWindow
+from ..transport.shm import CALLS, ShmRecv, ShmSend, ShmWindow
 from ..wait import Waiter
 from . import executor
 
@@ -65,6 +65,20 @@ class HostBackend:
     @staticmethod
     def address(a: np.ndarray) -> int:
         return a.__array_interface__["data"][0]
+
+    # -- who has arrived -----------------------------------------------------------------
+    def entered(self, call: int) -> None:
+        """Note that this rank entered collective call number `call`."""
+        if self.window is not None:
+            self.window.header(self.topo.local_of[self.comm.rank])[CALLS] = call
+
+    def behind(self, call: int) -> list[int]:
+        """Ranks on this node known not to have entered call `call` yet (for messages)."""
+        if self.window is None:
+            return []
+        me = self.comm.rank
+        return [r for r in range(self.comm.size) if r != me and self.topo.same_node(r, me)
+                and self.window.header(self.topo.local_of[r])[CALLS] < call]
 
     # -- running ----------------------------------------------------------------------
     def run(self, plan: Plan, op: Op, x: np.ndarray, out: np.ndarray) -> None:

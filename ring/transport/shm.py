@@ -7,6 +7,8 @@ receiver's slot, so a chunk crosses with one write, never a second copy inside M
 Header of each segment, each counter on its own 128-byte line:
     POSTED  chunks the predecessor has put into my slots   (written by the predecessor)
     ACKED   chunks of mine the successor has consumed      (written by the successor)
+    CALLS   collective calls this rank has entered         (written by the rank; read by
+            node peers only to name who is missing when a call times out)
 Counters only grow, over the communicator's life. MPI_Win_sync orders the data and the
 counter (it is a full memory barrier): sync before publishing, sync after observing.
 """
@@ -19,7 +21,7 @@ from mpi4py import MPI
 from ..wait import Waiter
 
 HEADER = 4096
-POSTED, ACKED = 0, 16  # int64 indices into the header
+POSTED, ACKED, CALLS = 0, 16, 32  # int64 indices into the header, 128 bytes apart
 
 
 class ShmWindow:

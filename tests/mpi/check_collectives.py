@@ -124,3 +124,31 @@ def test_check_false_gives_the_same_results(world):
         x = make(c.rank, 777, "float64")
         inputs = [make(q, 777, "float64") for q in range(c.size)]
         _check_against_references(Collective.ALLREDUCE, c.allreduce(x), inputs, "sum", c.rank)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("op", OPS)
+def test_nan_and_inf_propagate_as_numpy_reductions_do(comm, world, dtype, op):
+    k, r = comm.size, comm.rank
+    t = np.dtype(ring.ops.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+
+    def data(q):
+        v = np.array([q + 1.0, 2.0, 3.0, 4.0, 5.0, q + 0.5], np.float64)
+        if q == 0:
+            v[1], v[3] = np.inf, np.nan
+        if q == k - 1:
+            v[2] = -np.inf  # with k == 1: inf and -inf meet nowhere; NaN still wins
+            v[4] = np.nan
+        return v.astype(t)
+
+    x = data(r)
+    got = comm.allreduce(x, op=op)
+    stack = np.stack([data(q).astype(np.float64) for q in range(k)])
+    fn = {"sum": np.add, "avg": np.add, "prod": np.multiply, "min": np.minimum,
+          "max": np.maximum}[op]
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = fn.reduce(stack, axis=0)
+        if op == "avg":
+            want = want / k
+    np.testing.assert_array_equal(got.astype(np.float64)[1:5], want.astype(t).astype(np.float64)[1:5])
+    assert same_everywhere(world, got)

@@ -1,0 +1,22 @@
+"""check=False skips the agreement step: the rank with a bad argument raises its ValueError
+at once, and its peers, waiting for it in the data path, raise ring.TimeoutError at the
+timeout instead of hanging."""
+
+import sys
+import time
+
+import numpy as np
+
+import ring
+
+comm = ring.Communicator(check=False, timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)
+bad = comm.rank == 0
+try:
+    comm.allreduce(np.ones(8)[::2] if bad else np.ones(4))
+    print(f"rank {comm.rank}: NO ERROR", flush=True)
+except ValueError as e:
+    print(f"rank {comm.rank}: RAISED ValueError: {e}", flush=True)
+except ring.TimeoutError as e:
+    print(f"rank {comm.rank}: SURVIVED TimeoutError: {e}", flush=True)
+comm.close()
+time.sleep(2)  # let every rank report before the first one's exit aborts the job

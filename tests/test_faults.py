@@ -1,0 +1,75 @@
+"""Faults under mpiexec, each under a wall-clock limit: a rank dies in the middle of a
+collective, a rank never makes a call. Every survivor raises the documented exception,
+the job ends with a non-zero status, and no process is left behind. (Disagreeing calls,
+bad arguments and use after close() are in tests/mpi/check_errors.py.)
+
+mpiexec runs with -disable-auto-cleanup so that the survivors outlive the dead rank long
+enough to report; without it MPICH's launcher kills them as soon as one rank dies, which
+ends the job too."""
+
+import re
+import subprocess
+import time
+
+import pytest
+
+from .mpirun import run
+
+pytestmark = pytest.mark.mpi
+
+
+def _left_behind(script: str) -> list[str]:
+    """Processes of the script still alive a few seconds after mpiexec returned."""
+    for _ in range(50):
+        out = subprocess.run(["pgrep", "-a", "-f", script], capture_output=True, text=True)
+        alive = [ln for ln in out.stdout.splitlines() if "pgrep" not in ln]
+        if not alive:
+            return []
+        time.sleep(0.1)
+    return alive
+
+
+def _report(out: str, r: int) -> str | None:
+    """Rank r's TimeoutError message: from its marker to 'no progress within 2 s'."""
+    m = re.search(rf"rank {r}: SURVIVED TimeoutError: (allreduce \(call 1, rank {r}\).*?"
+                  r"no progress within 2 s)", out, re.S)
+    return m.group(1) if m else None
+
+
+@pytest.mark.parametrize("nprocs", [2, 3, 4])
+def test_a_rank_dies_in_the_middle_of_an_allreduce(nprocs):
+    script = "tests/faults/dies_mid_collective.py"
+    rc, out = run(nprocs, [script, "2"], timeout=120, mpi_args=["-disable-auto-cleanup"])
+    assert rc not in (0, None), out
+    for r in range(nprocs - 1):  # ranks' lines may interleave mid-line: match, not split
+        m = _report(out, r)
+        assert m, f"rank {r} did not report:\n{out}"
+        assert re.search(r"chunk \d+ step \d+: waiting for data from rank \d+", m), m
+        assert f"rank {r}: BROKEN" in out
+    assert "NO ERROR" not in out
+    assert _left_behind(script) == []
+
+
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_a_rank_never_makes_the_call(nprocs):
+    script = "tests/faults/skips_a_call.py"
+    rc, out = run(nprocs, [script, "2"], timeout=120, mpi_args=["-disable-auto-cleanup"])
+    assert rc not in (0, None), out
+    for r in range(nprocs - 1):
+        m = _report(out, r)
+        assert m, f"rank {r} did not report:\n{out}"
+        assert "waiting for every rank to join the call" in m
+        assert f"rank(s) [{nprocs - 1}] have not reached this call" in out
+    assert _left_behind(script) == []
+
+
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_without_the_check_a_lone_bad_rank_times_out_the_others(nprocs):
+    script = "tests/faults/bad_rank_without_check.py"
+    rc, out = run(nprocs, [script, "2"], timeout=120, mpi_args=["-disable-auto-cleanup"])
+    assert rc not in (0, None), out
+    assert "rank 0: RAISED ValueError: x: the array must be contiguous" in out
+    for r in range(1, nprocs):
+        assert _report(out, r), f"rank {r} did not report:\n{out}"
+    assert "NO ERROR" not in out
+    assert _left_behind(script) == []
