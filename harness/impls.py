@@ -44,26 +44,31 @@ def _in_place(coll: str, x, out) -> bool:
 
 
 class Ring:
-    name = "ring"
+    """ring.Communicator; `algorithm` as its option: auto, ring (flat), hierarchical."""
 
-    def __init__(self, world: MPI.Comm, bufs, **tuning):
+    def __init__(self, world: MPI.Comm, bufs, algorithm: str = "auto", **tuning):
         self.bufs = bufs
+        self.name = {"auto": "ring", "ring": "ring-flat", "hierarchical": "ring-hier"}[algorithm]
         self.comm = ring.Communicator(world, device=bufs.name if bufs.name == "host" else "auto",
-                                      **tuning)
-        self.label = f"ring ({self.comm.device})"
+                                      algorithm="auto", **tuning)
         self.unavailable = None if self.comm.device == bufs.name else \
             f"ring has no {bufs.name} device yet (it resolved to {self.comm.device})"
+        try:
+            self.algorithm = self.comm._resolve(algorithm)
+        except ValueError as e:
+            self.algorithm, self.unavailable = algorithm, str(e)
+        self.label = f"ring ({self.comm.device}, {self.algorithm})"
 
     def available(self, dtype, op) -> str | None:
         return self.unavailable
 
     def __call__(self, coll: str, x, out, op: str, dtype):
         if coll == "allreduce":
-            self.comm.allreduce(x, out=out, op=op)
+            self.comm.allreduce(x, out=out, op=op, algorithm=self.algorithm)
         elif coll == "reduce_scatter":
-            self.comm.reduce_scatter(x, out=out, op=op)
+            self.comm.reduce_scatter(x, out=out, op=op, algorithm=self.algorithm)
         else:
-            self.comm.allgather(x, out=out)
+            self.comm.allgather(x, out=out, algorithm=self.algorithm)
 
     def sync(self):
         self.bufs.sync()
@@ -200,4 +205,10 @@ class Nccl:
             self.comm.destroy()
 
 
-IMPLS = {"ring": Ring, "mpi": Mpi, "nccl": Nccl}
+IMPLS = {
+    "ring": Ring,  # the algorithm "auto" picks
+    "ring-flat": lambda world, bufs, **kw: Ring(world, bufs, algorithm="ring", **kw),
+    "ring-hier": lambda world, bufs, **kw: Ring(world, bufs, algorithm="hierarchical", **kw),
+    "mpi": Mpi,
+    "nccl": Nccl,
+}

@@ -24,13 +24,20 @@ def header(impls: list, ranks: int, device: str) -> str:
             top += f"  {i.name + ' ' + place:^32}"
             sub += "  " + f"{'time':>8} {'algbw':>7} {'busbw':>7} {'#wrong':>7}"
             units += "  " + f"{'(us)':>8} {'(GB/s)':>7} {'(GB/s)':>7} {'':>7}"
-    others = [i for i in impls if i.name != "ring"]
-    if any(i.name == "ring" for i in impls):
-        for o in others:
-            top += f" {'':>9}"
-            sub += f" {'ring/' + o.name:>9}"
-            units += f" {'(x)':>9}"
+    for r, o in _pairs(impls):
+        name = f"{r.name}/{o.name}"
+        w = max(9, len(name))
+        top += f" {'':>{w}}"
+        sub += f" {name:>{w}}"
+        units += f" {'(x)':>{w}}"
     return "\n".join(lines + [top, sub, units])
+
+
+def _pairs(impls: list):
+    """(ring variant, baseline) for every speed-up column."""
+    rings = [i for i in impls if i.name.startswith("ring")]
+    others = [i for i in impls if not i.name.startswith("ring")]
+    return [(r, o) for r in rings for o in others]
 
 
 def row(results: dict[tuple[str, bool], Result], impls: list) -> str:
@@ -43,12 +50,10 @@ def row(results: dict[tuple[str, bool], Result], impls: list) -> str:
             wrong = "n/a" if r.wrong < 0 else str(r.wrong)
             line += "  " + (f"{_num(r.time_us, 8, 1)} {_num(r.algbw, 7, 2)} "
                             f"{_num(r.busbw, 7, 2)} {wrong:>7}")
-    ring = results.get(("ring", False))
-    if ring is not None:
-        for i in impls:
-            if i.name != "ring":
-                o = results[(i.name, False)]
-                line += f" {_num(o.time_us / ring.time_us if ring.time_us else float('nan'), 9, 2)}"
+    for r, o in _pairs(impls):
+        tr, to = results[(r.name, False)].time_us, results[(o.name, False)].time_us
+        w = max(9, len(f"{r.name}/{o.name}"))
+        line += f" {_num(to / tr if tr else float('nan'), w, 2)}"
     return line
 
 

@@ -16,7 +16,8 @@ from .errors import MismatchError
 from .ops import DTYPES, Op
 from .wait import Waiter
 
-FIELDS = ("call", "collective", "count", "dtype", "op", "root", "in_place", "chunk_bytes")
+FIELDS = ("call", "collective", "count", "dtype", "op", "root", "in_place", "chunk_bytes",
+          "algorithm")
 BAD = len(FIELDS)  # extra field: 1 where the rank's own arguments were bad
 NONE = -1
 
@@ -33,6 +34,9 @@ def _describe(field: str, value: int) -> str:
     if field == "collective":
         from .schedule import Collective
         return str(Collective(value))
+    if field == "algorithm":
+        from .communicator import ALGORITHMS
+        return ALGORITHMS[value]
     return str(value)
 
 

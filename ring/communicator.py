@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from mpi4py import MPI
 
-from . import devices, fatal
+from . import devices, fatal, hierarchical
 from .agreement import agree
 from .errors import CommunicatorError, MismatchError, TimeoutError
 from .ops import DTYPE_CODE, Op, check_op_dtype, parse_op
@@ -32,6 +32,9 @@ DEFAULT_CHUNK_BYTES = 1 << 20
 DEFAULT_SLOTS = 4
 
 
+ALGORITHMS = ("auto", "ring", "hierarchical")
+
+
 @dataclass
 class _Call:
     collective: Collective
@@ -42,11 +45,13 @@ class _Call:
     count: int  # elements of the full array of the plan
     in_place: bool
     chunk_bytes: int
+    algorithm: str  # "ring" or "hierarchical", resolved
 
     def record(self) -> dict[str, int]:
         return {"collective": self.collective.value, "count": self.count,
                 "dtype": DTYPE_CODE[self.x.dtype], "op": int(self.op),
-                "in_place": int(self.in_place), "chunk_bytes": self.chunk_bytes}
+                "in_place": int(self.in_place), "chunk_bytes": self.chunk_bytes,
+                "algorithm": ALGORITHMS.index(self.algorithm)}
 
 
 class Work:
@@ -72,7 +77,8 @@ class Work:
 class Communicator:
     def __init__(self, mpi_comm: MPI.Comm | None = None, device: str = "auto", *,
                  timeout: float = 300.0, check: bool = True,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, nslots: int = DEFAULT_SLOTS):
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, nslots: int = DEFAULT_SLOTS,
+                 algorithm: str = "auto"):
         base = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
         if not isinstance(base, MPI.Intracomm):
             raise TypeError(f"mpi_comm: expected an mpi4py intracommunicator, got {type(base).__name__}")
@@ -103,10 +109,13 @@ class Communicator:
                 raise ValueError(f"nslots: need at least 2 slots per link, got {nslots!r}")
             if int(chunk_bytes) != chunk_bytes or chunk_bytes < 64 or chunk_bytes % 64:
                 raise ValueError(f"chunk_bytes: must be a positive multiple of 64, got {chunk_bytes!r}")
+            if algorithm not in ALGORITHMS:
+                raise ValueError(f"algorithm: expected one of {ALGORITHMS}, got {algorithm!r}")
         except (TypeError, ValueError) as e:
             error = e
             self.device = "?"
-        self.chunk_bytes, self.nslots = int(chunk_bytes), int(nslots)
+        self.chunk_bytes, self.nslots, self.algorithm = int(chunk_bytes), int(nslots), algorithm
+        self._hier = None
         # Ranks must agree on the device and the slot geometry: slots are sized by it.
         mine = (error is not None, self.device, self.chunk_bytes, self.nslots)
         everyone = self._comm.allgather(mine)
@@ -121,9 +130,14 @@ class Communicator:
             raise MismatchError("Communicator: ranks disagree on (device, chunk_bytes, nslots): "
                                 + ", ".join(f"rank {r}: {e[1:]}" for r, e in enumerate(everyone)))
         self._topo = discover(self._comm)
-        self._waiter = Waiter(self.timeout, oversubscribed(self._topo.node_comm.size))
-        self._backend = devices.backend(self.device, self._comm, self._topo, self.nslots,
-                                        self.chunk_bytes, self._waiter)
+        self._waiter = Waiter(self.timeout, oversubscribed(self._topo.machine_ranks))
+        self._backend = self._make_backend(self._comm, self._topo)
+        # Why the two-level algorithm cannot run here (None: it can); built on first use.
+        self._hier_why = hierarchical.applies(self._topo, self.size)
+
+    def _make_backend(self, comm, topo):
+        return devices.backend(self.device, comm, topo, self.nslots, self.chunk_bytes,
+                               self._waiter)
 
     # -- lifetime -----------------------------------------------------------------------
     def close(self) -> None:
@@ -142,10 +156,12 @@ class Communicator:
                 self._error, self._backend = e, None
                 fatal.peer_lost()
                 raise
+            if self._hier is not None:
+                self._hier.close()
             self._backend.close()
             self._topo.close()
             self._comm.Free()
-        self._backend = None
+        self._backend = self._hier = None
 
     def __enter__(self) -> "Communicator":
         return self
@@ -159,18 +175,19 @@ class Communicator:
 
     # -- collectives --------------------------------------------------------------------
     def allreduce(self, x, out=None, op="sum", *, async_op: bool = False,
-                  chunk_bytes: int | None = None):
+                  chunk_bytes: int | None = None, algorithm: str | None = None):
         """Every rank gets the elementwise reduction of all ranks' x, in x's shape."""
-        return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op)
+        return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op, algorithm)
 
     def reduce_scatter(self, x, out=None, op="sum", *, async_op: bool = False,
-                       chunk_bytes: int | None = None):
+                       chunk_bytes: int | None = None, algorithm: str | None = None):
         """Rank r gets block r (x.size // size elements, 1-D) of the reduction."""
-        return self._call(Collective.REDUCE_SCATTER, x, out, op, chunk_bytes, async_op)
+        return self._call(Collective.REDUCE_SCATTER, x, out, op, chunk_bytes, async_op, algorithm)
 
-    def allgather(self, x, out=None, *, async_op: bool = False, chunk_bytes: int | None = None):
+    def allgather(self, x, out=None, *, async_op: bool = False, chunk_bytes: int | None = None,
+                  algorithm: str | None = None):
         """Rank r's x lands at block r of a 1-D result of size * x.size elements."""
-        return self._call(Collective.ALLGATHER, x, out, "sum", chunk_bytes, async_op)
+        return self._call(Collective.ALLGATHER, x, out, "sum", chunk_bytes, async_op, algorithm)
 
     def _usable(self) -> None:
         if self._closed:
@@ -180,14 +197,14 @@ class Communicator:
                 f"rank {self.rank}: the communicator is broken by an earlier error: "
                 f"{type(self._error).__name__}: {self._error}") from self._error
 
-    def _call(self, collective, x, out, op, chunk_bytes, async_op):
+    def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None):
         self._usable()
         self._calls += 1
         name = f"{collective} (call {self._calls}, rank {self.rank})"
         record = {"call": self._calls, "collective": collective.value}
         call, error = None, None
         try:
-            call = self._prepare(collective, x, out, op, chunk_bytes)
+            call = self._prepare(collective, x, out, op, chunk_bytes, algorithm)
             record.update(call.record())
         except (TypeError, ValueError) as e:
             error = e
@@ -204,9 +221,16 @@ class Communicator:
                     raise
             elif error is not None:
                 raise error
-            p = plan(collective, self.size, self.rank, call.count, call.x.dtype.itemsize,
-                     call.chunk_bytes)
-            if call.count:
+            if call.algorithm == "hierarchical":
+                if self._hier is None:  # collective: every rank agreed on this call
+                    self._hier = hierarchical.Hierarchical(self._comm, self._topo,
+                                                           self._make_backend)
+                if call.count:
+                    self._hier.run(collective, call.op, call.x, call.out,
+                                   call.x.dtype.itemsize, call.chunk_bytes)
+            elif call.count:
+                p = plan(collective, self.size, self.rank, call.count, call.x.dtype.itemsize,
+                         call.chunk_bytes)
                 self._backend.run(p, call.op, call.x, call.out)
         except BaseException as e:
             self._error = e
@@ -215,8 +239,19 @@ class Communicator:
             raise
         return Work(call.result) if async_op else call.result
 
-    def _prepare(self, collective, x, out, op, chunk_bytes) -> _Call:
+    def _resolve(self, algorithm) -> str:
+        algorithm = self.algorithm if algorithm is None else algorithm
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm: expected one of {ALGORITHMS}, got {algorithm!r}")
+        if algorithm == "auto":
+            return "ring" if self._hier_why else "hierarchical"
+        if algorithm == "hierarchical" and self._hier_why:
+            raise ValueError(f"algorithm: 'hierarchical' cannot run here: {self._hier_why}")
+        return algorithm
+
+    def _prepare(self, collective, x, out, op, chunk_bytes, algorithm=None) -> _Call:
         b, size = self._backend, self.size
+        algorithm = self._resolve(algorithm)
         xf = b.flat(x, "x")
         op = parse_op(op)
         check_op_dtype(op, xf.dtype)
@@ -244,7 +279,7 @@ class Communicator:
                                  f"ranks of x.size {n}, got {of.size}")
             result = out
             in_place = self._in_place(collective, xf, of)
-        return _Call(collective, xf, of, result, op, count, in_place, int(chunk_bytes))
+        return _Call(collective, xf, of, result, op, count, in_place, int(chunk_bytes), algorithm)
 
     def _in_place(self, collective, xf, of) -> bool:
         """In place: out is x (all-reduce), out is x's block r (reduce-scatter), or x is

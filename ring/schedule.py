@@ -164,7 +164,17 @@ def plan(collective: Collective, size: int, rank: int, count: int, itemsize: int
         if count % size:
             raise ValueError(f"{collective}: count {count} is not divisible by {size} ranks")
         blocks = split(count, size)
+    return plan_blocks(collective, size, rank, tuple(blocks), itemsize, chunk_bytes, align)
+
+
+@lru_cache(maxsize=512)
+def plan_blocks(collective: Collective, size: int, rank: int, blocks: tuple[int, ...],
+                itemsize: int, chunk_bytes: int, align: int = 1) -> Plan:
+    """Plan one call over given block boundaries, which may be uneven: the two-level
+    collectives (hierarchical.py) reduce-scatter and all-gather arrays of any length."""
+    if len(blocks) != size + 1 or blocks[0] != 0 or any(a > b for a, b in zip(blocks, blocks[1:])):
+        raise ValueError(f"plan: bad block boundaries {blocks} for {size} ranks")
     max_block = max(blocks[b + 1] - blocks[b] for b in range(size))
-    return Plan(collective, size, rank, count, tuple(blocks),
+    return Plan(collective, size, rank, blocks[-1], tuple(blocks),
                 nchunks(max_block * itemsize, chunk_bytes),
                 tuple(steps(collective, size, rank)), align)

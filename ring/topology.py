@@ -18,6 +18,7 @@ class Topology:
     node_comm: MPI.Comm
     node_of: list[int]  # node index of every rank of the communicator
     local_of: list[int]  # rank within its node, for every rank
+    machine_ranks: int = 1  # ranks of this communicator on this machine (emulated nodes too)
 
     @property
     def nnodes(self) -> int:
@@ -47,6 +48,7 @@ def emulated_nodes() -> int:
 def discover(comm: MPI.Comm) -> Topology:
     """Collective over comm."""
     shared = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.rank)
+    machine_ranks = shared.size
     n = emulated_nodes()
     if n:
         color = shared.rank * min(n, shared.size) // shared.size
@@ -58,4 +60,5 @@ def discover(comm: MPI.Comm) -> Topology:
     leader = node_comm.allreduce(comm.rank, op=MPI.MIN)
     pairs = comm.allgather((leader, node_comm.rank))
     leaders = sorted({p[0] for p in pairs})
-    return Topology(node_comm, [leaders.index(p[0]) for p in pairs], [p[1] for p in pairs])
+    return Topology(node_comm, [leaders.index(p[0]) for p in pairs], [p[1] for p in pairs],
+                    machine_ranks)

@@ -81,8 +81,9 @@ class HostBackend:
                 and self.window.header(self.topo.local_of[r])[CALLS] < call]
 
     # -- running ----------------------------------------------------------------------
-    def run(self, plan: Plan, op: Op, x: np.ndarray, out: np.ndarray) -> None:
-        executor.run(plan, op, x, out, self.send, self.recv, self.waiter)
+    def run(self, plan: Plan, op: Op, x: np.ndarray, out: np.ndarray,
+            divisor: int | None = None) -> None:
+        executor.run(plan, op, x, out, self.send, self.recv, self.waiter, divisor)
 
     def close(self) -> None:
         for end in (self.send, self.recv):

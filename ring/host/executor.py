@@ -25,9 +25,13 @@ def local_slices(plan: Plan, block: int, lo: int, hi: int):
     return (slice(lo - base, hi - base) if block == plan.rank else None), slice(lo, hi)
 
 
-def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter) -> None:
+def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter,
+        divisor: int | None = None) -> None:
     """x, out: 1-D contiguous. send / recv: transport ends (None when the ring is one rank).
-    waiter.at is kept at the current (chunk, step) so that a timeout can say where."""
+    divisor: what avg divides by (default: this ring's size; the two-level collectives
+    pass the whole job's). waiter.at is kept at the current (chunk, step) so that a
+    timeout can say where."""
+    divisor = plan.size if divisor is None else divisor
     dtype, itemsize = x.dtype, x.dtype.itemsize
     if recv is not None:
         recv.begin(plan.recvs)
@@ -36,7 +40,7 @@ def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter) 
         s_in, s_out = local_slices(plan, step.block, lo, hi)
         rbuf = recv.wait(dtype)[:hi - lo] if step.recv else None
         sbuf = send.acquire(dtype)[:hi - lo] if step.send else None
-        apply_chunk(step, op, plan.size, None if s_in is None else x[s_in], out[s_out],
+        apply_chunk(step, op, divisor, None if s_in is None else x[s_in], out[s_out],
                     rbuf, sbuf)
         if step.recv:
             recv.release()

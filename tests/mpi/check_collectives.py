@@ -26,9 +26,16 @@ def cases():
             yield dtype, op
 
 
-def _check_against_references(collective, got, inputs, op, rank):
-    want_bits = simulate.run(collective, inputs, Op[op.upper()], CHUNK, 2)[rank]
-    assert got.tobytes() == want_bits.tobytes(), "differs from the simulated ring"
+def _flat(comm) -> bool:
+    """Whether this communicator's calls take the flat ring (else the two-level one, whose
+    reduction order the flat simulator does not follow)."""
+    return comm._resolve(None) == "ring"
+
+
+def _check_against_references(collective, got, inputs, op, rank, flat=True):
+    if flat:
+        want_bits = simulate.run(collective, inputs, Op[op.upper()], CHUNK, 2)[rank]
+        assert got.tobytes() == want_bits.tobytes(), "differs from the simulated ring"
     want = reference(str(collective), inputs, op)[rank]
     if inputs[0].dtype in FLOATING:
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
@@ -50,8 +57,10 @@ def test_allreduce(comm, world, dtype, op):
             else:
                 got = comm.allreduce(x, op=op)
                 assert x.tobytes() == inputs[r].tobytes(), "input changed out of place"
-            _check_against_references(Collective.ALLREDUCE, got, inputs, op, r)
+            _check_against_references(Collective.ALLREDUCE, got, inputs, op, r, _flat(comm))
             assert same_everywhere(world, got)
+            again = comm.allreduce(inputs[r].copy(), op=op)
+            assert again.tobytes() == got.tobytes(), "not the same bits from run to run"
 
 
 @pytest.mark.parametrize("dtype,op", list(cases()))
@@ -65,7 +74,7 @@ def test_reduce_scatter(comm, world, dtype, op):
             out = x[r * per_rank:(r + 1) * per_rank] if in_place else None
             got = comm.reduce_scatter(x, out=out, op=op)
             assert got.shape == (per_rank,)
-            _check_against_references(Collective.REDUCE_SCATTER, got, inputs, op, r)
+            _check_against_references(Collective.REDUCE_SCATTER, got, inputs, op, r, _flat(comm))
 
 
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
@@ -109,6 +118,10 @@ def test_repeated_calls_give_the_same_bits(comm, world):
     c = comm.allreduce(x, chunk_bytes=64)  # chunking does not change the reduction order
     assert a.tobytes() == b.tobytes() == c.tobytes()
     assert same_everywhere(world, a)
+    flat = comm.allreduce(x, algorithm="ring")  # the flat ring, on any layout
+    assert flat.tobytes() == simulate.run(Collective.ALLREDUCE,
+                                          [make(q, 1001, "float32") for q in range(comm.size)],
+                                          Op.SUM, CHUNK, 2)[comm.rank].tobytes()
 
 
 def test_many_chunks_through_few_slots(world):
@@ -123,7 +136,8 @@ def test_check_false_gives_the_same_results(world):
     with ring.Communicator(check=False, timeout=60) as c:
         x = make(c.rank, 777, "float64")
         inputs = [make(q, 777, "float64") for q in range(c.size)]
-        _check_against_references(Collective.ALLREDUCE, c.allreduce(x), inputs, "sum", c.rank)
+        _check_against_references(Collective.ALLREDUCE, c.allreduce(x), inputs, "sum", c.rank,
+                                  _flat(c))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])

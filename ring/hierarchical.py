@@ -1,0 +1,111 @@
+"""Two-level collectives: rings inside each node over shared memory, rings across nodes
+over MPI, so that only a node's share of the data crosses the slower inter-node links.
+
+With N nodes of L ranks each, rank r = node a * L + local index j:
+
+  all-reduce     1. reduce-scatter inside the node: local rank j holds block j (of L) summed
+                    over its node;
+                 2. all-reduce of block j across the nodes, among the N ranks of index j;
+                 3. all-gather inside the node.
+                 Each rank sends 2(N-1)/N of 1/L of the array between nodes, where the flat
+                 ring sends 2(K-1)/K of all of it over the links that cross nodes.
+  reduce-scatter the input seen as [N][L][b]; transposed to [L][N][b] so that local rank j's
+                 share (block (a, j) of every node a) is contiguous; reduce-scatter inside
+                 the node, then across nodes: rank (a, j) ends with block a*L + j.
+  all-gather     the reverse: across nodes, inside the node, transpose back.
+
+Reduction order differs from the flat ring's but is fixed, so results are still bitwise the
+same on every rank and from run to run. avg divides once, by the whole job's size, at the
+last reduction. Needs equal node sizes and consecutive ranks per node (mpiexec's default
+block placement); `applies()` says whether they hold, and "auto" falls back to the flat ring.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mpi4py import MPI
+
+from .ops import Op
+from .schedule import Collective, plan, plan_blocks, split
+from .topology import Topology
+
+
+def applies(topo: Topology, size: int) -> str | None:
+    """None if the two-level algorithm can run on this layout, else why not."""
+    nodes = topo.nnodes
+    if nodes < 2:
+        return "one node: nothing to gain over the flat ring"
+    per = size // nodes
+    if per * nodes != size or any(topo.node_of[r] != r // per for r in range(size)):
+        return ("needs the same number of ranks on every node, consecutive in rank order "
+                f"(nodes of ranks {topo.node_of})")
+    if per == 1:
+        return "one rank per node: the flat ring is already the inter-node ring"
+    return None
+
+
+class Hierarchical:
+    def __init__(self, comm: MPI.Comm, topo: Topology, make_backend):
+        """Collective over comm. make_backend(comm, topo) builds a device backend (links,
+        executor) for a sub-communicator."""
+        self.size, self.nodes = comm.size, topo.nnodes
+        self.per = comm.size // self.nodes
+        self.node, self.local = divmod(comm.rank, self.per)
+        node_comm = topo.node_comm.Dup()
+        self._local_topo = Topology(node_comm, [0] * self.per, list(range(self.per)))
+        self.inner = make_backend(node_comm, self._local_topo)
+        col = comm.Split(self.local, key=self.node)
+        self._cross_topo = Topology(MPI.COMM_SELF.Dup(), list(range(self.nodes)), [0] * self.nodes)
+        self._col = col
+        self.cross = make_backend(col, self._cross_topo)
+
+    def close(self) -> None:
+        self.inner.close()
+        self.cross.close()
+        self._local_topo.close()
+        self._cross_topo.close()
+        self._col.Free()
+
+    # -- the three collectives ---------------------------------------------------------
+    def run(self, collective: Collective, op: Op, x: np.ndarray, out: np.ndarray,
+            itemsize: int, chunk_bytes: int) -> None:
+        if collective is Collective.ALLREDUCE:
+            self._allreduce(op, x, out, itemsize, chunk_bytes)
+        elif collective is Collective.REDUCE_SCATTER:
+            self._reduce_scatter(op, x, out, itemsize, chunk_bytes)
+        else:
+            self._allgather(x, out, itemsize, chunk_bytes)
+
+    def _allreduce(self, op, x, out, itemsize, chunk_bytes):
+        n, L, j = x.size, self.per, self.local
+        blocks = tuple(split(n, L))
+        mine = out[blocks[j]:blocks[j + 1]]
+        partial = Op.SUM if op is Op.AVG else op
+        self.inner.run(plan_blocks(Collective.REDUCE_SCATTER, L, j, blocks, itemsize, chunk_bytes),
+                       partial, x, mine)
+        self.cross.run(plan(Collective.ALLREDUCE, self.nodes, self.node, mine.size, itemsize,
+                            chunk_bytes), op, mine, mine, divisor=self.size)
+        self.inner.run(plan_blocks(Collective.ALLGATHER, L, j, blocks, itemsize, chunk_bytes),
+                       op, mine, out)
+
+    def _reduce_scatter(self, op, x, out, itemsize, chunk_bytes):
+        N, L = self.nodes, self.per
+        b = out.size
+        staged = x.reshape(N, L, b).transpose(1, 0, 2).copy().reshape(-1)  # [L][N][b]
+        share = np.empty(N * b, x.dtype)
+        partial = Op.SUM if op is Op.AVG else op
+        self.inner.run(plan(Collective.REDUCE_SCATTER, L, self.local, staged.size, itemsize,
+                            chunk_bytes), partial, staged, share)
+        self.cross.run(plan(Collective.REDUCE_SCATTER, N, self.node, share.size, itemsize,
+                            chunk_bytes), op, share, out, divisor=self.size)
+
+    def _allgather(self, x, out, itemsize, chunk_bytes):
+        N, L = self.nodes, self.per
+        b = x.size
+        column = np.empty(N * b, x.dtype)  # [N][b]: this index's block of every node
+        self.cross.run(plan(Collective.ALLGATHER, N, self.node, column.size, itemsize,
+                            chunk_bytes), Op.SUM, x, column)
+        gathered = np.empty(L * N * b, x.dtype)  # [L][N][b]
+        self.inner.run(plan(Collective.ALLGATHER, L, self.local, gathered.size, itemsize,
+                            chunk_bytes), Op.SUM, column, gathered)
+        out.reshape(N, L, b)[...] = gathered.reshape(L, N, b).transpose(1, 0, 2)
