@@ -12,7 +12,7 @@ from .errors import CommunicatorError, MismatchError, RingError, TimeoutError
 from .ops import AVG, MAX, MIN, PROD, SUM, Op
 
 __all__ = [
-    "Communicator", "Work", "Op", "SUM", "PROD", "MIN", "MAX", "AVG",
+    "Communicator", "Work", "Group", "Op", "SUM", "PROD", "MIN", "MAX", "AVG",
     "RingError", "MismatchError", "TimeoutError", "CommunicatorError",
 ]
 __version__ = "0.1.0"
@@ -22,4 +22,7 @@ def __getattr__(name):
     if name in ("Communicator", "Work"):
         from . import communicator
         return getattr(communicator, name)
+    if name == "Group":
+        from .cuda.group import Group
+        return Group
     raise AttributeError(f"module 'ring' has no attribute {name!r}")

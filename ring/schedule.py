@@ -138,6 +138,7 @@ class Plan:
         return tuple((j, step, *self.chunk(step.block, j))
                      for j in range(self.nchunks) for step in self.steps)
 
+    @lru_cache(maxsize=None)
     def max_chunk(self) -> int:
         """Largest chunk of this call, in elements."""
         return max((hi - lo for b in range(self.size) for j in range(self.nchunks)

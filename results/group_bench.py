@@ -1,0 +1,130 @@
+"""One process, K ranks on one GPU (ring.Group): all-reduce bandwidth against the memory
+roofline, fused against copy path, chunk and slot sweeps, per-call host overhead with and
+without CUDA graphs. GPU only.
+
+    python3 results/group_bench.py [--quick] --json results/group-<gpu>.json
+
+Every figure is device time from CUDA events on the caller's stream around `iters` calls
+(or graph replays) after warm-up. "Bytes moved" counts what the schedule reads and writes
+in device memory, kernels and copies, summed over ranks (ring.cuda.enqueue.traffic); the
+roofline is a device-to-device copy (2N bytes moved) measured in the same run.
+"""
+
+import argparse
+import json
+import time
+
+import numpy as np
+from numba import cuda
+
+import ring
+from ring.cuda.enqueue import traffic
+from ring.cuda.group import _align
+from ring.schedule import Collective, plan
+
+
+def copy_gbps(nbytes):
+    from kernels.timing import device_ms
+    a, b = cuda.device_array(nbytes, np.uint8), cuda.device_array(nbytes, np.uint8)
+    return 2 * nbytes / device_ms(lambda: b.copy_to_device(a)) / 1e6
+
+
+def event_ms(fn, iters):
+    fn()
+    cuda.synchronize()
+    e0, e1 = cuda.event(), cuda.event()
+    e0.record()
+    for _ in range(iters):
+        fn()
+    e1.record()
+    e1.synchronize()
+    cuda.synchronize()
+    return cuda.event_elapsed_time(e0, e1) / iters
+
+
+def case(k, nbytes, path, chunk, nslots, graph, iters):
+    n = nbytes // 4
+    g = ring.Group(k, chunk_bytes=chunk, nslots=nslots, path=path)
+    xs = [cuda.to_device(np.full(n, q + 1, np.float32)) for q in range(k)]
+    outs = [cuda.device_array(n, np.float32) for _ in range(k)]
+    if graph:
+        gr = g.capture("allreduce", xs, outs)
+        ms = event_ms(lambda: gr.replay(), iters)
+    else:
+        ms = event_ms(lambda: g.allreduce(xs, outs=outs), iters)
+    ok = bool((outs[0].copy_to_host()[:: max(1, n // 1000)] == k * (k + 1) / 2).all()) if n else True
+    moved = sum(traffic(plan(Collective.ALLREDUCE, k, r, n, 4, chunk, _align(4)), 4, path)
+                for r in range(k))
+    if graph:
+        gr.close()
+    g.close()
+    busbw = 2 * (k - 1) / k * nbytes / ms / 1e6 if ms and k > 1 else 0.0
+    return {"ranks": k, "bytes": nbytes, "path": path, "chunk": chunk, "nslots": nslots,
+            "graph": graph, "ms": ms, "busbw_GBps": busbw, "moved_bytes": moved,
+            "moved_GBps": moved / ms / 1e6 if ms else 0.0, "correct": ok}
+
+
+def host_overhead_us(k, graph, calls=2000):
+    g = ring.Group(k, chunk_bytes=1 << 20)
+    xs = [cuda.to_device(np.ones(2, np.float32)) for _ in range(k)]
+    outs = [cuda.device_array(2, np.float32) for _ in range(k)]
+    fn = g.capture("allreduce", xs, outs).replay if graph else (lambda: g.allreduce(xs, outs=outs))
+    for _ in range(50):
+        fn()
+    cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter() - t) / calls * 1e6
+    cuda.synchronize()
+    g.close()
+    return host
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    dev = cuda.get_current_device()
+    name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
+    roof = copy_gbps(256 << 20)
+    out = {"gpu": name, "copy_GBps_256MiB": roof, "cases": [], "host_overhead_us": {}}
+    print(f"# {name}; device-to-device copy at 256 MiB: {roof:.0f} GB/s (bytes read + written)")
+
+    def run(*args, **kw):
+        r = case(*args, **kw)
+        r["fraction_of_copy"] = r["moved_GBps"] / roof
+        out["cases"].append(r)
+        print(f"K={r['ranks']} {r['bytes']:>11} B {r['path']:>5} chunk {r['chunk'] >> 10:>5} KiB "
+              f"slots {r['nslots']} {'graph' if r['graph'] else 'calls'}: {r['ms'] * 1e3:>9.1f} us "
+              f"busbw {r['busbw_GBps']:>7.1f} GB/s moved {r['moved_GBps']:>6.0f} GB/s "
+              f"= {r['fraction_of_copy']:>5.1%} of copy {'' if r['correct'] else 'WRONG'}", flush=True)
+
+    big = 256 << 20
+    for path in ("fused", "copy"):  # the acceptance case first
+        run(4, big, path, 4 << 20, 4, True, 5)
+    for chunk in ((1 << 20, 16 << 20) if a.quick else (256 << 10, 1 << 20, 4 << 20, 16 << 20)):
+        run(4, big, "fused", chunk, 4, True, 5)
+    for slots in (2, 8):
+        run(4, big, "fused", 4 << 20, slots, True, 5)
+    run(4, big, "fused", 4 << 20, 4, False, 3)  # without a graph: host-bound?
+    sizes = [8 << (3 * i) for i in range(10)] + [1 << 30]  # 8 B .. 1 GiB
+    for k in ((4,) if a.quick else (2, 4, 8)):
+        for nbytes in sizes:
+            for path in ("fused", "copy"):
+                if nbytes > (256 << 20) and path == "copy" and a.quick:
+                    continue
+                run(k, nbytes, path, 4 << 20, 4, True, 5 if nbytes >= 1 << 26 else 20)
+    for graph in (False, True):
+        us = host_overhead_us(4, graph)
+        out["host_overhead_us"]["graph" if graph else "calls"] = us
+        print(f"host overhead per 8-byte all-reduce, 4 ranks, {'graph replay' if graph else 'plain call'}:"
+              f" {us:.1f} us", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

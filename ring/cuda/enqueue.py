@@ -1,0 +1,236 @@
+"""One process driving K ranks' rings on the GPU: every rank's plan, chunk by chunk, put on
+that rank's stream, each dependency a CUDA event, nothing waited for on the host.
+
+The slot protocol is the one ring/simulate.py checks: link r -> r+1 has `nslots` slots in
+rank r+1's memory; a chunk may be written into a slot once the chunk before it in that slot
+has been consumed, and read once written. Here "written" and "consumed" are events:
+
+    receiver:  wait(written[k]) ... kernel reads slot k ... record(freed[k])
+    sender:    wait(freed[k])   ... kernel writes slot k ... record(written[k])
+
+A wait refers to the last record enqueued before it (waiting on a never-recorded event is
+a no-op), so work is enqueued in an order in which every wait comes after its record: the
+ranks advance round-robin, as in the simulator, and a rank whose next chunk would wait on
+something not yet enqueued lets the others go first. Any such order is also a valid serial
+execution, which is why Numba's simulator, which runs each launch at once, checks it.
+
+Paths for a chunk that goes to the next rank:
+  fused  the kernel that reduces writes straight into the successor's slot (and into the
+         output too, at the seam of all-reduce): one kernel per chunk, no extra copy;
+  copy   the kernel writes into a local staging slot, and a second stream copies it into the
+         successor's slot (the copy engine, through peer memory on another GPU), so the copy
+         of chunk i overlaps the reduction of chunk i+1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import cuda
+
+from kernels.arrays import address
+from kernels.reduce import launch_args
+
+from ..host.executor import local_slices
+from ..ops import Op
+from ..schedule import Plan
+
+
+def _copy(dst, src, stream) -> None:
+    if dst.size and address(dst) != address(src):
+        dst.copy_to_device(src, stream=stream)
+
+
+def _reduce(op, target, a, b, out2, divisor, dtype_name, stream) -> None:
+    if target.size:
+        k, g, t, args = launch_args(op, target, a, b, out2=out2, nranks=divisor, dtype=dtype_name)
+        k[g, t, stream](*args)
+
+
+class Slots:
+    """nslots buffers of slot_bytes on one device, and their events."""
+
+    def __init__(self, nslots: int, slot_bytes: int):
+        self.raw = [cuda.device_array(slot_bytes, np.uint8) for _ in range(nslots)]
+        self.written = [event() for _ in range(nslots)]
+        self.freed = [event() for _ in range(nslots)]
+        self._typed: dict = {}
+
+    def view(self, k: int, storage: np.dtype, n: int):
+        views = self._typed.get(storage)
+        if views is None:
+            views = self._typed[storage] = [r.view(storage) for r in self.raw]
+        return views[k][:n]
+
+
+def _sim() -> bool:
+    from numba import config
+    return bool(config.ENABLE_CUDASIM)
+
+
+def event():
+    """An event for ordering only (no timing: cheaper; the simulator's take no options)."""
+    return cuda.event() if _sim() else cuda.event(timing=False)
+
+
+@dataclass
+class Link:
+    """Rank r -> r+1: the receiver's slots, and how far each end has been enqueued."""
+
+    slots: Slots
+    sent: int = 0
+    taken: int = 0
+
+    def can_send(self) -> bool:
+        return self.sent - self.taken < len(self.slots.raw)
+
+    def can_recv(self) -> bool:
+        return self.taken < self.sent
+
+
+@dataclass
+class Rank:
+    stream: object
+    copy_stream: object
+    stage: Slots  # local staging for the copy path
+    device: int = 0
+    staged: int = field(default=0)
+
+
+def enqueue(plans: list[Plan], op: Op, xs: list, outs: list, ranks: list[Rank],
+            links: list[Link], dtype_name: str, storage: np.dtype, divisor: int,
+            path: str = "fused") -> None:
+    """Put one collective of every rank on its stream. xs / outs: 1-D device views of each
+    rank's input and output (storage dtype)."""
+    k = len(plans)
+    total = len(plans[0].units)
+    pos = [0] * k
+    while min(pos) < total:
+        moved = False
+        for r in range(k):
+            if pos[r] == total:
+                continue
+            j, step, lo, hi = plans[r].units[pos[r]]
+            inbound, outbound = links[r - 1], links[r]
+            if (step.recv and not inbound.can_recv()) or (step.send and not outbound.can_send()):
+                continue
+            with _on(ranks[r].device):
+                _unit(plans[r], step, lo, hi, op, xs[r], outs[r], ranks[r], inbound, outbound,
+                      dtype_name, storage, divisor, path)
+            pos[r] += 1
+            moved = True
+        if not moved:  # cannot happen with two or more slots (schedule.py); guard anyway
+            raise RuntimeError(f"ring enqueue stalled at chunk positions {pos} of {total}")
+
+
+def _on(device: int):
+    import contextlib
+    if _sim() or len(cuda.gpus) < 2:
+        return contextlib.nullcontext()
+    return cuda.gpus[device]
+
+
+def _unit(p: Plan, step, lo, hi, op, x, out, rank: Rank, inbound: Link, outbound: Link,
+          dtype_name, storage, divisor, path) -> None:
+    n = hi - lo
+    s = rank.stream
+    s_in, s_out = local_slices(p, step.block, lo, hi)
+    src = x[s_in] if s_in is not None else None
+    dst = out[s_out]
+    kin = kout = None
+    if step.recv:
+        kin = inbound.taken % len(inbound.slots.raw)
+        inbound.slots.written[kin].wait(s)
+        rbuf = inbound.slots.view(kin, storage, n)
+    if step.send:
+        kout = outbound.sent % len(outbound.slots.raw)
+        sbuf = outbound.slots.view(kout, storage, n)
+
+    if path == "copy" and step.send:
+        _unit_copy_path(step, op, src, dst, rbuf if step.recv else None, sbuf, kout, rank,
+                        inbound, kin, outbound, dtype_name, storage, divisor, n)
+    else:
+        if step.send:
+            outbound.slots.freed[kout].wait(s)
+        if not step.recv:
+            if step.out and n:
+                _copy(dst, src, s)
+            if step.send and n:
+                _copy(sbuf, src, s)
+        elif step.reduce:
+            eff = op if (step.final or op is not Op.AVG) else Op.SUM
+            target = dst if step.out else sbuf
+            _reduce(eff, target, rbuf, src, sbuf if (step.out and step.send) else None,
+                    divisor, dtype_name, s)
+        else:
+            if step.out and n:
+                _copy(dst, rbuf, s)
+            if step.send and n:
+                _copy(sbuf, rbuf, s)
+        if step.recv:
+            inbound.slots.freed[kin].record(s)
+        if step.send:
+            outbound.slots.written[kout].record(s)
+    if step.recv:
+        inbound.taken += 1
+    if step.send:
+        outbound.sent += 1
+
+
+def _unit_copy_path(step, op, src, dst, rbuf, sbuf, kout, rank: Rank, inbound, kin,
+                    outbound, dtype_name, storage, divisor, n) -> None:
+    """A chunk that goes to the successor, by the copy engine: compute on the rank's stream
+    into the output or a staging slot, then copy on the copy stream."""
+    s, c = rank.stream, rank.copy_stream
+    if not step.recv:
+        value = src  # step 0: the input itself goes
+        if step.out and n:
+            _copy(dst, src, s)
+    elif step.reduce:
+        eff = op if (step.final or op is not Op.AVG) else Op.SUM
+        if step.out:
+            value = dst
+        else:
+            ks = rank.staged % len(rank.stage.raw)
+            rank.staged += 1
+            rank.stage.freed[ks].wait(s)  # its last copy-out has finished
+            value = rank.stage.view(ks, storage, n)
+        _reduce(eff, value, rbuf, src, None, divisor, dtype_name, s)
+    else:
+        value = rbuf  # forward what arrived
+        if step.out and n:
+            _copy(dst, rbuf, s)
+    ready = event()
+    ready.record(s)
+    ready.wait(c)
+    outbound.slots.freed[kout].wait(c)
+    if n:
+        _copy(sbuf, value, c)
+    outbound.slots.written[kout].record(c)
+    if step.recv and step.reduce and not step.out:
+        rank.stage.freed[ks].record(c)
+    if step.recv:
+        # the received slot is free once both streams are done reading it
+        done = event()
+        done.record(c)
+        done.wait(s)
+        inbound.slots.freed[kin].record(s)
+
+
+def traffic(p: Plan, itemsize: int, path: str = "fused", in_place: bool = False) -> int:
+    """Bytes one rank's plan reads and writes in device memory (kernels and copies), chunk
+    by chunk as _unit does them: the numerator of "fraction of the copy roofline"."""
+    total = 0
+    for _, step, lo, hi in p.units:
+        n = (hi - lo) * itemsize
+        if not step.recv:
+            local_copy = step.out and not in_place  # skipped when out is the input
+            total += (2 * n if local_copy else 0) + (2 * n if step.send else 0)
+        elif step.reduce:
+            total += 3 * n
+            if step.send:
+                total += n if (path == "fused" and step.out) else (0 if path == "fused" else 2 * n)
+        else:
+            total += (2 * n if step.out else 0) + (2 * n if step.send else 0)
+    return total
