@@ -49,8 +49,7 @@ class Ring:
     def __init__(self, world: MPI.Comm, bufs, algorithm: str = "auto", **tuning):
         self.bufs = bufs
         self.name = {"auto": "ring", "ring": "ring-flat", "hierarchical": "ring-hier"}[algorithm]
-        self.comm = ring.Communicator(world, device=bufs.name if bufs.name == "host" else "auto",
-                                      algorithm="auto", **tuning)
+        self.comm = ring.Communicator(world, device=bufs.name, algorithm="auto", **tuning)
         self.unavailable = None if self.comm.device == bufs.name else \
             f"ring has no {bufs.name} device yet (it resolved to {self.comm.device})"
         try:
@@ -63,12 +62,13 @@ class Ring:
         return self.unavailable
 
     def __call__(self, coll: str, x, out, op: str, dtype):
+        kw = {"algorithm": self.algorithm, "dtype": np.dtype(dtype).name}
         if coll == "allreduce":
-            self.comm.allreduce(x, out=out, op=op, algorithm=self.algorithm)
+            self.comm.allreduce(x, out=out, op=op, **kw)
         elif coll == "reduce_scatter":
-            self.comm.reduce_scatter(x, out=out, op=op, algorithm=self.algorithm)
+            self.comm.reduce_scatter(x, out=out, op=op, **kw)
         else:
-            self.comm.allgather(x, out=out, algorithm=self.algorithm)
+            self.comm.allgather(x, out=out, **kw)
 
     def sync(self):
         self.bufs.sync()

@@ -36,7 +36,7 @@ def main():
     a = ap.parse_args()
     world = MPI.COMM_WORLD
     chunks = [int(c) for c in a.chunks.split(",")]
-    comms = {c: ring.Communicator(chunk_bytes=c, nslots=a.slots) for c in chunks}
+    comms = {c: ring.Communicator(device="host", chunk_bytes=c, nslots=a.slots) for c in chunks}
     if world.rank == 0:
         print(f"# {world.size} ranks, float32 sum, {MPI.Get_library_version().splitlines()[0]}")
         print(f"# best of {a.rounds} interleaved rounds of {a.iters} calls; times in ms")

@@ -41,6 +41,7 @@ class _Call:
     x: object  # 1-D view of the input
     out: object  # 1-D view of the output
     result: object  # what the call returns
+    dtype: object  # the data's dtype (bfloat16 may travel in uint16 views on a GPU)
     op: Op
     count: int  # elements of the full array of the plan
     in_place: bool
@@ -49,7 +50,7 @@ class _Call:
 
     def record(self) -> dict[str, int]:
         return {"collective": self.collective.value, "count": self.count,
-                "dtype": DTYPE_CODE[self.x.dtype], "op": int(self.op),
+                "dtype": DTYPE_CODE[self.dtype], "op": int(self.op),
                 "in_place": int(self.in_place), "chunk_bytes": self.chunk_bytes,
                 "algorithm": ALGORITHMS.index(self.algorithm)}
 
@@ -175,19 +176,22 @@ class Communicator:
 
     # -- collectives --------------------------------------------------------------------
     def allreduce(self, x, out=None, op="sum", *, async_op: bool = False,
-                  chunk_bytes: int | None = None, algorithm: str | None = None):
-        """Every rank gets the elementwise reduction of all ranks' x, in x's shape."""
-        return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op, algorithm)
+                  chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None):
+        """Every rank gets the elementwise reduction of all ranks' x, in x's shape.
+        dtype="bfloat16" reads uint16 GPU arrays as bfloat16 (CuPy has no bfloat16)."""
+        return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype)
 
     def reduce_scatter(self, x, out=None, op="sum", *, async_op: bool = False,
-                       chunk_bytes: int | None = None, algorithm: str | None = None):
+                       chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None):
         """Rank r gets block r (x.size // size elements, 1-D) of the reduction."""
-        return self._call(Collective.REDUCE_SCATTER, x, out, op, chunk_bytes, async_op, algorithm)
+        return self._call(Collective.REDUCE_SCATTER, x, out, op, chunk_bytes, async_op, algorithm,
+                          dtype)
 
     def allgather(self, x, out=None, *, async_op: bool = False, chunk_bytes: int | None = None,
-                  algorithm: str | None = None):
+                  algorithm: str | None = None, dtype=None):
         """Rank r's x lands at block r of a 1-D result of size * x.size elements."""
-        return self._call(Collective.ALLGATHER, x, out, "sum", chunk_bytes, async_op, algorithm)
+        return self._call(Collective.ALLGATHER, x, out, "sum", chunk_bytes, async_op, algorithm,
+                          dtype)
 
     def _usable(self) -> None:
         if self._closed:
@@ -197,14 +201,14 @@ class Communicator:
                 f"rank {self.rank}: the communicator is broken by an earlier error: "
                 f"{type(self._error).__name__}: {self._error}") from self._error
 
-    def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None):
+    def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None, dtype=None):
         self._usable()
         self._calls += 1
         name = f"{collective} (call {self._calls}, rank {self.rank})"
         record = {"call": self._calls, "collective": collective.value}
         call, error = None, None
         try:
-            call = self._prepare(collective, x, out, op, chunk_bytes, algorithm)
+            call = self._prepare(collective, x, out, op, chunk_bytes, algorithm, dtype)
             record.update(call.record())
         except (TypeError, ValueError) as e:
             error = e
@@ -227,11 +231,12 @@ class Communicator:
                                                            self._make_backend)
                 if call.count:
                     self._hier.run(collective, call.op, call.x, call.out,
-                                   call.x.dtype.itemsize, call.chunk_bytes)
+                                   call.dtype.itemsize, call.chunk_bytes)
             elif call.count:
-                p = plan(collective, self.size, self.rank, call.count, call.x.dtype.itemsize,
-                         call.chunk_bytes)
-                self._backend.run(p, call.op, call.x, call.out)
+                item = call.dtype.itemsize
+                p = plan(collective, self.size, self.rank, call.count, item, call.chunk_bytes,
+                         self._backend.align(collective, item))
+                self._backend.run(p, call.op, call.x, call.out, logical=call.dtype)
         except BaseException as e:
             self._error = e
             if isinstance(e, TimeoutError):
@@ -249,12 +254,12 @@ class Communicator:
             raise ValueError(f"algorithm: 'hierarchical' cannot run here: {self._hier_why}")
         return algorithm
 
-    def _prepare(self, collective, x, out, op, chunk_bytes, algorithm=None) -> _Call:
+    def _prepare(self, collective, x, out, op, chunk_bytes, algorithm=None, dtype=None) -> _Call:
         b, size = self._backend, self.size
         algorithm = self._resolve(algorithm)
-        xf = b.flat(x, "x")
+        xf, xdt = b.flat(x, "x", dtype=dtype)
         op = parse_op(op)
-        check_op_dtype(op, xf.dtype)
+        check_op_dtype(op, xdt)
         if chunk_bytes is None:
             chunk_bytes = self.chunk_bytes
         elif int(chunk_bytes) != chunk_bytes or not 0 < chunk_bytes <= self.chunk_bytes:
@@ -266,20 +271,22 @@ class Communicator:
         count = n * size if collective is Collective.ALLGATHER else n
         out_n = n // size if collective is Collective.REDUCE_SCATTER else count
         out_shape = x.shape if collective is Collective.ALLREDUCE else (out_n,)
+        as_bits = "bfloat16" if xdt.name == "bfloat16" and xf.dtype != xdt else None
         if out is None:
-            result = b.empty(out_shape, xf.dtype)
-            of = result.reshape(-1)
+            result = b.empty_like(x, out_shape, xdt)
+            of, _ = b.flat(result, "out", dtype=as_bits)
             in_place = False
         else:
-            of = b.flat(out, "out", writeable=True)
-            if of.dtype != xf.dtype:
-                raise TypeError(f"out: dtype {of.dtype} differs from x's {xf.dtype}")
+            of, odt = b.flat(out, "out", writeable=True, dtype=as_bits)
+            if odt != xdt:
+                raise TypeError(f"out: dtype {odt} differs from x's {xdt}")
             if of.size != out_n:
                 raise ValueError(f"out: needs {out_n} elements for {collective} over {size} "
                                  f"ranks of x.size {n}, got {of.size}")
             result = out
             in_place = self._in_place(collective, xf, of)
-        return _Call(collective, xf, of, result, op, count, in_place, int(chunk_bytes), algorithm)
+        return _Call(collective, xf, of, result, xdt, op, count, in_place, int(chunk_bytes),
+                     algorithm)
 
     def _in_place(self, collective, xf, of) -> bool:
         """In place: out is x (all-reduce), out is x's block r (reduce-scatter), or x is

@@ -3,6 +3,7 @@ wall-clock limit, so a hang fails the test instead of stalling the run."""
 
 import pytest
 
+from .gpu import needs_gpu
 from .mpirun import pytest_under_mpi
 
 INNER = {"collectives": "tests/mpi/check_collectives.py", "errors": "tests/mpi/check_errors.py",
@@ -35,4 +36,13 @@ def test_across_emulated_nodes(nprocs, nodes):
     flat ring (4 ranks on 3 nodes, 2 ranks on 2 nodes)."""
     rc, out = pytest_under_mpi(nprocs, INNER["collectives"], timeout=600,
                                env={**ENV, "RING_NODES": str(nodes)})
+    assert rc == 0, out[-8000:]
+
+
+@needs_gpu
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [2, 3, 4])
+def test_cuda_device_processes_sharing_a_gpu(nprocs):
+    """device='cuda' with nprocs processes on the machine's GPUs (CUDA IPC between them)."""
+    rc, out = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420, env=ENV)
     assert rc == 0, out[-8000:]

@@ -76,7 +76,10 @@ def event():
 
 @dataclass
 class Link:
-    """Rank r -> r+1: the receiver's slots, and how far each end has been enqueued."""
+    """Rank r -> r+1 inside one process: the receiver's slots, how far each end has been
+    enqueued, and the events between them. It is both ends of the link; the multi-process
+    ends (ipc.py) have the same methods, with stream memory operations for the events.
+    u is the chunk's number on the link; it uses slot u % nslots."""
 
     slots: Slots
     sent: int = 0
@@ -87,6 +90,23 @@ class Link:
 
     def can_recv(self) -> bool:
         return self.taken < self.sent
+
+    def view(self, u: int, storage, n: int):
+        return self.slots.view(u % len(self.slots.raw), storage, n)
+
+    # receiving end
+    def wait_written(self, u: int, stream) -> None:
+        self.slots.written[u % len(self.slots.raw)].wait(stream)
+
+    def mark_freed(self, u: int, stream) -> None:
+        self.slots.freed[u % len(self.slots.raw)].record(stream)
+
+    # sending end
+    def wait_freed(self, u: int, stream) -> None:
+        self.slots.freed[u % len(self.slots.raw)].wait(stream)
+
+    def mark_written(self, u: int, stream) -> None:
+        self.slots.written[u % len(self.slots.raw)].record(stream)
 
 
 @dataclass
@@ -131,28 +151,29 @@ def _on(device: int):
     return cuda.gpus[device]
 
 
-def _unit(p: Plan, step, lo, hi, op, x, out, rank: Rank, inbound: Link, outbound: Link,
+def _unit(p: Plan, step, lo, hi, op, x, out, rank: Rank, inbound, outbound,
           dtype_name, storage, divisor, path) -> None:
+    """One chunk of one step on rank's streams. inbound / outbound: the ends of the links
+    from the predecessor and to the successor (Link here, ipc.py's across processes)."""
     n = hi - lo
     s = rank.stream
     s_in, s_out = local_slices(p, step.block, lo, hi)
     src = x[s_in] if s_in is not None else None
     dst = out[s_out]
-    kin = kout = None
+    uin, uout = inbound.taken if step.recv else None, outbound.sent if step.send else None
+    rbuf = sbuf = None
     if step.recv:
-        kin = inbound.taken % len(inbound.slots.raw)
-        inbound.slots.written[kin].wait(s)
-        rbuf = inbound.slots.view(kin, storage, n)
+        inbound.wait_written(uin, s)
+        rbuf = inbound.view(uin, storage, n)
     if step.send:
-        kout = outbound.sent % len(outbound.slots.raw)
-        sbuf = outbound.slots.view(kout, storage, n)
+        sbuf = outbound.view(uout, storage, n)
 
     if path == "copy" and step.send:
-        _unit_copy_path(step, op, src, dst, rbuf if step.recv else None, sbuf, kout, rank,
-                        inbound, kin, outbound, dtype_name, storage, divisor, n)
+        _unit_copy_path(step, op, src, dst, rbuf, sbuf, rank, inbound, uin, outbound, uout,
+                        dtype_name, storage, divisor, n)
     else:
         if step.send:
-            outbound.slots.freed[kout].wait(s)
+            outbound.wait_freed(uout, s)
         if not step.recv:
             if step.out and n:
                 _copy(dst, src, s)
@@ -169,20 +190,21 @@ def _unit(p: Plan, step, lo, hi, op, x, out, rank: Rank, inbound: Link, outbound
             if step.send and n:
                 _copy(sbuf, rbuf, s)
         if step.recv:
-            inbound.slots.freed[kin].record(s)
+            inbound.mark_freed(uin, s)
         if step.send:
-            outbound.slots.written[kout].record(s)
+            outbound.mark_written(uout, s)
     if step.recv:
         inbound.taken += 1
     if step.send:
         outbound.sent += 1
 
 
-def _unit_copy_path(step, op, src, dst, rbuf, sbuf, kout, rank: Rank, inbound, kin,
-                    outbound, dtype_name, storage, divisor, n) -> None:
+def _unit_copy_path(step, op, src, dst, rbuf, sbuf, rank: Rank, inbound, uin, outbound, uout,
+                    dtype_name, storage, divisor, n) -> None:
     """A chunk that goes to the successor, by the copy engine: compute on the rank's stream
     into the output or a staging slot, then copy on the copy stream."""
     s, c = rank.stream, rank.copy_stream
+    staged = None
     if not step.recv:
         value = src  # step 0: the input itself goes
         if step.out and n:
@@ -192,10 +214,10 @@ def _unit_copy_path(step, op, src, dst, rbuf, sbuf, kout, rank: Rank, inbound, k
         if step.out:
             value = dst
         else:
-            ks = rank.staged % len(rank.stage.raw)
+            staged = rank.staged % len(rank.stage.raw)
             rank.staged += 1
-            rank.stage.freed[ks].wait(s)  # its last copy-out has finished
-            value = rank.stage.view(ks, storage, n)
+            rank.stage.freed[staged].wait(s)  # its last copy-out has finished
+            value = rank.stage.view(staged, storage, n)
         _reduce(eff, value, rbuf, src, None, divisor, dtype_name, s)
     else:
         value = rbuf  # forward what arrived
@@ -204,18 +226,18 @@ def _unit_copy_path(step, op, src, dst, rbuf, sbuf, kout, rank: Rank, inbound, k
     ready = event()
     ready.record(s)
     ready.wait(c)
-    outbound.slots.freed[kout].wait(c)
+    outbound.wait_freed(uout, c)
     if n:
         _copy(sbuf, value, c)
-    outbound.slots.written[kout].record(c)
-    if step.recv and step.reduce and not step.out:
-        rank.stage.freed[ks].record(c)
+    outbound.mark_written(uout, c)
+    if staged is not None:
+        rank.stage.freed[staged].record(c)
     if step.recv:
         # the received slot is free once both streams are done reading it
         done = event()
         done.record(c)
         done.wait(s)
-        inbound.slots.freed[kin].record(s)
+        inbound.mark_freed(uin, s)
 
 
 def traffic(p: Plan, itemsize: int, path: str = "fused", in_place: bool = False) -> int:

@@ -42,23 +42,29 @@ class HostBackend:
 
     # -- arrays -----------------------------------------------------------------------
     @staticmethod
-    def flat(a, arg: str, writeable: bool = False) -> np.ndarray:
-        """The array as a 1-D view, or a TypeError / ValueError naming `arg`."""
+    def flat(a, arg: str, writeable: bool = False, dtype=None):
+        """(the array as a 1-D view, its dtype), or a TypeError / ValueError naming `arg`."""
         if not isinstance(a, np.ndarray):
             if hasattr(a, "__cuda_array_interface__"):
                 raise TypeError(f"{arg}: a GPU array was passed to a communicator on the "
                                 "'host' device; pass a NumPy array")
             raise TypeError(f"{arg}: expected a NumPy array, got {type(a).__name__}")
-        parse_dtype(a.dtype, arg)
+        dt = parse_dtype(a.dtype, arg)
+        if dtype is not None and parse_dtype(dtype, "dtype") != dt:
+            raise TypeError(f"dtype: {dtype} does not match {arg}'s {dt}")
         if not a.flags.c_contiguous:
             raise ValueError(f"{arg}: the array must be contiguous (got strides {a.strides})")
         if writeable and not a.flags.writeable:
             raise ValueError(f"{arg}: the array is read-only")
-        return a.reshape(-1)
+        return a.reshape(-1), dt
 
     @staticmethod
-    def empty(shape, dtype) -> np.ndarray:
+    def empty_like(x, shape, dtype) -> np.ndarray:
         return np.empty(shape, dtype)
+
+    @staticmethod
+    def align(collective, itemsize: int) -> int:
+        return 1
 
     may_overlap = staticmethod(np.may_share_memory)  # bounds only: cheap
 
@@ -82,7 +88,7 @@ class HostBackend:
 
     # -- running ----------------------------------------------------------------------
     def run(self, plan: Plan, op: Op, x: np.ndarray, out: np.ndarray,
-            divisor: int | None = None) -> None:
+            divisor: int | None = None, logical=None) -> None:
         executor.run(plan, op, x, out, self.send, self.recv, self.waiter, divisor)
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 
 import ring
 
-comm = ring.Communicator(check=False, timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)
+comm = ring.Communicator(device="host", check=False, timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)
 bad = comm.rank == 0
 try:
     comm.allreduce(np.ones(8)[::2] if bad else np.ones(4))

@@ -10,7 +10,7 @@ import numpy as np
 
 import ring
 
-comm = ring.Communicator(timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0,
+comm = ring.Communicator(device="host", timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0,
                          chunk_bytes=4096)
 victim = comm.size - 1
 if comm.rank == victim:

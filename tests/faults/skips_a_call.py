@@ -9,7 +9,7 @@ import numpy as np
 
 import ring
 
-comm = ring.Communicator(timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)
+comm = ring.Communicator(device="host", timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)
 if comm.rank == comm.size - 1:
     print(f"rank {comm.rank}: skipping", flush=True)
     os._exit(0)

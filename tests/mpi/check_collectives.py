@@ -126,14 +126,14 @@ def test_repeated_calls_give_the_same_bits(comm, world):
 
 def test_many_chunks_through_few_slots(world):
     # More chunks per call than slots, several calls back to back: flow control holds.
-    with ring.Communicator(chunk_bytes=64, nslots=2, timeout=60) as c:
+    with ring.Communicator(device="host", chunk_bytes=64, nslots=2, timeout=60) as c:
         for n in (1000, 333, 4096):
             x = np.arange(n, dtype=np.int64) * (c.rank + 1)
             assert (c.allreduce(x) == np.arange(n) * (c.size * (c.size + 1) // 2)).all()
 
 
 def test_check_false_gives_the_same_results(world):
-    with ring.Communicator(check=False, timeout=60) as c:
+    with ring.Communicator(device="host", check=False, timeout=60) as c:
         x = make(c.rank, 777, "float64")
         inputs = [make(q, 777, "float64") for q in range(c.size)]
         _check_against_references(Collective.ALLREDUCE, c.allreduce(x), inputs, "sum", c.rank,

@@ -44,7 +44,7 @@ def run_one(coll, dtype, op, k, per, chunk, nslots, in_place) -> str:
         r = sub.rank
         n = per * k if coll is Collective.REDUCE_SCATTER else per
         inputs = [make(q, n, dtype, seed=7, op=op) for q in range(k)]
-        with ring.Communicator(sub, timeout=60, chunk_bytes=chunk, nslots=nslots) as c:
+        with ring.Communicator(sub, "host", timeout=60, chunk_bytes=chunk, nslots=nslots) as c:
             x = inputs[r].copy()
             if coll is Collective.ALLREDUCE:
                 got = c.allreduce(x, out=x if in_place else None, op=op)

@@ -20,7 +20,7 @@ def rss() -> int:
 
 
 def test_ten_thousand_small_collectives_do_not_grow_memory(world):
-    with ring.Communicator(timeout=60) as c:
+    with ring.Communicator(device="host", timeout=60) as c:
         x = np.arange(16, dtype=np.float32)
         out = np.empty_like(x)
         for _ in range(500):  # warm: plan cache, typed slot views, allocator pools
@@ -39,10 +39,10 @@ def test_ten_thousand_small_collectives_do_not_grow_memory(world):
 
 def test_thousand_create_close_cycles_release_everything(world):
     for _ in range(20):  # warm
-        ring.Communicator(timeout=60).close()
+        ring.Communicator(device="host", timeout=60).close()
     before = rss()
     for i in range(1000):
-        with ring.Communicator(timeout=60, chunk_bytes=4096) as c:
+        with ring.Communicator(device="host", timeout=60, chunk_bytes=4096) as c:
             if i % 100 == 0:
                 assert (c.allreduce(np.ones(3)) == c.size).all()
     grown = rss() - before

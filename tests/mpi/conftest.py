@@ -18,7 +18,7 @@ def world():
 
 @pytest.fixture(scope="module")
 def comm():
-    c = ring.Communicator(timeout=TIMEOUT, chunk_bytes=CHUNK)
+    c = ring.Communicator(device="host", timeout=TIMEOUT, chunk_bytes=CHUNK)
     yield c
     c.close()
 

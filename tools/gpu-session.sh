@@ -1,0 +1,15 @@
+# Everything that waits for a GPU, in priority order, each step under its own limit, logs
+# under $OUT. Run from the repo root on the lent machine, carrying .whl:
+#   bash tools/gpu-session.sh            (or STEPS="group cuda" bash tools/gpu-session.sh)
+. tools/gpu-env.sh || exit 1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
+step() { local limit=$1 name=$2; shift 2; timeout $limit "$@" > $OUT/$name.txt 2>&1; echo "== $name rc=$?"; tail -${TAIL:-12} $OUT/$name.txt; }
+for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
+  group)      step 240 group python3 -m pytest tests/test_group.py tests/test_kernels.py -x -q -p no:cacheprovider ;;
+  cuda)       step 420 cuda python3 -m pytest tests/test_mpi.py -x -q -p no:cacheprovider -k cuda ;;
+  groupbench) TAIL=40 step 420 groupbench python3 results/group_bench.py --quick --json $OUT/group-$GPU.json ;;
+  sweep)      step 300 sweep2 mpiexec -n 2 python3 -m harness allreduce -b 8 -e 1G -f 4 --device cuda \
+                  --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-2ranks-$GPU.json ;;
+  all)        step 580 all python3 -m pytest tests -x -q -p no:cacheprovider ;;
+esac; done
