@@ -3,8 +3,8 @@ neighbours through CUDA IPC (ipc.py), its chunks put on its stream by the same p
 code as ring.Group (enqueue.py), the order between ranks kept on the GPU.
 
 A call returns when its work is done on the GPU: the host polls an event under the
-communicator's timeout, so a lost peer costs a ring.TimeoutError, not a hang (with
-async_op=True the poll happens in Work.wait()).
+communicator's timeout, so a lost peer costs a ring.TimeoutError, not a hang. (async_op=True
+still returns a finished Work for now: letting the poll move into Work.wait() is next.)
 """
 
 from __future__ import annotations
