@@ -30,16 +30,8 @@ def copy_gbps(nbytes):
 
 
 def event_ms(fn, iters):
-    fn()
-    cuda.synchronize()
-    e0, e1 = cuda.event(), cuda.event()
-    e0.record()
-    for _ in range(iters):
-        fn()
-    e1.record()
-    e1.synchronize()
-    cuda.synchronize()
-    return cuda.event_elapsed_time(e0, e1) / iters
+    from kernels.timing import device_ms
+    return device_ms(fn, reps=iters, runs=1, warmup=1)
 
 
 def case(k, nbytes, path, chunk, nslots, graph, iters):

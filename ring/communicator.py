@@ -35,6 +35,14 @@ DEFAULT_SLOTS = 4
 ALGORITHMS = ("auto", "ring", "hierarchical")
 
 
+def check_slots(chunk_bytes, nslots) -> None:
+    """The slot geometry every ring takes: ValueError naming the option if it is off."""
+    if int(nslots) != nslots or nslots < 2:
+        raise ValueError(f"nslots: need at least 2 slots per link, got {nslots!r}")
+    if int(chunk_bytes) != chunk_bytes or chunk_bytes < 64 or chunk_bytes % 64:
+        raise ValueError(f"chunk_bytes: must be a positive multiple of 64, got {chunk_bytes!r}")
+
+
 @dataclass
 class _Call:
     collective: Collective
@@ -106,10 +114,7 @@ class Communicator:
             self.device = devices.resolve(device)
             if not (timeout > 0):
                 raise ValueError(f"timeout: must be positive seconds, got {timeout!r}")
-            if int(nslots) != nslots or nslots < 2:
-                raise ValueError(f"nslots: need at least 2 slots per link, got {nslots!r}")
-            if int(chunk_bytes) != chunk_bytes or chunk_bytes < 64 or chunk_bytes % 64:
-                raise ValueError(f"chunk_bytes: must be a positive multiple of 64, got {chunk_bytes!r}")
+            check_slots(chunk_bytes, nslots)
             if algorithm not in ALGORITHMS:
                 raise ValueError(f"algorithm: expected one of {ALGORITHMS}, got {algorithm!r}")
         except (TypeError, ValueError) as e:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from ..communicator import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS
+from ..communicator import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, check_slots
 from ..errors import CommunicatorError
 from ..ops import bfloat16, check_op_dtype, parse_op
 from ..schedule import Collective, plan
-from .arrays import as_device, empty_like_kind
 from . import graphs
+from .arrays import as_device, empty_like_kind
 from .enqueue import Link, Rank, Slots, enqueue, event
 
 PATHS = ("fused", "copy")
@@ -37,10 +37,7 @@ class Group:
                  path: str = "fused"):
         if int(size) != size or size < 1:
             raise ValueError(f"size: need at least one rank, got {size!r}")
-        if int(nslots) != nslots or nslots < 2:
-            raise ValueError(f"nslots: need at least 2 slots per link, got {nslots!r}")
-        if int(chunk_bytes) != chunk_bytes or chunk_bytes < 64 or chunk_bytes % 64:
-            raise ValueError(f"chunk_bytes: must be a positive multiple of 64, got {chunk_bytes!r}")
+        check_slots(chunk_bytes, nslots)
         if path not in PATHS:
             raise ValueError(f"path: expected one of {PATHS}, got {path!r}")
         self.size, self.chunk_bytes, self.nslots, self.path = int(size), int(chunk_bytes), int(nslots), path
@@ -174,6 +171,7 @@ def _stream(stream):
 
 def _device(d: int):
     import contextlib
+
     from numba import config
     if config.ENABLE_CUDASIM or len(cuda.gpus) < 2:
         return contextlib.nullcontext()
