@@ -24,6 +24,7 @@ Paths for a chunk that goes to the next rank:
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +36,7 @@ from kernels.reduce import launch_args
 from ..host.executor import local_slices
 from ..ops import Op
 from ..schedule import Plan
+from .arrays import SIMULATED
 
 
 def _copy(dst, src, stream) -> None:
@@ -64,14 +66,9 @@ class Slots:
         return views[k][:n]
 
 
-def _sim() -> bool:
-    from numba import config
-    return bool(config.ENABLE_CUDASIM)
-
-
 def event():
     """An event for ordering only (no timing: cheaper; the simulator's take no options)."""
-    return cuda.event() if _sim() else cuda.event(timing=False)
+    return cuda.event() if SIMULATED else cuda.event(timing=False)
 
 
 @dataclass
@@ -126,6 +123,7 @@ def enqueue(plans: list[Plan], op: Op, xs: list, outs: list, ranks: list[Rank],
     k = len(plans)
     total = len(plans[0].units)
     pos = [0] * k
+    switch = not SIMULATED and len(cuda.gpus) > 1  # rank-by-rank device contexts
     while min(pos) < total:
         moved = False
         for r in range(k):
@@ -135,7 +133,7 @@ def enqueue(plans: list[Plan], op: Op, xs: list, outs: list, ranks: list[Rank],
             inbound, outbound = links[r - 1], links[r]
             if (step.recv and not inbound.can_recv()) or (step.send and not outbound.can_send()):
                 continue
-            with _on(ranks[r].device):
+            with (cuda.gpus[ranks[r].device] if switch else contextlib.nullcontext()):
                 _unit(plans[r], step, lo, hi, op, xs[r], outs[r], ranks[r], inbound, outbound,
                       dtype_name, storage, divisor, path)
             pos[r] += 1
@@ -144,9 +142,9 @@ def enqueue(plans: list[Plan], op: Op, xs: list, outs: list, ranks: list[Rank],
             raise RuntimeError(f"ring enqueue stalled at chunk positions {pos} of {total}")
 
 
-def _on(device: int):
-    import contextlib
-    if _sim() or len(cuda.gpus) < 2:
+def on_device(device: int):
+    """The device's context when this process drives several GPUs, else nothing to do."""
+    if SIMULATED or len(cuda.gpus) < 2:
         return contextlib.nullcontext()
     return cuda.gpus[device]
 

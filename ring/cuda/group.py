@@ -23,7 +23,7 @@ from ..ops import bfloat16, check_op_dtype, parse_op
 from ..schedule import Collective, plan
 from . import graphs
 from .arrays import as_device, empty_like_kind
-from .enqueue import Link, Rank, Slots, enqueue, event
+from .enqueue import Link, Rank, Slots, enqueue, event, on_device
 
 PATHS = ("fused", "copy")
 # Aligned chunk boundaries (16 bytes) can make a chunk up to 2 x 15 bytes longer than
@@ -47,11 +47,11 @@ class Group:
             raise ValueError(f"devices: need {self.size} device indices below {ndev}, got {devices}")
         self._ranks, self._links = [], []
         for d in self.devices:
-            with _device(d):
+            with on_device(d):
                 self._ranks.append(Rank(cuda.stream(), cuda.stream(),
                                         Slots(nslots, chunk_bytes + SLOT_PAD), d))
         for r in range(self.size):  # link r -> r+1 lives in the receiver's memory
-            with _device(self.devices[(r + 1) % self.size]):
+            with on_device(self.devices[(r + 1) % self.size]):
                 self._links.append(Link(Slots(nslots, chunk_bytes + SLOT_PAD)))
         self._closed = False
 
@@ -167,12 +167,3 @@ def _align(itemsize: int) -> int:
 
 def _stream(stream):
     return cuda.default_stream() if stream in (0, None) else stream
-
-
-def _device(d: int):
-    import contextlib
-
-    from numba import config
-    if config.ENABLE_CUDASIM or len(cuda.gpus) < 2:
-        return contextlib.nullcontext()
-    return cuda.gpus[d]
