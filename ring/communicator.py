@@ -33,6 +33,10 @@ DEFAULT_SLOTS = 4
 
 
 ALGORITHMS = ("auto", "ring", "hierarchical")
+# How a GPU rank moves a chunk to its successor (ring/cuda/enqueue.py): "fused", the reduce
+# kernel writes straight into the successor's slot; "copy", into a local slot that the copy
+# engine then copies across. The host device has only the fused path.
+PATHS = ("fused", "copy")
 
 
 def check_slots(chunk_bytes, nslots) -> None:
@@ -87,7 +91,7 @@ class Communicator:
     def __init__(self, mpi_comm: MPI.Comm | None = None, device: str = "auto", *,
                  timeout: float = 300.0, check: bool = True,
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES, nslots: int = DEFAULT_SLOTS,
-                 algorithm: str = "auto"):
+                 algorithm: str = "auto", path: str = "fused"):
         base = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
         if not isinstance(base, MPI.Intracomm):
             raise TypeError(f"mpi_comm: expected an mpi4py intracommunicator, got {type(base).__name__}")
@@ -117,13 +121,16 @@ class Communicator:
             check_slots(chunk_bytes, nslots)
             if algorithm not in ALGORITHMS:
                 raise ValueError(f"algorithm: expected one of {ALGORITHMS}, got {algorithm!r}")
+            if path not in PATHS:
+                raise ValueError(f"path: expected one of {PATHS}, got {path!r}")
         except (TypeError, ValueError) as e:
             error = e
             self.device = "?"
         self.chunk_bytes, self.nslots, self.algorithm = int(chunk_bytes), int(nslots), algorithm
+        self.path = path
         self._hier = None
         # Ranks must agree on the device and the slot geometry: slots are sized by it.
-        mine = (error is not None, self.device, self.chunk_bytes, self.nslots)
+        mine = (error is not None, self.device, self.chunk_bytes, self.nslots, self.path)
         everyone = self._comm.allgather(mine)
         if error is not None or any(e[0] for e in everyone) or len(set(everyone)) > 1:
             self._comm.Free()
@@ -133,7 +140,7 @@ class Communicator:
             bad = [r for r, e in enumerate(everyone) if e[0]]
             if bad:
                 raise MismatchError(f"Communicator: rank(s) {bad} passed bad arguments")
-            raise MismatchError("Communicator: ranks disagree on (device, chunk_bytes, nslots): "
+            raise MismatchError("Communicator: ranks disagree on (device, chunk_bytes, nslots, path): "
                                 + ", ".join(f"rank {r}: {e[1:]}" for r, e in enumerate(everyone)))
         self._topo = discover(self._comm)
         self._waiter = Waiter(self.timeout, oversubscribed(self._topo.machine_ranks))
@@ -143,7 +150,7 @@ class Communicator:
 
     def _make_backend(self, comm, topo):
         return devices.backend(self.device, comm, topo, self.nslots, self.chunk_bytes,
-                               self._waiter)
+                               self._waiter, self.path)
 
     # -- lifetime -----------------------------------------------------------------------
     def close(self) -> None:

@@ -7,8 +7,8 @@ DEVICES = ("auto", "cuda", "host")
 
 def gpu_usable() -> bool:
     """A real NVIDIA GPU that Numba can use (never under the simulator)."""
-    from numba import config, cuda
-    if config.ENABLE_CUDASIM:
+    from numba import cuda
+    if simulated():
         return False
     try:
         return cuda.is_available() and len(cuda.gpus) > 0
@@ -16,22 +16,29 @@ def gpu_usable() -> bool:
         return False
 
 
+def simulated() -> bool:
+    from numba import config
+    return bool(config.ENABLE_CUDASIM)
+
+
 def resolve(device: str) -> str:
-    """'auto' -> 'cuda' when a usable GPU is visible, else 'host'."""
+    """'auto' -> 'cuda' when a usable GPU is visible, else 'host'. An explicit 'cuda' also
+    runs under Numba's simulator (NUMBA_ENABLE_CUDASIM=1), for tests: there CUDA IPC is
+    emulated in MPI shared memory (ring/cuda/simipc.py)."""
     if device not in DEVICES:
         raise ValueError(f"device: expected one of {DEVICES}, got {device!r}")
     if device == "host":
         return "host"
     usable = gpu_usable()
-    if device == "cuda" and not usable:
-        raise ValueError("device: 'cuda' needs a usable NVIDIA GPU (CUDA IPC and stream memory "
-                         "operations are not in Numba's simulator); use 'host'")
-    return "cuda" if usable else "host"
+    if device == "cuda" and not (usable or simulated()):
+        raise ValueError("device: 'cuda' needs a usable NVIDIA GPU (or, for tests, Numba's "
+                         "simulator: NUMBA_ENABLE_CUDASIM=1); use 'host'")
+    return "cuda" if usable or device == "cuda" else "host"
 
 
-def backend(device: str, comm, topo, nslots: int, slot_bytes: int, waiter):
+def backend(device: str, comm, topo, nslots: int, slot_bytes: int, waiter, path: str = "fused"):
     if device == "cuda":
         from .cuda.backend import CudaBackend
-        return CudaBackend(comm, topo, nslots, slot_bytes, waiter)
+        return CudaBackend(comm, topo, nslots, slot_bytes, waiter, path)
     from .host.backend import HostBackend
     return HostBackend(comm, topo, nslots, slot_bytes, waiter)

@@ -13,9 +13,11 @@ import time
 
 import pytest
 
+from .gpu import HAVE_GPU, SIMULATED
 from .mpirun import run
 
 pytestmark = pytest.mark.mpi
+CUDA_OR_SIM = pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
 
 
 def _left_behind(script: str) -> list[str]:
@@ -36,15 +38,23 @@ def _report(out: str, r: int) -> str | None:
     return m.group(1) if m else None
 
 
+# Where each device's survivors say they were stuck: the host executor names the chunk,
+# step and peer; the cuda device the counter it spun on (simulator) or the GPU stream the
+# host polled (GPU: the enqueue was long done when the peer died).
+STUCK = {"host": r"chunk \d+ step \d+: waiting for data from rank \d+",
+         "cuda": r"waiting for (the chunks posted to rank \d+|the GPU to finish the call)"}
+
+
+@pytest.mark.parametrize("device", ["host", pytest.param("cuda", marks=CUDA_OR_SIM)])
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
-def test_a_rank_dies_in_the_middle_of_an_allreduce(nprocs):
+def test_a_rank_dies_in_the_middle_of_an_allreduce(nprocs, device):
     script = "tests/faults/dies_mid_collective.py"
-    rc, out = run(nprocs, [script, "2"], timeout=120, mpi_args=["-disable-auto-cleanup"])
+    rc, out = run(nprocs, [script, "2", device], timeout=120, mpi_args=["-disable-auto-cleanup"])
     assert rc not in (0, None), out
     for r in range(nprocs - 1):  # ranks' lines may interleave mid-line: match, not split
         m = _report(out, r)
         assert m, f"rank {r} did not report:\n{out}"
-        assert re.search(r"chunk \d+ step \d+: waiting for data from rank \d+", m), m
+        assert re.search(STUCK[device], m), m
         assert f"rank {r}: BROKEN" in out
     assert "NO ERROR" not in out
     assert _left_behind(script) == []

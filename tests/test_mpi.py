@@ -3,7 +3,7 @@ wall-clock limit, so a hang fails the test instead of stalling the run."""
 
 import pytest
 
-from .gpu import needs_gpu
+from .gpu import HAVE_GPU, SIMULATED
 from .mpirun import pytest_under_mpi
 
 INNER = {"collectives": "tests/mpi/check_collectives.py", "errors": "tests/mpi/check_errors.py",
@@ -39,10 +39,11 @@ def test_across_emulated_nodes(nprocs, nodes):
     assert rc == 0, out[-8000:]
 
 
-@needs_gpu
+@pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
 def test_cuda_device_processes_sharing_a_gpu(nprocs):
-    """device='cuda' with nprocs processes on the machine's GPUs (CUDA IPC between them)."""
+    """device='cuda' with nprocs processes on the machine's GPUs (CUDA IPC between them);
+    under the simulator, the same code with IPC emulated in shared memory."""
     rc, out = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420, env=ENV)
     assert rc == 0, out[-8000:]

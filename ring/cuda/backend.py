@@ -13,12 +13,14 @@ import numpy as np
 from mpi4py import MPI
 from numba import cuda
 
+from kernels.arrays import address
+
 from ..ops import Op
 from ..schedule import Collective, Plan
 from ..topology import Topology
 from ..wait import Waiter
 from . import ipc
-from .arrays import as_device, empty_like_kind
+from .arrays import SIMULATED, as_device, empty_like_kind
 from .enqueue import Rank, Slots, _unit, event
 from .group import SLOT_PAD, _align
 
@@ -36,19 +38,24 @@ class CudaBackend:
                          self.device)
         self.inbound = self.outbound = None
         self._mapped: list = []
+        self.segment = None
         size, r = comm.size, comm.rank
         if topo.nnodes > 1:
             raise ValueError("device: 'cuda' across nodes (chunks staged through host memory "
                              "over MPI) is not built yet; use one node, or the 'host' device")
         if size == 1:
             return
-        self.segment = ipc.Segment(nslots, slot_bytes + SLOT_PAD)
-        everyone = comm.allgather((self.device, self.segment.ipc_handle()))
+        b = slot_bytes + SLOT_PAD
+        if SIMULATED:  # IPC emulated in MPI shared memory (simipc.py)
+            from .simipc import Segment
+            self.segment = Segment(comm, nslots, b, waiter)
+        else:
+            self.segment = ipc.Segment(nslots, b)
+        everyone = comm.allgather((self.device, self.segment.handle()))
         pred, succ = (r - 1) % size, (r + 1) % size
         ipc.enable_peer_access(self.device, [everyone[pred][0], everyone[succ][0]])
-        pred_map = ipc.Mapped(everyone[pred][1], nslots, slot_bytes + SLOT_PAD)
-        succ_map = pred_map if succ == pred else ipc.Mapped(everyone[succ][1], nslots,
-                                                            slot_bytes + SLOT_PAD)
+        pred_map = self.segment.open(everyone[pred][1])
+        succ_map = pred_map if succ == pred else self.segment.open(everyone[succ][1])
         self._mapped = [pred_map] if succ == pred else [pred_map, succ_map]
         self.inbound = ipc.InEnd(self.segment, pred_map)
         self.outbound = ipc.OutEnd(self.segment, succ_map)
@@ -66,9 +73,7 @@ class CudaBackend:
         out = empty_like_kind(x, n, logical)
         return out.reshape(shape) if len(shape) != 1 and hasattr(out, "reshape") else out
 
-    @staticmethod
-    def address(a) -> int:
-        return a.device_ctypes_pointer.value
+    address = staticmethod(address)
 
     def may_overlap(self, a, b) -> bool:
         if not a.size or not b.size:
@@ -99,6 +104,8 @@ class CudaBackend:
 
     def finish(self) -> None:
         """Wait, under the timeout, until the GPU has done everything queued so far."""
+        if SIMULATED:  # the simulator has run it all already
+            return
         marks = []
         for s in (self.rank.stream, self.rank.copy_stream):
             ev = event()
@@ -113,5 +120,7 @@ class CudaBackend:
         self.rank.copy_stream.synchronize()
         for m in self._mapped:
             m.close()
-        self._mapped = []
+        if self.segment is not None:
+            self.segment.close()
+        self._mapped, self.segment = [], None
         self.inbound = self.outbound = None

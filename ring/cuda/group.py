@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from ..communicator import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, check_slots
+from ..communicator import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, PATHS, check_slots
 from ..errors import CommunicatorError
 from ..ops import bfloat16, check_op_dtype, parse_op
 from ..schedule import Collective, plan
@@ -25,7 +25,6 @@ from . import graphs
 from .arrays import as_device, empty_like_kind
 from .enqueue import Link, Rank, Slots, enqueue, event, on_device
 
-PATHS = ("fused", "copy")
 # Aligned chunk boundaries (16 bytes) can make a chunk up to 2 x 15 bytes longer than
 # chunk_bytes (schedule.Plan.chunk); slots carry that much more.
 SLOT_PAD = 64

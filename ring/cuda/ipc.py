@@ -41,26 +41,65 @@ def _handle(stream):
     return handle(stream)
 
 
-class Segment:
+class Counter:
+    """A 64-bit counter in device memory that streams wait on and write."""
+
+    def __init__(self, addr: int):
+        self.addr = addr
+
+    def wait_geq(self, stream, value: int) -> None:
+        drv = _drv()
+        _ok(drv.cuStreamWaitValue64(_handle(stream), drv.CUdeviceptr(self.addr),
+                                    drv.cuuint64_t(value),
+                                    drv.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ))
+
+    def write(self, stream, value: int) -> None:
+        drv = _drv()
+        _ok(drv.cuStreamWriteValue64(_handle(stream), drv.CUdeviceptr(self.addr),
+                                     drv.cuuint64_t(value),
+                                     drv.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT))
+
+
+class _Memory:
+    """A segment's memory, local or mapped: its slots and its counters."""
+
+    mem = None
+    nslots = slot_bytes = 0
+
+    def slots(self) -> list:
+        b = self.slot_bytes
+        return [self.mem[HEADER + i * b:HEADER + (i + 1) * b] for i in range(self.nslots)]
+
+    def counter(self, offset: int) -> Counter:
+        return Counter(self.mem.device_ctypes_pointer.value + offset)
+
+
+class Segment(_Memory):
     """This rank's header and slots, exported by IPC."""
 
     def __init__(self, nslots: int, slot_bytes: int):
         self.nslots, self.slot_bytes = nslots, slot_bytes
         self.mem = cuda.device_array(HEADER + nslots * slot_bytes, np.uint8)
         self.mem[:HEADER].copy_to_device(np.zeros(HEADER, np.uint8))
-        self.base = self.mem.device_ctypes_pointer.value
 
-    def ipc_handle(self):
+    def handle(self):
+        """What a neighbour needs to map this segment (sent to it over MPI)."""
         return self.mem.get_ipc_handle()
 
+    def open(self, handle) -> "Mapped":
+        """A neighbour's segment (of the same geometry) from its handle."""
+        return Mapped(handle, self.nslots, self.slot_bytes)
 
-class Mapped:
+    def close(self) -> None:
+        self.mem = None
+
+
+class Mapped(_Memory):
     """A neighbour's segment, opened from its IPC handle."""
 
     def __init__(self, handle, nslots: int, slot_bytes: int):
         self.handle, self.nslots, self.slot_bytes = handle, nslots, slot_bytes
         self.mem = handle.open()
-        self.base = self.mem.device_ctypes_pointer.value
 
     def close(self) -> None:
         if self.handle is not None:
@@ -68,14 +107,10 @@ class Mapped:
             self.handle = self.mem = None
 
 
-def _slots(mem, nslots, slot_bytes):
-    return [mem[HEADER + i * slot_bytes:HEADER + (i + 1) * slot_bytes] for i in range(nslots)]
-
-
 class _End:
-    def __init__(self, slots_mem, nslots, slot_bytes):
-        self.raw = _slots(slots_mem, nslots, slot_bytes)
-        self.nslots = nslots
+    def __init__(self, slots: list):
+        self.raw = slots
+        self.nslots = len(slots)
         self._typed: dict = {}
 
     def view(self, u: int, storage, n: int):
@@ -85,53 +120,44 @@ class _End:
         return views[u % self.nslots][:n]
 
 
-def _wait(stream, addr: int, value: int) -> None:
-    drv = _drv()
-    _ok(drv.cuStreamWaitValue64(_handle(stream), drv.CUdeviceptr(addr), drv.cuuint64_t(value),
-                                drv.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ))
-
-
-def _write(stream, addr: int, value: int) -> None:
-    drv = _drv()
-    _ok(drv.cuStreamWriteValue64(_handle(stream), drv.CUdeviceptr(addr), drv.cuuint64_t(value),
-                                 drv.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT))
-
-
 class InEnd(_End):
     """From the predecessor: my slots; POSTED in my header; ACKED in the predecessor's."""
 
-    def __init__(self, mine: Segment, pred: Mapped):
-        super().__init__(mine.mem, mine.nslots, mine.slot_bytes)
-        self.posted, self.pred_acked = mine.base + POSTED, pred.base + ACKED
+    def __init__(self, mine, pred):
+        super().__init__(mine.slots())
+        self.posted, self.pred_acked = mine.counter(POSTED), pred.counter(ACKED)
         self.taken = 0
 
     def wait_written(self, u: int, stream) -> None:
-        _wait(stream, self.posted, u + 1)
+        self.posted.wait_geq(stream, u + 1)
 
     def mark_freed(self, u: int, stream) -> None:
-        _write(stream, self.pred_acked, u + 1)
+        self.pred_acked.write(stream, u + 1)
 
 
 class OutEnd(_End):
     """To the successor: its slots (mapped); ACKED in my header; POSTED in the successor's."""
 
-    def __init__(self, mine: Segment, succ: Mapped):
-        super().__init__(succ.mem, succ.nslots, succ.slot_bytes)
-        self.acked, self.succ_posted = mine.base + ACKED, succ.base + POSTED
+    def __init__(self, mine, succ):
+        super().__init__(succ.slots())
+        self.acked, self.succ_posted = mine.counter(ACKED), succ.counter(POSTED)
         self.sent = 0
 
     def wait_freed(self, u: int, stream) -> None:
         if u >= self.nslots:
-            _wait(stream, self.acked, u + 1 - self.nslots)
+            self.acked.wait_geq(stream, u + 1 - self.nslots)
 
     def mark_written(self, u: int, stream) -> None:
-        _write(stream, self.succ_posted, u + 1)
+        self.succ_posted.write(stream, u + 1)
 
 
 def enable_peer_access(device: int, peers: list[int]) -> None:
     """Map neighbours' memory on other GPUs (no-op for ranks that share this GPU)."""
+    others = set(peers) - {device}
+    if not others:
+        return
     import cupy
-    for p in set(peers) - {device}:
+    for p in others:
         if not cupy.cuda.runtime.deviceCanAccessPeer(device, p):
             raise RuntimeError(f"GPU {device} cannot access GPU {p} (no peer access)")
         try:

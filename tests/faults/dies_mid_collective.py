@@ -1,6 +1,11 @@
 """The last rank dies (os._exit) after posting a few chunks of an all-reduce. Every
 survivor must raise ring.TimeoutError naming the call, the step and the peer, and find the
-communicator broken afterwards."""
+communicator broken afterwards.
+
+    dies_mid_collective.py TIMEOUT [host|cuda]
+
+On 'cuda' the victim dies after enqueuing its fifth chunk for its successor (on a GPU the
+chunks are still in flight on its stream; under Numba's simulator they ran at once)."""
 
 import os
 import sys
@@ -10,21 +15,35 @@ import numpy as np
 
 import ring
 
-comm = ring.Communicator(device="host", timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0,
-                         chunk_bytes=4096)
+timeout = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
+device = sys.argv[2] if len(sys.argv) > 2 else "host"
+comm = ring.Communicator(device=device, timeout=timeout, chunk_bytes=4096 if device == "host" else 1024)
 victim = comm.size - 1
-if comm.rank == victim:
-    send = comm._backend.send
-    post, posted = send.post, [0]
 
-    def dying_post(nbytes):
-        post(nbytes)
-        posted[0] += 1
-        if posted[0] == 5:
+
+def die_after(obj, name, count):
+    """Replace obj.name by a version that kills the process on its count-th call."""
+    real, calls = getattr(obj, name), [0]
+
+    def dying(*args):
+        real(*args)
+        calls[0] += 1
+        if calls[0] == count:
             os._exit(3)  # no MPI_Finalize, no clean-up: as a crash
-    send.post = dying_post
+    setattr(obj, name, dying)
 
-x = np.ones(1 << 18, np.float32)  # 1 MiB: 64 chunks per step
+
+if comm.rank == victim:
+    if device == "host":
+        die_after(comm._backend.send, "post", 5)
+    else:
+        die_after(comm._backend.outbound, "mark_written", 5)
+
+if device == "host":
+    x = np.ones(1 << 18, np.float32)  # 1 MiB: 64 chunks per step
+else:
+    from numba import cuda
+    x = cuda.to_device(np.ones(1 << 14, np.float32))  # 64 KiB: 16 chunks per step
 try:
     comm.allreduce(x)
     print(f"rank {comm.rank}: NO ERROR", flush=True)

@@ -1,11 +1,15 @@
-"""The 'cuda' device across processes (CUDA IPC, stream memory operations), on real ranks
-sharing the GPUs of one node. GPU only: the outer test skips without one."""
+"""The 'cuda' device across processes, on real ranks of one node. On a GPU: CUDA IPC and
+stream memory operations, CuPy arrays in and out, sizes up to 64 K elements. Under Numba's
+simulator: the same backend and per-chunk code with IPC emulated in MPI shared memory
+(ring/cuda/simipc.py), Numba device arrays, tiny sizes."""
 
 import numpy as np
 import pytest
+from numba import cuda
 
 import ring
 from ring import simulate
+from ring.cuda.arrays import SIMULATED
 from ring.cuda.group import _align
 from ring.ops import Op
 from ring.schedule import Collective
@@ -13,8 +17,12 @@ from ring.schedule import Collective
 from ..inputs import DTYPE_NAMES, make
 from .conftest import same_everywhere
 
-cp = pytest.importorskip("cupy")
-CHUNK = 4096
+if SIMULATED:
+    cp = None
+    CHUNK, SIZES, PER = 256, (0, 1, 37, 301), (0, 1, 7, 70)
+else:
+    cp = pytest.importorskip("cupy")
+    CHUNK, SIZES, PER = 4096, (0, 1, 37, 3001, 1 << 16 | 5), (0, 1, 7, 5000)
 
 
 @pytest.fixture(scope="module")
@@ -26,12 +34,17 @@ def gcomm():
 
 
 def _gpu(a):
-    return cp.asarray(a.view(np.uint16) if a.dtype.name == "bfloat16" else a)
+    bits = a.view(np.uint16) if a.dtype.name == "bfloat16" else a
+    return cuda.to_device(bits) if cp is None else cp.asarray(bits)
 
 
-def _host(d, dtype):
-    a = cp.asnumpy(d)
-    return a.view(dtype) if np.dtype(dtype).name == "bfloat16" else a
+def _host(d, dtype=None):
+    a = d.copy_to_host() if cp is None else cp.asnumpy(d)
+    return a.view(dtype) if dtype is not None and np.dtype(dtype).name == "bfloat16" else a
+
+
+def _same_kind(got, x) -> bool:
+    return type(got) is type(x)
 
 
 CASES = [(d, o) for d in DTYPE_NAMES for o in ("sum", "prod", "min", "max", "avg")
@@ -41,11 +54,12 @@ CASES = [(d, o) for d in DTYPE_NAMES for o in ("sum", "prod", "min", "max", "avg
 @pytest.mark.parametrize("dtype,op", CASES)
 def test_allreduce_matches_the_simulated_ring_bitwise(gcomm, world, dtype, op):
     k, r = gcomm.size, gcomm.rank
-    for n in (0, 1, 37, 3001, 1 << 16 | 5):
+    for n in SIZES:
         inputs = [make(q, n, dtype, op=op) for q in range(k)]
         kw = {"dtype": "bfloat16"} if dtype == "bfloat16" else {}
-        got = gcomm.allreduce(_gpu(inputs[r]), op=op, **kw)
-        assert isinstance(got, cp.ndarray)
+        x = _gpu(inputs[r])
+        got = gcomm.allreduce(x, op=op, **kw)
+        assert _same_kind(got, x)
         want = simulate.run(Collective.ALLREDUCE, inputs, Op[op.upper()], CHUNK, 2,
                             _align(inputs[0].dtype.itemsize))[r]
         host = _host(got, inputs[0].dtype)
@@ -56,25 +70,55 @@ def test_allreduce_matches_the_simulated_ring_bitwise(gcomm, world, dtype, op):
 @pytest.mark.parametrize("collective", ["reduce_scatter", "allgather"])
 def test_reduce_scatter_and_allgather(gcomm, collective):
     k, r = gcomm.size, gcomm.rank
-    for per in (0, 1, 7, 5000):
+    for per in PER:
         n = per * k if collective == "reduce_scatter" else per
         inputs = [make(q, n, "float32") for q in range(k)]
         got = getattr(gcomm, collective)(_gpu(inputs[r]))
         want = simulate.run(Collective[collective.upper()], inputs, Op.SUM, CHUNK, 2)[r]
-        assert cp.asnumpy(got).tobytes() == want.tobytes()
+        assert _host(got).tobytes() == want.tobytes()
 
 
 def test_in_place_and_out(gcomm):
     k = gcomm.size
-    x = cp.arange(1000, dtype=cp.float32)
+    base = np.arange(1000, dtype=np.float32)
+    x = _gpu(base)
     assert gcomm.allreduce(x, out=x) is x
-    assert bool((x == cp.arange(1000, dtype=cp.float32) * k).all())
-    out = cp.empty(1000, cp.float32)
-    assert gcomm.allreduce(cp.ones(1000, cp.float32), out=out, op="max") is out
+    assert np.array_equal(_host(x), base * k)
+    out = _gpu(np.empty(1000, np.float32))
+    assert gcomm.allreduce(_gpu(np.ones(1000, np.float32)), out=out, op="max") is out
+    assert np.array_equal(_host(out), np.ones(1000, np.float32))
 
 
-def test_numpy_arrays_are_refused_on_every_rank(world):
+def test_ranks_disagreeing_on_count_all_raise(world):
+    c = ring.Communicator(device="cuda", timeout=60)
+    with pytest.raises(ring.MismatchError):
+        c.allreduce(_gpu(np.ones(10 + c.rank, np.float32)))
+    c.close()
+
+
+def test_host_arrays_are_refused_on_every_rank(world):
     c = ring.Communicator(device="cuda", timeout=60)
     with pytest.raises((TypeError, ring.MismatchError)):
-        c.allreduce(np.ones(4) if c.rank == 0 else cp.ones(4))
+        c.allreduce(np.ones(4) if c.rank == 0 else _gpu(np.ones(4)))
+    c.close()
+
+
+def test_many_communicators_release_their_slots(world):
+    """Create, use and close communicators repeatedly: every one gives back its slots (and,
+    on a GPU, its IPC mappings) so the next one starts clean."""
+    for i in range(20):
+        with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK) as c:
+            got = c.allreduce(_gpu(np.full(50, i + c.rank, np.int32)))
+            assert np.array_equal(_host(got), np.full(50, i * c.size + sum(range(c.size))))
+
+
+@pytest.mark.parametrize("path", ["fused", "copy"])
+def test_two_slots_and_many_chunks(world, path):
+    """The tightest flow control: two slots per link, dozens of chunks in flight."""
+    c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=64, nslots=2, path=path)
+    k, r = c.size, c.rank
+    inputs = [make(q, 999, "float32") for q in range(k)]
+    got = c.allreduce(_gpu(inputs[r]))
+    want = simulate.run(Collective.ALLREDUCE, inputs, Op.SUM, 64, 2, _align(4))[r]
+    assert _host(got).tobytes() == want.tobytes()
     c.close()

@@ -124,9 +124,13 @@ def test_communicator_options_are_checked_on_every_rank():
         ring.Communicator(device="host", nslots=1 if _rank() == 0 else 4)
     with pytest.raises((ValueError, ring.MismatchError)):
         ring.Communicator(device="tpu" if _rank() == 0 else "host")
+    with pytest.raises((ValueError, ring.MismatchError)):
+        ring.Communicator(device="host", path="dma" if _rank() == 0 else "fused")
     if _size() > 1:
         with pytest.raises(ring.MismatchError, match="disagree"):
             ring.Communicator(device="host", chunk_bytes=1024 if _rank() == 0 else 2048)
+        with pytest.raises(ring.MismatchError, match="disagree"):
+            ring.Communicator(device="host", path="copy" if _rank() == 0 else "fused")
 
 
 def _rank():

@@ -1,0 +1,72 @@
+"""ipc.py's links for Numba's CUDA simulator, so that device='cuda' across processes runs
+without a GPU (tests under mpiexec in `make test`).
+
+The simulator has neither CUDA IPC nor stream memory operations, but it runs every launch
+and copy at once, in order, so a stream wait is a host wait. Here the segments live in an
+MPI shared-memory window over the node (transport/shm.py's, the host device's analogue of
+IPC), wrapped as simulated device arrays so the kernels read and write them directly, and a
+counter wait spins on the host under the call's deadline. Everything above the memory and
+the counters (backend.py, enqueue.py's per-chunk code, the ends' slot arithmetic) is the
+code that runs on a GPU; what only a GPU checks is the driver calls in ipc.py.
+"""
+
+from __future__ import annotations
+
+from mpi4py import MPI
+from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+from ..transport.shm import ShmWindow
+from ..wait import Waiter
+
+
+class HostCounter:
+    """A counter in the shared window: 'wait' polls it, 'write' stores it."""
+
+    def __init__(self, window: ShmWindow, owner: int, index: int, waiter: Waiter, name: str):
+        self.window, self.cell, self.index = window, window.header(owner), index
+        self.waiter, self.name = waiter, name
+
+    def wait_geq(self, stream, value: int) -> None:
+        self.waiter.until(lambda: int(self.cell[self.index]) >= value,
+                          lambda: f"waiting for {self.name} to reach {value} "
+                                  f"(at {int(self.cell[self.index])})")
+        self.window.sync()  # observe the slot after the counter
+
+    def write(self, stream, value: int) -> None:
+        self.window.sync()  # publish the slot before the counter
+        self.cell[self.index] = value
+
+
+class _Memory:
+    def __init__(self, window: ShmWindow, owner: int, waiter: Waiter, who: str):
+        self.window, self.owner, self.waiter, self.who = window, owner, waiter, who
+
+    def slots(self) -> list:
+        return [FakeCUDAArray(s) for s in self.window.slots(self.owner)]
+
+    def counter(self, offset: int) -> HostCounter:
+        from .ipc import ACKED, POSTED
+        name = {POSTED: f"the chunks posted to {self.who}",
+                ACKED: f"the chunks of {self.who} that its successor consumed"}[offset]
+        # ipc.py's byte offsets (128 apart) are transport/shm.py's int64 indices x 8
+        return HostCounter(self.window, self.owner, offset // 8, self.waiter, name)
+
+    def close(self) -> None:
+        pass
+
+
+class Segment(_Memory):
+    """Collective over comm (one node): every rank's segment in one shared window."""
+
+    def __init__(self, comm: MPI.Comm, nslots: int, slot_bytes: int, waiter: Waiter):
+        super().__init__(ShmWindow(comm, nslots, slot_bytes, True), comm.rank, waiter,
+                         f"rank {comm.rank}")
+
+    def handle(self) -> int:
+        return self.owner
+
+    def open(self, handle: int) -> _Memory:
+        return _Memory(self.window, handle, self.waiter, f"rank {handle}")
+
+    def close(self) -> None:
+        self.window.close()
