@@ -19,7 +19,7 @@ from mpi4py import MPI
 
 from ring.ops import DTYPES
 
-from . import buffers, meta, table
+from . import buffers, meta, roofline, table
 from .collectives import COLLECTIVES
 from .impls import IMPLS
 from .sweep import run_case
@@ -114,8 +114,11 @@ def main(argv=None) -> int:
         raise SystemExit("no implementation can run here: " + "; ".join(i.unavailable for i in dropped))
     device = bufs.name
     results = []
+    # The copy bandwidths to read the sweep against, from the same run (rank 0 alone).
+    roof = roofline.measure(world, device, min(roofline.NBYTES, max(args.maxbytes, 16 << 20)))
     if rank0:
         print(table.header(impls, world.size, device), flush=True)
+        print(roofline.describe(roof), flush=True)
     for dt in dtypes:
         dtype = DTYPES[[d.name for d in DTYPES].index(dt)]
         for op in ops:
@@ -139,7 +142,8 @@ def main(argv=None) -> int:
         print(table.footer(results, impls), flush=True)
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({"meta": meta.collect(world, impls, sys.argv, device),
+                json.dump({"meta": {**meta.collect(world, impls, sys.argv, device),
+                                    "rooflines": roof},
                            "results": [asdict(r) for r in results]}, f, indent=1)
             print(f"# wrote {args.json}", flush=True)
             if args.plot:

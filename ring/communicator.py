@@ -243,7 +243,7 @@ class Communicator:
                                                            self._make_backend)
                 if call.count:
                     self._hier.run(collective, call.op, call.x, call.out,
-                                   call.dtype.itemsize, call.chunk_bytes)
+                                   call.dtype.itemsize, call.chunk_bytes, call.dtype)
             elif call.count:
                 item = call.dtype.itemsize
                 p = plan(collective, self.size, self.rank, call.count, item, call.chunk_bytes,

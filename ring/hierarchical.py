@@ -22,7 +22,6 @@ block placement); `applies()` says whether they hold, and "auto" falls back to t
 
 from __future__ import annotations
 
-import numpy as np
 from mpi4py import MPI
 
 from .ops import Op
@@ -52,10 +51,12 @@ class Hierarchical:
         self.per = comm.size // self.nodes
         self.node, self.local = divmod(comm.rank, self.per)
         node_comm = topo.node_comm.Dup()
-        self._local_topo = Topology(node_comm, [0] * self.per, list(range(self.per)))
+        here = (topo.machine_ranks, topo.machine_rank)  # the GPU stays the rank's own
+        self._local_topo = Topology(node_comm, [0] * self.per, list(range(self.per)), *here)
         self.inner = make_backend(node_comm, self._local_topo)
         col = comm.Split(self.local, key=self.node)
-        self._cross_topo = Topology(MPI.COMM_SELF.Dup(), list(range(self.nodes)), [0] * self.nodes)
+        self._cross_topo = Topology(MPI.COMM_SELF.Dup(), list(range(self.nodes)),
+                                    [0] * self.nodes, *here)
         self._col = col
         self.cross = make_backend(col, self._cross_topo)
 
@@ -67,8 +68,11 @@ class Hierarchical:
         self._col.Free()
 
     # -- the three collectives ---------------------------------------------------------
-    def run(self, collective: Collective, op: Op, x: np.ndarray, out: np.ndarray,
-            itemsize: int, chunk_bytes: int) -> None:
+    def run(self, collective: Collective, op: Op, x, out, itemsize: int, chunk_bytes: int,
+            logical=None) -> None:
+        """x, out: 1-D views as the device backend takes them; logical: the data's dtype
+        where it differs from the storage's (bfloat16 in uint16 on a GPU)."""
+        self.logical = logical
         if collective is Collective.ALLREDUCE:
             self._allreduce(op, x, out, itemsize, chunk_bytes)
         elif collective is Collective.REDUCE_SCATTER:
@@ -76,36 +80,41 @@ class Hierarchical:
         else:
             self._allgather(x, out, itemsize, chunk_bytes)
 
+    def _run(self, backend, p, op, x, out, divisor=None) -> None:
+        backend.run(p, op, x, out, divisor=divisor, logical=self.logical)
+
     def _allreduce(self, op, x, out, itemsize, chunk_bytes):
         n, L, j = x.size, self.per, self.local
         blocks = tuple(split(n, L))
         mine = out[blocks[j]:blocks[j + 1]]
         partial = Op.SUM if op is Op.AVG else op
-        self.inner.run(plan_blocks(Collective.REDUCE_SCATTER, L, j, blocks, itemsize, chunk_bytes),
-                       partial, x, mine)
-        self.cross.run(plan(Collective.ALLREDUCE, self.nodes, self.node, mine.size, itemsize,
-                            chunk_bytes), op, mine, mine, divisor=self.size)
-        self.inner.run(plan_blocks(Collective.ALLGATHER, L, j, blocks, itemsize, chunk_bytes),
-                       op, mine, out)
+        self._run(self.inner, plan_blocks(Collective.REDUCE_SCATTER, L, j, blocks, itemsize,
+                                          chunk_bytes), partial, x, mine)
+        self._run(self.cross, plan(Collective.ALLREDUCE, self.nodes, self.node, mine.size,
+                                   itemsize, chunk_bytes), op, mine, mine, divisor=self.size)
+        self._run(self.inner, plan_blocks(Collective.ALLGATHER, L, j, blocks, itemsize,
+                                          chunk_bytes), op, mine, out)
 
     def _reduce_scatter(self, op, x, out, itemsize, chunk_bytes):
-        N, L = self.nodes, self.per
+        N, L, dev = self.nodes, self.per, self.inner
         b = out.size
-        staged = x.reshape(N, L, b).transpose(1, 0, 2).copy().reshape(-1)  # [L][N][b]
-        share = np.empty(N * b, x.dtype)
+        staged = dev.scratch(x.size, x.dtype)  # [L][N][b]
+        dev.swap_blocks(x, staged, N, L, b)
+        share = dev.scratch(N * b, x.dtype)
         partial = Op.SUM if op is Op.AVG else op
-        self.inner.run(plan(Collective.REDUCE_SCATTER, L, self.local, staged.size, itemsize,
+        self._run(dev, plan(Collective.REDUCE_SCATTER, L, self.local, staged.size, itemsize,
                             chunk_bytes), partial, staged, share)
-        self.cross.run(plan(Collective.REDUCE_SCATTER, N, self.node, share.size, itemsize,
-                            chunk_bytes), op, share, out, divisor=self.size)
+        self._run(self.cross, plan(Collective.REDUCE_SCATTER, N, self.node, share.size,
+                                   itemsize, chunk_bytes), op, share, out, divisor=self.size)
 
     def _allgather(self, x, out, itemsize, chunk_bytes):
-        N, L = self.nodes, self.per
+        N, L, dev = self.nodes, self.per, self.inner
         b = x.size
-        column = np.empty(N * b, x.dtype)  # [N][b]: this index's block of every node
-        self.cross.run(plan(Collective.ALLGATHER, N, self.node, column.size, itemsize,
-                            chunk_bytes), Op.SUM, x, column)
-        gathered = np.empty(L * N * b, x.dtype)  # [L][N][b]
-        self.inner.run(plan(Collective.ALLGATHER, L, self.local, gathered.size, itemsize,
+        column = dev.scratch(N * b, x.dtype)  # [N][b]: this index's block of every node
+        self._run(self.cross, plan(Collective.ALLGATHER, N, self.node, column.size, itemsize,
+                                   chunk_bytes), Op.SUM, x, column)
+        gathered = dev.scratch(L * N * b, x.dtype)  # [L][N][b]
+        self._run(dev, plan(Collective.ALLGATHER, L, self.local, gathered.size, itemsize,
                             chunk_bytes), Op.SUM, column, gathered)
-        out.reshape(N, L, b)[...] = gathered.reshape(L, N, b).transpose(1, 0, 2)
+        dev.swap_blocks(gathered, out, L, N, b)
+        dev.finish()

@@ -19,6 +19,7 @@ class Topology:
     node_of: list[int]  # node index of every rank of the communicator
     local_of: list[int]  # rank within its node, for every rank
     machine_ranks: int = 1  # ranks of this communicator on this machine (emulated nodes too)
+    machine_rank: int = 0  # this rank's index among them: which of the machine's GPUs it takes
 
     @property
     def nnodes(self) -> int:
@@ -48,7 +49,7 @@ def emulated_nodes() -> int:
 def discover(comm: MPI.Comm) -> Topology:
     """Collective over comm."""
     shared = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.rank)
-    machine_ranks = shared.size
+    machine_ranks, machine_rank = shared.size, shared.rank
     n = emulated_nodes()
     if n:
         color = shared.rank * min(n, shared.size) // shared.size
@@ -61,4 +62,4 @@ def discover(comm: MPI.Comm) -> Topology:
     pairs = comm.allgather((leader, node_comm.rank))
     leaders = sorted({p[0] for p in pairs})
     return Topology(node_comm, [leaders.index(p[0]) for p in pairs], [p[1] for p in pairs],
-                    machine_ranks)
+                    machine_ranks, machine_rank)

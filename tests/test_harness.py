@@ -87,6 +87,9 @@ def test_allreduce_sweep_writes_json_and_plot(tmp_path):
     assert "Out of bounds values : 0 OK" in out
     data = json.loads(js.read_text())
     assert data["meta"]["ranks"] == 2 and data["meta"]["command"]
+    roof = data["meta"]["rooflines"]
+    assert roof["nbytes"] == 16 << 20 and roof["host_copy_GBps"] > 0
+    assert "# copy rooflines (16 MiB, rank 0 alone): host_copy" in out
     recs = data["results"]
     assert {r["impl"] for r in recs} == {"ring", "mpi"}
     assert all(r["wrong"] == 0 for r in recs) and len(recs) == 5 * 2 * 2  # sizes x impls x places

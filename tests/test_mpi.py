@@ -47,3 +47,18 @@ def test_cuda_device_processes_sharing_a_gpu(nprocs):
     under the simulator, the same code with IPC emulated in shared memory."""
     rc, out = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420, env=ENV)
     assert rc == 0, out[-8000:]
+
+
+@pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs,nodes,aware", [
+    (4, 2, None), (6, 3, None), (2, 2, None),
+    # device buffers straight to MPI: only the simulator's "device memory" is host memory
+    # that the (not CUDA-aware) mpich wheel can take
+    pytest.param(4, 2, "1", marks=pytest.mark.skipif(not SIMULATED, reason="needs CUDA-aware MPI"))])
+def test_cuda_device_across_emulated_nodes(nprocs, nodes, aware):
+    """device='cuda' with links between nodes over MPI (staged through pinned host memory,
+    or direct with RING_CUDA_AWARE_MPI=1), flat ring and two-level."""
+    env = {**ENV, "RING_NODES": str(nodes), "RING_CUDA_AWARE_MPI": aware or "0"}
+    rc, out = pytest_under_mpi(nprocs, "tests/mpi/check_cuda_nodes.py", timeout=420, env=env)
+    assert rc == 0, out[-8000:]

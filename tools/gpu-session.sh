@@ -1,6 +1,7 @@
 # Everything that waits for a GPU, in priority order, each step under its own limit, logs
 # under $OUT. Run from the repo root on the lent machine, carrying .whl:
 #   bash tools/gpu-session.sh            (or STEPS="group cuda" bash tools/gpu-session.sh)
+# Steps: group cuda groupbench sweep sweep4 nodes all
 . tools/gpu-env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
@@ -11,5 +12,9 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   groupbench) TAIL=40 step 420 groupbench python3 results/group_bench.py --quick --json $OUT/group-$GPU.json ;;
   sweep)      step 300 sweep2 mpiexec -n 2 python3 -m harness allreduce -b 8 -e 1G -f 4 --device cuda \
                   --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-2ranks-$GPU.json ;;
+  sweep4)     step 420 sweep4 mpiexec -n 4 python3 -m harness allreduce -b 8 -e 1G -f 4 --device cuda \
+                  --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-4ranks-$GPU.json ;;
+  nodes)      RING_NODES=2 step 300 nodes mpiexec -n 4 python3 -m harness allreduce -b 1M -e 256M -f 4 \
+                  --device cuda --impl ring-hier,ring-flat,mpi --json $OUT/allreduce-2nodes-$GPU.json ;;
   all)        step 580 all python3 -m pytest tests -x -q -p no:cacheprovider ;;
 esac; done

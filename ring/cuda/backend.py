@@ -1,6 +1,8 @@
 """The 'cuda' device of ring.Communicator: one rank per process, its ring links to the
-neighbours through CUDA IPC (ipc.py), its chunks put on its stream by the same per-chunk
-code as ring.Group (enqueue.py), the order between ranks kept on the GPU.
+neighbours on its node through CUDA IPC (ipc.py), to neighbours on other nodes over MPI
+staged through pinned host memory (staged.py), its chunks put on its stream by the same
+per-chunk code as ring.Group (enqueue.py). Between ranks of a node the order is kept on the
+GPU; across nodes the host hands chunks to MPI as their copies finish.
 
 A call returns when its work is done on the GPU: the host polls an event under the
 communicator's timeout, so a lost peer costs a ring.TimeoutError, not a hang. (async_op=True
@@ -19,9 +21,9 @@ from ..ops import Op
 from ..schedule import Collective, Plan
 from ..topology import Topology
 from ..wait import Waiter
-from . import ipc
+from . import ipc, staged
 from .arrays import SIMULATED, as_device, empty_like_kind
-from .enqueue import Rank, Slots, _unit, event
+from .enqueue import Rank, Slots, _copy, _unit, event
 from .group import SLOT_PAD, _align
 
 
@@ -31,34 +33,47 @@ class CudaBackend:
     def __init__(self, comm: MPI.Comm, topo: Topology, nslots: int, slot_bytes: int,
                  waiter: Waiter, path: str = "fused"):
         self.comm, self.waiter, self.path = comm, waiter, path
-        ndev = len(cuda.gpus)
-        self.device = topo.local_of[comm.rank] % ndev
+        self.device = topo.machine_rank % len(cuda.gpus)
         cuda.select_device(self.device)
-        self.rank = Rank(cuda.stream(), cuda.stream(), Slots(nslots, slot_bytes + SLOT_PAD),
-                         self.device)
+        b = slot_bytes + SLOT_PAD
+        self.rank = Rank(cuda.stream(), cuda.stream(), Slots(nslots, b), self.device)
         self.inbound = self.outbound = None
         self._mapped: list = []
         self.segment = None
         size, r = comm.size, comm.rank
-        if topo.nnodes > 1:
-            raise ValueError("device: 'cuda' across nodes (chunks staged through host memory "
-                             "over MPI) is not built yet; use one node, or the 'host' device")
         if size == 1:
             return
-        b = slot_bytes + SLOT_PAD
-        if SIMULATED:  # IPC emulated in MPI shared memory (simipc.py)
-            from .simipc import Segment
-            self.segment = Segment(comm, nslots, b, waiter)
-        else:
-            self.segment = ipc.Segment(nslots, b)
-        everyone = comm.allgather((self.device, self.segment.handle()))
         pred, succ = (r - 1) % size, (r + 1) % size
-        ipc.enable_peer_access(self.device, [everyone[pred][0], everyone[succ][0]])
-        pred_map = self.segment.open(everyone[pred][1])
-        succ_map = pred_map if succ == pred else self.segment.open(everyone[succ][1])
-        self._mapped = [pred_map] if succ == pred else [pred_map, succ_map]
-        self.inbound = ipc.InEnd(self.segment, pred_map)
-        self.outbound = ipc.OutEnd(self.segment, succ_map)
+        near_pred, near_succ = topo.same_node(pred, r), topo.same_node(r, succ)
+        if SIMULATED:  # IPC emulated in MPI shared memory (simipc.py): collective per node
+            from .simipc import Segment
+            self.segment = Segment(topo.node_comm, nslots, b, waiter)
+        elif near_pred or near_succ:
+            self.segment = ipc.Segment(nslots, b)
+        handle = self.segment.handle() if self.segment is not None else None
+        everyone = comm.allgather((self.device, handle))
+        ipc.enable_peer_access(self.device, [everyone[q][0] for q, near in
+                                             ((pred, near_pred), (succ, near_succ)) if near])
+        maps: dict = {}
+
+        def mapped(q):
+            if q not in maps:
+                maps[q] = self.segment.open(everyone[q][1])
+            return maps[q]
+
+        direct = not (near_pred and near_succ) and staged.cuda_aware()
+        if near_pred:
+            self.inbound = ipc.InEnd(self.segment, mapped(pred))
+        else:
+            self.inbound = staged.StagedIn(comm, pred, nslots, b, waiter, f"rank {pred}", direct)
+        if near_succ:
+            self.outbound = ipc.OutEnd(self.segment, mapped(succ))
+        else:
+            self.outbound = staged.StagedOut(comm, succ, nslots, b, waiter, f"rank {succ}", direct)
+        if not (near_pred or near_succ):  # each end keeps the other moving while it waits
+            self.inbound.progress_too = self.outbound.progress
+            self.outbound.progress_too = self.inbound.progress
+        self._mapped = list(maps.values())
         cuda.synchronize()  # headers zeroed on every GPU before anyone maps and writes
         comm.Barrier()
 
@@ -82,6 +97,18 @@ class CudaBackend:
         return ab < bb + b.nbytes and bb < ab + a.nbytes
 
     @staticmethod
+    def scratch(n: int, dtype):
+        return cuda.device_array(n, dtype)
+
+    def swap_blocks(self, src, dst, rows: int, cols: int, b: int) -> None:
+        """dst as [cols][rows][b] := src as [rows][cols][b]: rows x cols copies of b
+        elements on the rank's stream (a handful: rows x cols is the number of ranks)."""
+        for i in range(rows):
+            for j in range(cols):
+                _copy(dst[(j * rows + i) * b:(j * rows + i + 1) * b],
+                      src[(i * cols + j) * b:(i * cols + j + 1) * b], self.rank.stream)
+
+    @staticmethod
     def align(collective: Collective, itemsize: int) -> int:
         return _align(itemsize) if collective is Collective.ALLREDUCE else 1
 
@@ -97,9 +124,13 @@ class CudaBackend:
         divisor = plan.size if divisor is None else divisor
         storage = np.dtype(x.dtype)
         name = (logical or storage).name
+        if isinstance(self.inbound, staged.StagedIn):
+            self.inbound.begin(plan.recvs)
         for _, step, lo, hi in plan.units:
             _unit(plan, step, lo, hi, op, x, out, self.rank, self.inbound, self.outbound,
                   name, storage, divisor, self.path)
+        if isinstance(self.outbound, staged.StagedOut):
+            self.outbound.flush()
         self.finish()
 
     def finish(self) -> None:
@@ -118,6 +149,9 @@ class CudaBackend:
     def close(self) -> None:
         self.rank.stream.synchronize()
         self.rank.copy_stream.synchronize()
+        for end in (self.inbound, self.outbound):
+            if isinstance(end, (staged.StagedIn, staged.StagedOut)):
+                end.close()
         for m in self._mapped:
             m.close()
         if self.segment is not None:

@@ -69,6 +69,15 @@ class HostBackend:
     may_overlap = staticmethod(np.may_share_memory)  # bounds only: cheap
 
     @staticmethod
+    def scratch(n: int, dtype) -> np.ndarray:
+        return np.empty(n, dtype)
+
+    @staticmethod
+    def swap_blocks(src: np.ndarray, dst: np.ndarray, rows: int, cols: int, b: int) -> None:
+        """dst as [cols][rows][b] := src as [rows][cols][b], transposed by blocks of b."""
+        dst.reshape(cols, rows, b)[...] = src.reshape(rows, cols, b).transpose(1, 0, 2)
+
+    @staticmethod
     def address(a: np.ndarray) -> int:
         return a.__array_interface__["data"][0]
 
@@ -90,6 +99,9 @@ class HostBackend:
     def run(self, plan: Plan, op: Op, x: np.ndarray, out: np.ndarray,
             divisor: int | None = None, logical=None) -> None:
         executor.run(plan, op, x, out, self.send, self.recv, self.waiter, divisor)
+
+    def finish(self) -> None:
+        """Everything is done when run() returns."""
 
     def close(self) -> None:
         for end in (self.send, self.recv):

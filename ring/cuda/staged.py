@@ -1,0 +1,233 @@
+"""Ring links that cross nodes, for the cuda device: chunks go over MPI point-to-point,
+staged through pinned host buffers (or straight from device memory when the MPI library is
+CUDA-aware). The ends have the methods of ipc.py's, so enqueue.py's per-chunk code is the
+same on every link; what differs is that MPI needs the host, so the host waits here.
+
+    sender    the kernel writes chunk u into device slot k = u % nslots; mark_written
+              enqueues its copy into pinned buffer k and records an event; once the event
+              has fired the host Isends buffer k (progress(), called at every wait).
+    receiver  Irecvs are posted ahead into the pinned buffers; wait_written(u) waits on the
+              host for chunk u, then enqueues its copy into device slot k; the buffer is
+              posted again once that copy has finished.
+
+With nslots buffers per end, the device-to-host copy of chunk u+1, the MPI transfer of
+chunk u and the host-to-device copy of chunk u-1 overlap. A device slot is reused in stream
+order (an event after its last copy), a pinned buffer only after its Isend completed or its
+copy to the device finished (host checks). Every host wait is bounded by the call's deadline.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections import deque
+
+import numpy as np
+from mpi4py import MPI
+from numba import cuda
+
+from ..transport.mpi import TAG
+from ..wait import Waiter
+from .arrays import SIMULATED
+from .enqueue import Slots, event
+
+ENV_AWARE = "RING_CUDA_AWARE_MPI"
+
+
+def fired(ev) -> bool:
+    """Whether an event's work is done (the simulator's events have always fired)."""
+    return True if SIMULATED else ev.query()
+
+
+def _buffer(a):
+    """What MPI is given for a device or pinned buffer."""
+    if SIMULATED and hasattr(a, "_ary"):
+        return a._ary
+    return a
+
+
+def cuda_aware() -> bool:
+    """Whether MPI takes device pointers: RING_CUDA_AWARE_MPI=1/0 decides; otherwise the
+    loaded MPI library's answer, and no when it gives none."""
+    env = os.environ.get(ENV_AWARE)
+    if env is not None:
+        if env not in ("0", "1"):
+            raise ValueError(f"{ENV_AWARE}: expected 0 or 1, got {env!r}")
+        return env == "1"
+    return bool(library_cuda_support())
+
+
+def library_cuda_support() -> bool | None:
+    """MPIX_Query_cuda_support() of the libmpi this process loaded (MPICH and Open MPI have
+    it), or None where there is no such library or function."""
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "libmpi" in line.rsplit("/", 1)[-1]}
+    except OSError:  # not Linux
+        return None
+    for path in sorted(libs):
+        try:
+            query = getattr(ctypes.CDLL(path), "MPIX_Query_cuda_support", None)
+        except OSError:
+            continue
+        if query is not None:
+            return bool(query())
+    return None
+
+
+def _pinned(nbytes: int):
+    return cuda.pinned_array(nbytes, np.uint8)
+
+
+class StagedOut:
+    """To the successor on another node."""
+
+    def __init__(self, comm: MPI.Comm, dest: int, nslots: int, slot_bytes: int,
+                 waiter: Waiter, peer: str, direct: bool):
+        self.comm, self.dest, self.waiter, self.peer, self.direct = comm, dest, waiter, peer, direct
+        self.nslots = nslots
+        self.dev = Slots(nslots, slot_bytes)
+        self.host = self.dev.raw if direct else [_pinned(slot_bytes) for _ in range(nslots)]
+        self.nbytes = [0] * nslots
+        self.copied = [None] * nslots  # event: the last copy out of device slot k is done
+        self.reqs: list[MPI.Request | None] = [None] * nslots
+        self.pending: deque = deque()  # (k, event, nbytes): copied out, not yet Isent
+        self.sent = 0
+        self.progress_too = lambda: None  # the incoming end's, while we wait
+
+    def view(self, u: int, storage, n: int):
+        k = u % self.nslots
+        self.nbytes[k] = n * np.dtype(storage).itemsize
+        return self.dev.view(k, storage, n)
+
+    def wait_freed(self, u: int, stream) -> None:
+        k = u % self.nslots
+        if self.direct:  # the device slot is the send buffer: its last Isend must be done
+            self._free(k)
+        ev = self.copied[k]
+        if ev is not None:
+            ev.wait(stream)
+
+    def mark_written(self, u: int, stream) -> None:
+        k = u % self.nslots
+        if not self.direct:
+            self._free(k)
+        nbytes = self.nbytes[k]
+        if nbytes and not self.direct:
+            self.dev.raw[k][:nbytes].copy_to_host(self.host[k][:nbytes], stream=stream)
+        ev = event()
+        ev.record(stream)
+        self.copied[k] = ev
+        self.pending.append((k, ev, nbytes))
+        self.progress()
+
+    def progress(self) -> None:
+        """Isend, in order, every chunk whose copy out has finished."""
+        while self.pending and fired(self.pending[0][1]):
+            k, _, nbytes = self.pending.popleft()
+            self.reqs[k] = self.comm.Isend([_buffer(self.host[k])[:nbytes], MPI.BYTE],
+                                           self.dest, TAG)
+
+    def _send_head(self) -> None:
+        """Wait for the oldest chunk's copy out, and Isend it."""
+        head = self.pending[0][1]
+
+        def copied() -> bool:
+            self.progress_too()
+            return fired(head)
+
+        self.waiter.until(copied, lambda: "waiting for the GPU to copy a chunk out")
+        self.progress()
+
+    def _free(self, k: int) -> None:
+        """Wait until buffer k's last chunk has left (its Isend completed)."""
+        while any(p[0] == k for p in self.pending):
+            self._send_head()
+        req = self.reqs[k]
+        if req is not None:
+            def taken() -> bool:
+                self.progress_too()
+                return req.Test()
+
+            self.waiter.until(taken, lambda: f"waiting for {self.peer} to take a message")
+            self.reqs[k] = None
+
+    def flush(self) -> None:
+        """Isend everything copied out so far (the end of a call)."""
+        while self.pending:
+            self._send_head()
+
+    def close(self) -> None:
+        _cancel(self.reqs)
+
+
+class StagedIn:
+    """From the predecessor on another node."""
+
+    def __init__(self, comm: MPI.Comm, source: int, nslots: int, slot_bytes: int,
+                 waiter: Waiter, peer: str, direct: bool):
+        self.comm, self.source, self.waiter, self.peer, self.direct = comm, source, waiter, peer, direct
+        self.nslots = nslots
+        self.dev = Slots(nslots, slot_bytes)
+        self.host = self.dev.raw if direct else [_pinned(slot_bytes) for _ in range(nslots)]
+        self.reqs: list[MPI.Request | None] = [None] * nslots
+        self.busy = [None] * nslots  # event: the last use of buffer k is done
+        self.status = MPI.Status()
+        self.planned = self.posted = 0
+        self.taken = 0
+        self.progress_too = lambda: None  # the outgoing end's, while we wait
+
+    def begin(self, nchunks: int) -> None:
+        """This rank will take nchunks more chunks: post their receives as buffers allow."""
+        self.planned += nchunks
+        self._post()
+
+    def progress(self) -> None:
+        self._post()
+
+    def _post(self) -> None:
+        while self.posted < self.planned:
+            k = self.posted % self.nslots
+            if self.reqs[k] is not None or (self.busy[k] is not None and not fired(self.busy[k])):
+                return
+            self.busy[k] = None
+            self.reqs[k] = self.comm.Irecv([_buffer(self.host[k]), MPI.BYTE], self.source, TAG)
+            self.posted += 1
+
+    def wait_written(self, u: int, stream) -> None:
+        k = u % self.nslots
+
+        def arrived() -> bool:
+            self.progress_too()
+            self._post()
+            return self.posted > u and self.reqs[k].Test(self.status)
+
+        self.waiter.until(arrived, lambda: f"waiting for data from {self.peer}")
+        self.reqs[k] = None
+        nbytes = self.status.Get_count(MPI.BYTE)
+        if not self.direct:
+            if nbytes:
+                self.dev.raw[k][:nbytes].copy_to_device(self.host[k][:nbytes], stream=stream)
+            ev = event()
+            ev.record(stream)
+            self.busy[k] = ev
+
+    def view(self, u: int, storage, n: int):
+        return self.dev.view(u % self.nslots, storage, n)
+
+    def mark_freed(self, u: int, stream) -> None:
+        if self.direct:  # the device slot is the receive buffer: free once consumed
+            ev = event()
+            ev.record(stream)
+            self.busy[u % self.nslots] = ev
+        self._post()
+
+    def close(self) -> None:
+        _cancel(self.reqs)
+
+
+def _cancel(reqs) -> None:
+    for r in reqs:
+        if r is not None and not r.Test():
+            r.Cancel()
+            r.Wait()
