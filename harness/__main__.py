@@ -102,6 +102,12 @@ def main(argv=None) -> int:
     local.Free()
     impls = [IMPLS[n](world, bufs, **({"hostid": True} if n == "nccl" and args.nccl_hostid else {}))
              for n in names]
+    if coll.rooted:
+        if not 0 <= args.root < world.size:
+            raise SystemExit(f"-r: the root must be a rank (0..{world.size - 1}), got {args.root}")
+        for i in impls:
+            if hasattr(i, "rooted"):
+                i.rooted(coll.name)
     # An implementation that cannot run here at all gets a line, not a column of n/a.
     dropped = [i for i in impls if i.unavailable]
     impls = [i for i in impls if not i.unavailable]
@@ -132,7 +138,8 @@ def main(argv=None) -> int:
                     for in_place in (False, True):
                         r = run_case(impl, coll, world, bufs, nbytes, dtype,
                                      "sum" if op == "none" else op, in_place,
-                                     args.iters, args.warmup_iters, bool(args.check))
+                                     args.iters, args.warmup_iters, bool(args.check),
+                                     args.root)
                         r.op = op
                         case[(impl.name, in_place)] = r
                         results.append(r)

@@ -33,12 +33,13 @@ def _reduce(nranks: int, count: int, dtype, op: str, seed: int) -> np.ndarray:
 class Collective:
     name: str
     reduces: bool
+    rooted: bool = False  # broadcast and reduce: -r names the root
 
     def counts(self, nbytes: int, itemsize: int, nranks: int) -> tuple[int, int]:
         """(input count, output count) per rank for a sweep size in bytes, as nccl-tests
         reads it: all-reduce = bytes per rank; reduce-scatter / all-gather = the whole array."""
         n = nbytes // itemsize
-        if self.name == "allreduce":
+        if self.name == "allreduce" or self.rooted:
             return n, n
         n -= n % nranks
         if self.name == "reduce_scatter":
@@ -49,7 +50,7 @@ class Collective:
         return max(in_count, out_count) * itemsize
 
     def bus_factor(self, nranks: int) -> float:
-        if nranks == 1:
+        if nranks == 1 or self.rooted:  # a chain: every link carries the array once
             return 1.0
         if self.name == "allreduce":
             return 2 * (nranks - 1) / nranks
@@ -58,22 +59,28 @@ class Collective:
     def input(self, rank: int, in_count: int, dtype, op: str, seed: int = 0) -> np.ndarray:
         if self.reduces:
             return fill(rank, in_count, dtype, op, seed)
-        # all-gather: distinct values per rank, so a block landing in the wrong place shows
+        # all-gather and broadcast: distinct values per rank, so data from the wrong rank
+        # or landing in the wrong place shows
         return ((np.arange(in_count, dtype=np.int64) + 7 * rank + seed) % 199).astype(dtype)
 
     def expected(self, rank: int, nranks: int, in_count: int, dtype, op: str,
-                 seed: int = 0) -> np.ndarray:
+                 seed: int = 0, root: int = 0) -> np.ndarray | None:
+        """What rank's output must hold; None where it is not defined (reduce off the root)."""
+        if self.name == "broadcast":
+            return self.input(root, in_count, dtype, op, seed)
+        if self.name == "reduce" and rank != root:
+            return None
         if self.name == "allgather":
             return np.concatenate([self.input(q, in_count, dtype, op, seed) for q in range(nranks)])
         full = _reduce(nranks, in_count, dtype, op, seed)
-        if self.name == "allreduce":
+        if self.name in ("allreduce", "reduce"):
             return full
         n = in_count // nranks
         return full[rank * n:(rank + 1) * n]
 
     def in_place_views(self, buf: np.ndarray, rank: int, in_count: int, out_count: int):
         """(x, out) views of one buffer for the in-place run, as NCCL places them."""
-        if self.name == "allreduce":
+        if self.name == "allreduce" or self.rooted:
             return buf[:in_count], buf[:in_count]
         if self.name == "reduce_scatter":
             return buf[:in_count], buf[rank * out_count:(rank + 1) * out_count]
@@ -84,4 +91,6 @@ COLLECTIVES = {c.name: c for c in (
     Collective("allreduce", True),
     Collective("reduce_scatter", True),
     Collective("allgather", False),
+    Collective("broadcast", False, rooted=True),
+    Collective("reduce", True, rooted=True),
 )}

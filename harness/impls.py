@@ -33,10 +33,10 @@ def _address(a) -> int:
 
 
 def _in_place(coll: str, x, out) -> bool:
-    """As NCCL places in-place buffers: out is x (all-reduce), out is x's block r
+    """As NCCL places in-place buffers: out is x (all-reduce, broadcast, reduce), out is x's block r
     (reduce-scatter), x is out's block r (all-gather)."""
     xa, oa = _address(x), _address(out)
-    if coll == "allreduce":
+    if coll in ("allreduce", "broadcast", "reduce"):
         return xa == oa
     lo, hi = (xa, xa + x.nbytes) if coll == "reduce_scatter" else (oa, oa + out.nbytes)
     inner = oa if coll == "reduce_scatter" else xa
@@ -58,17 +58,32 @@ class Ring:
             self.algorithm, self.unavailable = algorithm, str(e)
         self.label = f"ring ({self.comm.device}, {self.algorithm})"
 
+    def rooted(self, coll: str) -> None:
+        """Broadcast and reduce run as a chain on the flat ring: "auto" takes it, an explicit
+        two-level request cannot run."""
+        if self.algorithm == "hierarchical" and self.unavailable is None:
+            if self.name == "ring":
+                self.algorithm, self.label = "ring", f"ring ({self.comm.device}, ring)"
+            else:
+                self.unavailable = f"{coll} runs as a chain on the flat ring only"
+
     def available(self, dtype, op) -> str | None:
         return self.unavailable
 
-    def __call__(self, coll: str, x, out, op: str, dtype):
+    def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
         kw = {"algorithm": self.algorithm, "dtype": np.dtype(dtype).name}
         if coll == "allreduce":
             self.comm.allreduce(x, out=out, op=op, **kw)
         elif coll == "reduce_scatter":
             self.comm.reduce_scatter(x, out=out, op=op, **kw)
-        else:
+        elif coll == "allgather":
             self.comm.allgather(x, out=out, **kw)
+        elif coll == "broadcast":  # in place only: out of place, the root copies x first
+            if out is not x and self.comm.rank == root:
+                out[...] = x
+            self.comm.broadcast(out, root=root, **kw)
+        else:
+            self.comm.reduce(x, out=out, op=op, root=root, **kw)
 
     def sync(self):
         self.bufs.sync()
@@ -107,12 +122,21 @@ class Mpi:
             a.get(out=buf)
         return buf
 
-    def __call__(self, coll: str, x, out, op: str, dtype):
+    def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
         in_place = _in_place(coll, x, out)
         hx = self._host(x, "x")
-        ho = hx if (in_place and coll == "allreduce") else \
+        ho = hx if (in_place and coll in ("allreduce", "broadcast", "reduce")) else \
             self._host(out, "out", fetch=in_place and coll == "allgather")
-        if coll == "allreduce":
+        if coll == "broadcast":
+            if ho is not hx and self.comm.rank == root:
+                ho[...] = hx
+            self.comm.Bcast(ho, root=root)
+        elif coll == "reduce":
+            mine = MPI.IN_PLACE if in_place and self.comm.rank == root else hx
+            self.comm.Reduce(mine, ho, _MPI_OPS[op], root=root)
+            if self.comm.rank != root:
+                return  # out is not defined off the root
+        elif coll == "allreduce":
             self.comm.Allreduce(MPI.IN_PLACE if in_place else hx, ho, _MPI_OPS[op])
         elif coll == "reduce_scatter":
             if in_place:  # MPI's in-place reduce-scatter works on the whole input buffer
@@ -187,15 +211,19 @@ class Nccl:
     def available(self, dtype, op) -> str | None:
         return self.unavailable
 
-    def __call__(self, coll: str, x, out, op: str, dtype):
+    def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
         stream = self.cp.cuda.get_current_stream().ptr
         t = self.types[np.dtype(dtype)]
         if coll == "allreduce":
             self.comm.allReduce(x.data.ptr, out.data.ptr, x.size, t, self.ops[op], stream)
         elif coll == "reduce_scatter":
             self.comm.reduceScatter(x.data.ptr, out.data.ptr, out.size, t, self.ops[op], stream)
-        else:
+        elif coll == "allgather":
             self.comm.allGather(x.data.ptr, out.data.ptr, x.size, t, stream)
+        elif coll == "broadcast":
+            self.comm.broadcast(x.data.ptr, out.data.ptr, x.size, t, root, stream)
+        else:
+            self.comm.reduce(x.data.ptr, out.data.ptr, x.size, t, self.ops[op], root, stream)
 
     def sync(self):
         self.bufs.sync()

@@ -51,7 +51,7 @@ def _buffers(bufs, coll: Collective, rank, in_count, out_count, dtype, op, in_pl
 
 
 def run_case(impl, coll: Collective, world: MPI.Comm, bufs, nbytes: int, dtype, op: str,
-             in_place: bool, iters: int, warmup: int, check: bool) -> Result:
+             in_place: bool, iters: int, warmup: int, check: bool, root: int = 0) -> Result:
     k, rank = world.size, world.rank
     itemsize = np.dtype(dtype).itemsize
     in_count, out_count = coll.counts(nbytes, itemsize, k)
@@ -63,23 +63,24 @@ def run_case(impl, coll: Collective, world: MPI.Comm, bufs, nbytes: int, dtype, 
                       float("nan"), float("nan"), float("nan"), -1, why)
     x, out = _buffers(bufs, coll, rank, in_count, out_count, dtype, op, in_place)
     for _ in range(warmup):
-        impl(coll.name, x, out, op, dtype)
+        impl(coll.name, x, out, op, dtype, root)
     impl.sync()
     world.Barrier()
     t0 = time.perf_counter()
     for _ in range(iters):
-        impl(coll.name, x, out, op, dtype)
+        impl(coll.name, x, out, op, dtype, root)
     impl.sync()
     dt = time.perf_counter() - t0
     dt = world.allreduce(dt / max(iters, 1), op=MPI.SUM) / k
     wrong = -1
     if check:
         x, out = _buffers(bufs, coll, rank, in_count, out_count, dtype, op, in_place, seed=1)
-        impl(coll.name, x, out, op, dtype)
+        impl(coll.name, x, out, op, dtype, root)
         impl.sync()
-        want = coll.expected(rank, k, in_count, dtype, op, seed=1)
-        mine = count_wrong(bufs.get(out, dtype), want)
+        want = coll.expected(rank, k, in_count, dtype, op, seed=1, root=root)
+        mine = 0 if want is None else count_wrong(bufs.get(out, dtype), want)
         wrong = world.allreduce(mine, op=MPI.SUM)
     algbw = size / dt / 1e9 if dt > 0 else 0.0
-    return Result(impl.name, coll.name, size, count, np.dtype(dtype).name, op, -1, in_place,
-                  dt * 1e6, algbw, algbw * coll.bus_factor(k), wrong)
+    return Result(impl.name, coll.name, size, count, np.dtype(dtype).name, op,
+                  root if coll.rooted else -1, in_place, dt * 1e6, algbw,
+                  algbw * coll.bus_factor(k), wrong)

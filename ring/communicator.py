@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from mpi4py import MPI
 
 from . import devices, fatal, hierarchical
@@ -59,12 +60,17 @@ class _Call:
     in_place: bool
     chunk_bytes: int
     algorithm: str  # "ring" or "hierarchical", resolved
+    root: int = 0  # broadcast and reduce
 
     def record(self) -> dict[str, int]:
-        return {"collective": self.collective.value, "count": self.count,
-                "dtype": DTYPE_CODE[self.dtype], "op": int(self.op),
-                "in_place": int(self.in_place), "chunk_bytes": self.chunk_bytes,
-                "algorithm": ALGORITHMS.index(self.algorithm)}
+        rec = {"collective": self.collective.value, "count": self.count,
+               "dtype": DTYPE_CODE[self.dtype], "op": int(self.op),
+               "chunk_bytes": self.chunk_bytes, "algorithm": ALGORITHMS.index(self.algorithm)}
+        if self.collective.rooted:
+            rec["root"] = self.root  # in place is the root's own business there
+        else:
+            rec["in_place"] = int(self.in_place)
+        return rec
 
 
 class Work:
@@ -205,6 +211,19 @@ class Communicator:
         return self._call(Collective.ALLGATHER, x, out, "sum", chunk_bytes, async_op, algorithm,
                           dtype)
 
+    def broadcast(self, x, root: int = 0, *, async_op: bool = False,
+                  chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None):
+        """In place: every rank's x ends as root's x. Returns x."""
+        return self._call(Collective.BROADCAST, x, x, "sum", chunk_bytes, async_op, algorithm,
+                          dtype, root)
+
+    def reduce(self, x, out=None, op="sum", root: int = 0, *, async_op: bool = False,
+               chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None):
+        """The root gets the elementwise reduction of all ranks' x in out (allocated when
+        None, x's shape); the other ranks get None (their out is not touched)."""
+        return self._call(Collective.REDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
+                          root)
+
     def _usable(self) -> None:
         if self._closed:
             raise CommunicatorError(f"rank {self.rank}: the communicator is closed")
@@ -213,14 +232,15 @@ class Communicator:
                 f"rank {self.rank}: the communicator is broken by an earlier error: "
                 f"{type(self._error).__name__}: {self._error}") from self._error
 
-    def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None, dtype=None):
+    def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None, dtype=None,
+              root=0):
         self._usable()
         self._calls += 1
         name = f"{collective} (call {self._calls}, rank {self.rank})"
         record = {"call": self._calls, "collective": collective.value}
         call, error = None, None
         try:
-            call = self._prepare(collective, x, out, op, chunk_bytes, algorithm, dtype)
+            call = self._prepare(collective, x, out, op, chunk_bytes, algorithm, dtype, root)
             record.update(call.record())
         except (TypeError, ValueError) as e:
             error = e
@@ -247,7 +267,7 @@ class Communicator:
             elif call.count:
                 item = call.dtype.itemsize
                 p = plan(collective, self.size, self.rank, call.count, item, call.chunk_bytes,
-                         self._backend.align(collective, item))
+                         self._backend.align(collective, item), call.root)
                 self._backend.run(p, call.op, call.x, call.out, logical=call.dtype)
         except BaseException as e:
             self._error = e
@@ -256,20 +276,28 @@ class Communicator:
             raise
         return Work(call.result) if async_op else call.result
 
-    def _resolve(self, algorithm) -> str:
+    def _resolve(self, algorithm, collective: Collective | None = None) -> str:
         algorithm = self.algorithm if algorithm is None else algorithm
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm: expected one of {ALGORITHMS}, got {algorithm!r}")
+        why = self._hier_why
+        if collective is not None and collective.rooted:
+            why = f"{collective} runs as a chain along the flat ring only"
         if algorithm == "auto":
-            return "ring" if self._hier_why else "hierarchical"
-        if algorithm == "hierarchical" and self._hier_why:
-            raise ValueError(f"algorithm: 'hierarchical' cannot run here: {self._hier_why}")
+            return "ring" if why else "hierarchical"
+        if algorithm == "hierarchical" and why:
+            raise ValueError(f"algorithm: 'hierarchical' cannot run here: {why}")
         return algorithm
 
-    def _prepare(self, collective, x, out, op, chunk_bytes, algorithm=None, dtype=None) -> _Call:
+    def _prepare(self, collective, x, out, op, chunk_bytes, algorithm=None, dtype=None,
+                 root=0) -> _Call:
         b, size = self._backend, self.size
-        algorithm = self._resolve(algorithm)
-        xf, xdt = b.flat(x, "x", dtype=dtype)
+        algorithm = self._resolve(algorithm, collective)
+        if collective.rooted and (isinstance(root, bool) or not isinstance(root, (int, np.integer))
+                                  or not 0 <= root < size):
+            raise ValueError(f"root: must be a rank of the communicator (0..{size - 1}), "
+                             f"got {root!r}")
+        xf, xdt = b.flat(x, "x", writeable=collective is Collective.BROADCAST, dtype=dtype)
         op = parse_op(op)
         check_op_dtype(op, xdt)
         if chunk_bytes is None:
@@ -282,8 +310,15 @@ class Communicator:
             raise ValueError(f"x: reduce_scatter needs x.size divisible by {size} ranks, got {n}")
         count = n * size if collective is Collective.ALLGATHER else n
         out_n = n // size if collective is Collective.REDUCE_SCATTER else count
-        out_shape = x.shape if collective is Collective.ALLREDUCE else (out_n,)
+        out_shape = x.shape if collective in (Collective.ALLREDUCE, Collective.REDUCE) else (out_n,)
         as_bits = "bfloat16" if xdt.name == "bfloat16" and xf.dtype != xdt else None
+        if collective is Collective.BROADCAST:
+            return _Call(collective, xf, xf, x, xdt, op, count, True, int(chunk_bytes), algorithm,
+                         int(root))
+        if collective is Collective.REDUCE and self.rank != root:
+            # Only the root writes; out is neither checked nor touched elsewhere.
+            return _Call(collective, xf, xf, None, xdt, op, count, False, int(chunk_bytes),
+                         algorithm, int(root))
         if out is None:
             result = b.empty_like(x, out_shape, xdt)
             of, _ = b.flat(result, "out", dtype=as_bits)
@@ -298,7 +333,7 @@ class Communicator:
             result = out
             in_place = self._in_place(collective, xf, of)
         return _Call(collective, xf, of, result, xdt, op, count, in_place, int(chunk_bytes),
-                     algorithm)
+                     algorithm, int(root))
 
     def _in_place(self, collective, xf, of) -> bool:
         """In place: out is x (all-reduce), out is x's block r (reduce-scatter), or x is
@@ -310,7 +345,7 @@ class Communicator:
         xb, ob = xf.size * item, of.size * item
         if xb == 0 or ob == 0 or xa + xb <= oa or oa + ob <= xa:
             return False
-        if collective is Collective.ALLREDUCE and xa == oa:
+        if collective in (Collective.ALLREDUCE, Collective.REDUCE) and xa == oa:
             return True
         if collective is Collective.REDUCE_SCATTER and oa == xa + self.rank * ob:
             return True

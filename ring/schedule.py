@@ -19,6 +19,13 @@ then each step receives block (r - t) mod K, writes it out and forwards it, exce
 All-reduce is reduce-scatter then all-gather with the two steps at the seam fused
 (NCCL's recvReduceCopySend): each rank sends 2(K-1)/K of the array, independent of K.
 
+Broadcast and reduce are pipelined chains along the ring, as NCCL's ring algorithms: the
+whole array is one block (block `root`; the others are empty) and every rank takes one step.
+Broadcast starts at the root, each rank receives, writes out and forwards, and the rank
+before the root only receives. Reduce starts at the rank after the root, which sends its
+input; each rank then receives, reduces its own input in and forwards; the root's reduction
+is the final one, into its output: x[root+1] op x[root+2] op ... op x[root].
+
 Each step is cut into the same number of chunks (`nchunks`) on every rank; a chunk is the
 unit that travels through one slot. Executors walk chunk-major, as NCCL does: all steps of
 chunk 0, then all steps of chunk 1, ... A rank then has at most one chunk in flight beyond
@@ -38,6 +45,12 @@ class Collective(Enum):
     ALLREDUCE = 0
     REDUCE_SCATTER = 1
     ALLGATHER = 2
+    BROADCAST = 3
+    REDUCE = 4
+
+    @property
+    def rooted(self) -> bool:
+        return self in (Collective.BROADCAST, Collective.REDUCE)
 
     def __str__(self) -> str:
         return self.name.lower()
@@ -88,10 +101,24 @@ def _allgather_steps(size: int, rank: int) -> list[Step]:
     ]
 
 
-def steps(collective: Collective, size: int, rank: int) -> list[Step]:
+def _chain_step(collective: Collective, size: int, rank: int, root: int) -> Step:
+    pos = (rank - root) % size  # 0 at the root, along the ring
+    if collective is Collective.BROADCAST:
+        return Step(block=root, recv=pos > 0, reduce=False, final=False, out=pos > 0,
+                    send=pos < size - 1)
+    first = pos == 1 % size  # the chain's start: the root itself when it is alone
+    return Step(block=root, recv=not first, reduce=not first, final=pos == 0,
+                out=pos == 0, send=pos != 0)
+
+
+def steps(collective: Collective, size: int, rank: int, root: int = 0) -> list[Step]:
     """The steps rank `rank` of a ring of `size` ranks takes, in order."""
     if not 0 <= rank < size:
         raise ValueError(f"rank {rank} outside a ring of {size}")
+    if collective.rooted:
+        if not 0 <= root < size:
+            raise ValueError(f"root {root} outside a ring of {size}")
+        return [_chain_step(collective, size, rank, root)]
     if collective is Collective.REDUCE_SCATTER:
         return _reduce_scatter_steps(size, rank, fuse_send=False)
     if collective is Collective.ALLGATHER:
@@ -155,10 +182,17 @@ class Plan:
 
 @lru_cache(maxsize=512)
 def plan(collective: Collective, size: int, rank: int, count: int, itemsize: int,
-         chunk_bytes: int, align: int = 1) -> Plan:
+         chunk_bytes: int, align: int = 1, root: int = 0) -> Plan:
     """Plan one call. `count` is the full array: for reduce-scatter the input, for
-    all-gather the output, so block r is rank r's share in both. Plans are immutable and
-    cached: a repeated call costs a dictionary look-up."""
+    all-gather the output, so block r is rank r's share in both; for broadcast and reduce
+    the whole array is block `root`. Plans are immutable and cached: a repeated call costs a
+    dictionary look-up."""
+    if collective.rooted:
+        if not 0 <= root < size:
+            raise ValueError(f"root {root} outside a ring of {size}")
+        blocks = [0] * (root + 1) + [count] * (size - root)
+        return plan_blocks(collective, size, rank, tuple(blocks), itemsize, chunk_bytes, align,
+                           root)
     if collective is Collective.ALLREDUCE:
         blocks = split(count, size, align)
     else:
@@ -170,7 +204,7 @@ def plan(collective: Collective, size: int, rank: int, count: int, itemsize: int
 
 @lru_cache(maxsize=512)
 def plan_blocks(collective: Collective, size: int, rank: int, blocks: tuple[int, ...],
-                itemsize: int, chunk_bytes: int, align: int = 1) -> Plan:
+                itemsize: int, chunk_bytes: int, align: int = 1, root: int = 0) -> Plan:
     """Plan one call over given block boundaries, which may be uneven: the two-level
     collectives (hierarchical.py) reduce-scatter and all-gather arrays of any length."""
     if len(blocks) != size + 1 or blocks[0] != 0 or any(a > b for a, b in zip(blocks, blocks[1:])):
@@ -178,4 +212,4 @@ def plan_blocks(collective: Collective, size: int, rank: int, blocks: tuple[int,
     max_block = max(blocks[b + 1] - blocks[b] for b in range(size))
     return Plan(collective, size, rank, blocks[-1], tuple(blocks),
                 nchunks(max_block * itemsize, chunk_bytes),
-                tuple(steps(collective, size, rank)), align)
+                tuple(steps(collective, size, rank, root)), align)

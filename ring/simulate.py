@@ -53,18 +53,22 @@ class _Link:
 
 
 def run(collective: Collective, inputs: list[np.ndarray], op: Op = Op.SUM,
-        chunk_bytes: int = 1 << 20, nslots: int = 2, align: int = 1) -> list[np.ndarray]:
-    """Execute `collective` over len(inputs) ranks; return each rank's output."""
+        chunk_bytes: int = 1 << 20, nslots: int = 2, align: int = 1,
+        root: int = 0) -> list[np.ndarray]:
+    """Execute `collective` over len(inputs) ranks; return each rank's output (broadcast:
+    every rank's array after the call; reduce: only the root's output means anything)."""
     size = len(inputs)
     dtype = inputs[0].dtype
     n = inputs[0].size
     count = n * size if collective is Collective.ALLGATHER else n
     out_n = n // size if collective is Collective.REDUCE_SCATTER else count
-    plans = [plan(collective, size, r, count, dtype.itemsize, chunk_bytes, align)
+    plans = [plan(collective, size, r, count, dtype.itemsize, chunk_bytes, align, root)
              for r in range(size)]
     cap = max(plans[0].max_chunk(), 1)
     links = [_Link(nslots, cap, dtype) for _ in range(size)]  # links[r]: r -> r+1
     outs = [np.full(out_n, 123, dtype) for _ in range(size)]  # poisoned
+    if collective is Collective.BROADCAST:  # in place: the root's array is its output
+        outs = [inputs[root].copy() if r == root else outs[r] for r in range(size)]
     pos = [0] * size  # next (step, chunk) index of each rank
     total = len(plans[0].steps) * plans[0].nchunks
 

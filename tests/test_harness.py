@@ -105,3 +105,15 @@ def test_three_ranks_odd_sizes(coll, dtype, op):
     out = _sweep(3, coll, "-b", "1001", "-e", "100001", "-f", "10", "-n", "2", "-w", "1",
                  "-d", dtype, "-o", op, "--impl", "ring,mpi")
     assert "Out of bounds values : 0 OK" in out
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("coll,dtype,op,root", [("broadcast", "float16,int64", "sum", "2"),
+                                                ("reduce", "float32,uint8", "all", "1")])
+def test_rooted_collectives_on_three_ranks(coll, dtype, op, root):
+    out = _sweep(3, coll, "-b", "1001", "-e", "100001", "-f", "10", "-n", "2", "-w", "1",
+                 "-d", dtype, "-o", op, "-r", root, "--impl", "ring,ring-hier,mpi")
+    assert "Out of bounds values : 0 OK" in out
+    assert "# ring-hier: not run:" in out  # no two-level broadcast / reduce (nor one node)
+    rows = [ln.split() for ln in out.splitlines() if ln.split()[:1] and ln.split()[0].isdigit()]
+    assert rows and all(r[4] == root for r in rows)  # the root column

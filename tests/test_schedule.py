@@ -10,7 +10,8 @@ from ring.schedule import Collective, plan, split, steps
 
 from .inputs import make, reference
 
-COLLECTIVES = list(Collective)
+COLLECTIVES = [c for c in Collective if not c.rooted]
+ROOTED = [Collective.BROADCAST, Collective.REDUCE]
 
 
 @given(count=st.integers(0, 10_000), parts=st.integers(1, 64), align=st.sampled_from([1, 2, 4, 8, 16]))
@@ -103,3 +104,53 @@ def test_reduction_order_is_the_ring_order():
     # block 0: x1 + x2 + x0 = (1 - 1e8) + 1e8 = 0;  block 1: x2 + x0 + x1 = 0 + 1 = 1
     # block 2: x0 + x1 + x2 = (1e8 + 1) - 1e8 = 0
     assert out.tolist() == [0.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("collective", ROOTED)
+@pytest.mark.parametrize("k", range(1, 8))
+def test_rooted_collectives_are_one_chain_from_or_to_the_root(collective, k):
+    for root in range(k):
+        ss = [steps(collective, k, r, root) for r in range(k)]
+        assert all(len(s) == 1 and s[0].block == root for s in ss)
+        sends = [r for r in range(k) if ss[r][0].send]
+        recvs = [r for r in range(k) if ss[r][0].recv]
+        assert len(sends) == len(recvs) == k - 1  # a chain: K-1 links carry the array once
+        assert {(r + 1) % k for r in sends} == set(recvs)  # every send is received next door
+        outs = [r for r in range(k) if ss[r][0].out]
+        finals = [r for r in range(k) if ss[r][0].final]
+        if collective is Collective.BROADCAST:
+            assert root not in recvs and outs == [r for r in range(k) if r != root]
+            assert finals == []
+        else:
+            assert root not in sends and outs == finals == [root]
+
+
+@given(k=st.integers(1, 7), n=st.integers(0, 200), chunk=st.sampled_from([8, 24, 4096]),
+       nslots=st.integers(2, 4), op=st.sampled_from(["sum", "prod", "min", "max", "avg"]),
+       dtype=st.sampled_from([d.name for d in DTYPES]), data=st.data())
+@settings(max_examples=200, deadline=None)
+def test_simulated_broadcast_and_reduce_match_numpy(k, n, chunk, nslots, op, dtype, data):
+    root = data.draw(st.integers(0, k - 1))
+    if op == "avg" and np.dtype(dtype) not in FLOATING:
+        op = "sum"
+    inputs = [make(r, n, dtype, op=op) for r in range(k)]
+    nbytes = chunk * np.dtype(dtype).itemsize
+    outs = simulate.run(Collective.BROADCAST, inputs, Op.SUM, nbytes, nslots, 1, root)
+    assert all(o.tobytes() == inputs[root].tobytes() for o in outs)
+    got = simulate.run(Collective.REDUCE, inputs, Op[op.upper()], nbytes, nslots, 1, root)[root]
+    want = reference("allreduce", inputs, op)[0]
+    if np.dtype(dtype) in FLOATING and op in ("sum", "avg", "prod"):
+        tol = {2: 2e-2, 4: 1e-5, 8: 1e-12}[np.dtype(dtype).itemsize]
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=tol, atol=tol * 8)
+    else:
+        assert got.tobytes() == want.tobytes()
+
+
+def test_reduce_order_runs_along_the_chain_to_the_root():
+    # root 0 of 3: x1 + x2 + x0 = (1 - 1e8) + 1e8 = 0 in float32; root 2: x0 + x1 + x2 = 0;
+    # root 1: x2 + x0 + x1 = 0 + 1 = 1
+    xs = [np.full(2, v, np.float32) for v in (1e8, 1.0, -1e8)]
+    got = [simulate.run(Collective.REDUCE, xs, Op.SUM, 8, 2, 1, root)[root].tolist()
+           for root in range(3)]
+    assert got == [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]

@@ -110,7 +110,7 @@ class CudaBackend:
 
     @staticmethod
     def align(collective: Collective, itemsize: int) -> int:
-        return _align(itemsize) if collective is Collective.ALLREDUCE else 1
+        return _align(itemsize) if collective in (Collective.ALLREDUCE, Collective.REDUCE) else 1
 
     # -- who has arrived (host shared memory only) ---------------------------------------
     def entered(self, call: int) -> None:

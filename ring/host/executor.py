@@ -17,7 +17,7 @@ from .reduce import apply_chunk
 
 def local_slices(plan: Plan, block: int, lo: int, hi: int):
     """Where full-array elements [lo, hi) of `block` sit in this rank's input and output."""
-    if plan.collective is Collective.ALLREDUCE:
+    if plan.collective in (Collective.ALLREDUCE, Collective.BROADCAST, Collective.REDUCE):
         return slice(lo, hi), slice(lo, hi)
     base = plan.blocks[plan.rank]
     if plan.collective is Collective.REDUCE_SCATTER:

@@ -91,6 +91,40 @@ def test_allgather(comm, world, dtype):
         assert got is out and got.tobytes() == want.tobytes()
 
 
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_broadcast_from_every_root(comm, world, dtype):
+    k, r = comm.size, comm.rank
+    for root in range(k):
+        for n in (0, 1, 5, 300):
+            inputs = [make(q, n, dtype) for q in range(k)]
+            x = inputs[r].copy()
+            assert comm.broadcast(x, root=root) is x
+            assert x.tobytes() == inputs[root].tobytes()
+
+
+@pytest.mark.parametrize("dtype,op", list(cases()))
+def test_reduce_to_every_root(comm, world, dtype, op):
+    k, r = comm.size, comm.rank
+    for root in range(k):
+        for n in (0, 1, k + 1, 300):
+            inputs = [make(q, n, dtype, op=op) for q in range(k)]
+            x = inputs[r].copy()
+            in_place = r == root and n % 2 == 1
+            got = comm.reduce(x, out=x if in_place else None, op=op, root=root)
+            if r != root:
+                assert got is None and x.tobytes() == inputs[r].tobytes()
+                continue
+            assert got.shape == x.shape and (got is x) == in_place
+            want = simulate.run(Collective.REDUCE, inputs, Op[op.upper()], CHUNK, 2, 1, root)[root]
+            assert got.tobytes() == want.tobytes(), "differs from the simulated chain"
+            ref = reference("allreduce", inputs, op)[0]
+            if inputs[0].dtype in FLOATING:
+                np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64),
+                                           rtol=2e-2, atol=1e-1)
+            else:
+                assert (got == ref).all()
+
+
 def test_shapes_and_the_returned_object(comm):
     k = comm.size
     x = np.ones((3, 5, 2), np.float32)

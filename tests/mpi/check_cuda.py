@@ -122,3 +122,22 @@ def test_two_slots_and_many_chunks(world, path):
     want = simulate.run(Collective.ALLREDUCE, inputs, Op.SUM, 64, 2, _align(4))[r]
     assert _host(got).tobytes() == want.tobytes()
     c.close()
+
+
+@pytest.mark.parametrize("dtype,op", [("float32", "sum"), ("bfloat16", "avg"), ("int64", "max")])
+def test_broadcast_and_reduce(gcomm, dtype, op):
+    k, r = gcomm.size, gcomm.rank
+    kw = {"dtype": "bfloat16"} if dtype == "bfloat16" else {}
+    for root in range(k):
+        for n in SIZES:
+            inputs = [make(q, n, dtype, op=op) for q in range(k)]
+            x = _gpu(inputs[r])
+            assert gcomm.broadcast(x, root=root, **kw) is x
+            assert _host(x, inputs[0].dtype).tobytes() == inputs[root].tobytes()
+            got = gcomm.reduce(_gpu(inputs[r]), op=op, root=root, **kw)
+            if r != root:
+                assert got is None
+                continue
+            want = simulate.run(Collective.REDUCE, inputs, Op[op.upper()], CHUNK, 2,
+                                _align(inputs[0].dtype.itemsize), root)[root]
+            assert _host(got, inputs[0].dtype).tobytes() == want.tobytes(), (dtype, op, n, root)

@@ -104,6 +104,30 @@ def test_ranks_disagree(what):
     c.close()
 
 
+def test_bad_root_on_one_rank():
+    c = ring.Communicator(device="host", timeout=60)
+    with pytest.raises((ValueError, ring.MismatchError)) as e:
+        c.broadcast(np.ones(4), root=c.size if c.rank == 0 else 0)
+    if c.rank == 0:
+        assert e.type is ValueError and "root" in str(e.value)
+    c.close()
+
+
+def test_ranks_disagree_on_the_root():
+    c = ring.Communicator(device="host", timeout=60)
+    if c.size > 1:
+        with pytest.raises(ring.MismatchError, match="root"):
+            c.reduce(np.ones(4), root=c.rank)
+    c.close()
+
+
+def test_rooted_collectives_have_no_two_level_algorithm():
+    c = ring.Communicator(device="host", timeout=60)
+    with pytest.raises((ValueError, ring.MismatchError), match="hierarchical|bad arguments"):
+        c.broadcast(np.ones(4), algorithm="hierarchical")
+    c.close()
+
+
 def test_use_after_close():
     c = fresh()
     c.close()
