@@ -37,6 +37,9 @@ def test_expected_results_are_exact_in_every_dtype(name, k):
                 sim = simulate.run(Collective[name.upper()], inputs, Op[op.upper()])
             for r in range(k):
                 want = coll.expected(r, k, nin, dt, op)
+                if name == "reduce" and r != 0:  # defined on the root (0) only
+                    assert want is None
+                    continue
                 assert want.size == nout
                 # the ring's own order gives the same bits: the inputs make every order exact
                 assert sim[r].tobytes() == want.tobytes(), (name, dt, op, r)

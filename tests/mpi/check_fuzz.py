@@ -30,10 +30,11 @@ def cases(draw):
     chunk = draw(st.sampled_from([64, 128, 320, 4096]))
     nslots = draw(st.integers(2, 4))
     in_place = draw(st.booleans())
-    return coll, dtype, op, k, per, chunk, nslots, in_place
+    root = draw(st.integers(0, k - 1))
+    return coll, dtype, op, k, per, chunk, nslots, in_place, root
 
 
-def run_one(coll, dtype, op, k, per, chunk, nslots, in_place) -> str:
+def run_one(coll, dtype, op, k, per, chunk, nslots, in_place, root) -> str:
     """'' if this rank's result is right (or it is not in the ring), else what went wrong."""
     group = WORLD.group.Incl(list(range(k)))
     sub = WORLD.Create_group(group)
@@ -46,7 +47,13 @@ def run_one(coll, dtype, op, k, per, chunk, nslots, in_place) -> str:
         inputs = [make(q, n, dtype, seed=7, op=op) for q in range(k)]
         with ring.Communicator(sub, "host", timeout=60, chunk_bytes=chunk, nslots=nslots) as c:
             x = inputs[r].copy()
-            if coll is Collective.ALLREDUCE:
+            if coll is Collective.BROADCAST:
+                got = c.broadcast(x, root=root)
+            elif coll is Collective.REDUCE:
+                got = c.reduce(x, out=x if in_place and r == root else None, op=op, root=root)
+                if r != root:
+                    return "" if got is None else "reduce returned a result off the root"
+            elif coll is Collective.ALLREDUCE:
                 got = c.allreduce(x, out=x if in_place else None, op=op)
             elif coll is Collective.REDUCE_SCATTER:
                 got = c.reduce_scatter(x, out=x[r * per:(r + 1) * per] if in_place else None, op=op)
@@ -55,10 +62,12 @@ def run_one(coll, dtype, op, k, per, chunk, nslots, in_place) -> str:
                 buf[r * n:(r + 1) * n] = x
                 got = c.allgather(buf[r * n:(r + 1) * n] if in_place else x,
                                   out=buf if in_place else None)
-        want_bits = simulate.run(coll, inputs, Op[op.upper()], chunk, nslots)[r]
+        want_bits = simulate.run(coll, inputs, Op[op.upper()], chunk, nslots, 1, root)[r]
         if got.tobytes() != want_bits.tobytes():
             return "differs from the simulated ring"
-        want = reference(str(coll), inputs, op)[r]
+        if coll is Collective.BROADCAST:
+            return "" if got.tobytes() == inputs[root].tobytes() else "not the root's data"
+        want = reference("allreduce" if coll is Collective.REDUCE else str(coll), inputs, op)[r]
         if np.dtype(dtype) in FLOATING and op in ("sum", "prod", "avg"):
             tol = 5e-2 if np.dtype(dtype).itemsize == 2 else 1e-4
             if not np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol):

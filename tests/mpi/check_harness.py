@@ -12,8 +12,8 @@ from harness.sweep import run_case
 class Corrupting(Mpi):
     name = "broken"
 
-    def __call__(self, coll, x, out, op, dtype):
-        super().__call__(coll, x, out, op, dtype)
+    def __call__(self, coll, x, out, op, dtype, root=0):
+        super().__call__(coll, x, out, op, dtype, root)
         out.reshape(-1)[::7] += 1  # every 7th element wrong on every rank
 
 
