@@ -7,8 +7,9 @@
   host  memcpy between two NumPy buffers, for the host device.
 
 Rank 0 measures alone while the others wait (ranks sharing a GPU would split it), then
-broadcasts. Best of `reps` timed copies of `nbytes`, in GB/s (1e9 bytes), as the sweep's
-algbw / busbw.
+broadcasts. Copies of `nbytes`, in GB/s (1e9 bytes), as the sweep's algbw / busbw: on the
+host the best of `reps`; on a GPU kernels.timing.device_ms (median of event-timed means),
+as the kernel benchmarks read their copy roofline.
 """
 
 from __future__ import annotations
@@ -21,45 +22,30 @@ from mpi4py import MPI
 NBYTES = 256 << 20
 
 
-def _best(run, reps: int) -> float:
-    """Seconds of the fastest of reps calls of run() (run returns its own time or None)."""
+def host(nbytes: int, reps: int = 5) -> dict[str, float]:
+    a, b = np.ones(nbytes, np.uint8), np.empty(nbytes, np.uint8)
+    np.copyto(b, a)  # warm: pages touched
     best = float("inf")
     for _ in range(reps):
         t0 = time.perf_counter()
-        took = run()
-        best = min(best, took if took is not None else time.perf_counter() - t0)
-    return best
-
-
-def host(nbytes: int, reps: int = 5) -> dict[str, float]:
-    a, b = np.ones(nbytes, np.uint8), np.empty(nbytes, np.uint8)
-    np.copyto(b, a)
-    return {"host_copy_GBps": nbytes / _best(lambda: np.copyto(b, a), reps) / 1e9}
+        np.copyto(b, a)
+        best = min(best, time.perf_counter() - t0)
+    return {"host_copy_GBps": nbytes / best / 1e9}
 
 
 def cuda(nbytes: int, reps: int = 5) -> dict[str, float]:
-    import cupy as cp
-    import cupyx
-    dev_a, dev_b = cp.empty(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
-    pinned = cupyx.empty_pinned(nbytes, np.uint8)
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    stream = cp.cuda.get_current_stream()
+    from numba import cuda as nb
 
-    def timed(copy):
-        def run():
-            start.record(stream)
-            copy()
-            stop.record(stream)
-            stop.synchronize()
-            return cp.cuda.get_elapsed_time(start, stop) / 1e3
-        run()  # warm
-        return nbytes / _best(run, reps) / 1e9
+    from kernels.timing import device_ms
+    dev_a, dev_b = nb.device_array(nbytes, np.uint8), nb.device_array(nbytes, np.uint8)
+    pinned = nb.pinned_array(nbytes, np.uint8)
 
-    return {
-        "d2d_GBps": timed(lambda: dev_b.data.copy_from_device_async(dev_a.data, nbytes, stream)),
-        "h2d_GBps": timed(lambda: dev_a.set(pinned, stream=stream)),
-        "d2h_GBps": timed(lambda: dev_a.get(stream=stream, out=pinned)),
-    }
+    def gbps(copy) -> float:
+        return nbytes / device_ms(copy, reps=reps) / 1e6
+
+    return {"d2d_GBps": gbps(lambda: dev_b.copy_to_device(dev_a)),
+            "h2d_GBps": gbps(lambda: dev_a.copy_to_device(pinned)),
+            "d2h_GBps": gbps(lambda: dev_a.copy_to_host(pinned))}
 
 
 def measure(world: MPI.Comm, device: str, nbytes: int = NBYTES) -> dict[str, float]:

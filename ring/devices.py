@@ -8,17 +8,14 @@ DEVICES = ("auto", "cuda", "host")
 def gpu_usable() -> bool:
     """A real NVIDIA GPU that Numba can use (never under the simulator)."""
     from numba import cuda
+
+    from kernels.launch import simulated
     if simulated():
         return False
     try:
         return cuda.is_available() and len(cuda.gpus) > 0
     except Exception:  # a driver that cannot start counts as no GPU
         return False
-
-
-def simulated() -> bool:
-    from numba import config
-    return bool(config.ENABLE_CUDASIM)
 
 
 def resolve(device: str) -> str:
@@ -29,6 +26,7 @@ def resolve(device: str) -> str:
         raise ValueError(f"device: expected one of {DEVICES}, got {device!r}")
     if device == "host":
         return "host"
+    from kernels.launch import simulated
     usable = gpu_usable()
     if device == "cuda" and not (usable or simulated()):
         raise ValueError("device: 'cuda' needs a usable NVIDIA GPU (or, for tests, Numba's "

@@ -72,49 +72,45 @@ class Hierarchical:
             logical=None) -> None:
         """x, out: 1-D views as the device backend takes them; logical: the data's dtype
         where it differs from the storage's (bfloat16 in uint16 on a GPU)."""
-        self.logical = logical
         if collective is Collective.ALLREDUCE:
-            self._allreduce(op, x, out, itemsize, chunk_bytes)
+            self._allreduce(op, x, out, itemsize, chunk_bytes, logical)
         elif collective is Collective.REDUCE_SCATTER:
-            self._reduce_scatter(op, x, out, itemsize, chunk_bytes)
+            self._reduce_scatter(op, x, out, itemsize, chunk_bytes, logical)
         else:
-            self._allgather(x, out, itemsize, chunk_bytes)
+            self._allgather(x, out, itemsize, chunk_bytes, logical)
 
-    def _run(self, backend, p, op, x, out, divisor=None) -> None:
-        backend.run(p, op, x, out, divisor=divisor, logical=self.logical)
-
-    def _allreduce(self, op, x, out, itemsize, chunk_bytes):
+    def _allreduce(self, op, x, out, itemsize, chunk_bytes, logical):
         n, L, j = x.size, self.per, self.local
         blocks = tuple(split(n, L))
         mine = out[blocks[j]:blocks[j + 1]]
         partial = Op.SUM if op is Op.AVG else op
-        self._run(self.inner, plan_blocks(Collective.REDUCE_SCATTER, L, j, blocks, itemsize,
-                                          chunk_bytes), partial, x, mine)
-        self._run(self.cross, plan(Collective.ALLREDUCE, self.nodes, self.node, mine.size,
-                                   itemsize, chunk_bytes), op, mine, mine, divisor=self.size)
-        self._run(self.inner, plan_blocks(Collective.ALLGATHER, L, j, blocks, itemsize,
-                                          chunk_bytes), op, mine, out)
+        self.inner.run(plan_blocks(Collective.REDUCE_SCATTER, L, j, blocks, itemsize, chunk_bytes),
+                       partial, x, mine, logical=logical)
+        self.cross.run(plan(Collective.ALLREDUCE, self.nodes, self.node, mine.size, itemsize,
+                            chunk_bytes), op, mine, mine, divisor=self.size, logical=logical)
+        self.inner.run(plan_blocks(Collective.ALLGATHER, L, j, blocks, itemsize, chunk_bytes),
+                       op, mine, out, logical=logical)
 
-    def _reduce_scatter(self, op, x, out, itemsize, chunk_bytes):
+    def _reduce_scatter(self, op, x, out, itemsize, chunk_bytes, logical):
         N, L, dev = self.nodes, self.per, self.inner
         b = out.size
         staged = dev.scratch(x.size, x.dtype)  # [L][N][b]
         dev.swap_blocks(x, staged, N, L, b)
         share = dev.scratch(N * b, x.dtype)
         partial = Op.SUM if op is Op.AVG else op
-        self._run(dev, plan(Collective.REDUCE_SCATTER, L, self.local, staged.size, itemsize,
-                            chunk_bytes), partial, staged, share)
-        self._run(self.cross, plan(Collective.REDUCE_SCATTER, N, self.node, share.size,
-                                   itemsize, chunk_bytes), op, share, out, divisor=self.size)
+        dev.run(plan(Collective.REDUCE_SCATTER, L, self.local, staged.size, itemsize, chunk_bytes),
+                partial, staged, share, logical=logical)
+        self.cross.run(plan(Collective.REDUCE_SCATTER, N, self.node, share.size, itemsize,
+                            chunk_bytes), op, share, out, divisor=self.size, logical=logical)
 
-    def _allgather(self, x, out, itemsize, chunk_bytes):
+    def _allgather(self, x, out, itemsize, chunk_bytes, logical):
         N, L, dev = self.nodes, self.per, self.inner
         b = x.size
         column = dev.scratch(N * b, x.dtype)  # [N][b]: this index's block of every node
-        self._run(self.cross, plan(Collective.ALLGATHER, N, self.node, column.size, itemsize,
-                                   chunk_bytes), Op.SUM, x, column)
+        self.cross.run(plan(Collective.ALLGATHER, N, self.node, column.size, itemsize, chunk_bytes),
+                       Op.SUM, x, column, logical=logical)
         gathered = dev.scratch(L * N * b, x.dtype)  # [L][N][b]
-        self._run(dev, plan(Collective.ALLGATHER, L, self.local, gathered.size, itemsize,
-                            chunk_bytes), Op.SUM, column, gathered)
+        dev.run(plan(Collective.ALLGATHER, L, self.local, gathered.size, itemsize, chunk_bytes),
+                Op.SUM, column, gathered, logical=logical)
         dev.swap_blocks(gathered, out, L, N, b)
         dev.finish()

@@ -59,19 +59,23 @@ def test_chunks_tile_every_block(k, count, chunk, align, collective):
         assert p.max_chunk() <= chunk
 
 
+def _assert_matches(got, want, dtype, op):
+    """Within rounding of NumPy's result where the op rounds, else the same bits."""
+    assert got.shape == want.shape
+    if np.dtype(dtype) in FLOATING and op in ("sum", "avg", "prod"):
+        tol = {2: 2e-2, 4: 1e-5, 8: 1e-12}[np.dtype(dtype).itemsize]
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=tol, atol=tol * 8)
+    else:
+        assert got.tobytes() == want.tobytes()
+
+
 def _check(collective, k, n, dtype, op, chunk_bytes, nslots, align=1):
     inputs = [make(r, n, dtype, op=op) for r in range(k)]
     outs = simulate.run(collective, inputs, Op[op.upper()], chunk_bytes, nslots, align)
     refs = reference(str(collective), inputs, op)
     for r in range(k):
-        got, want = outs[r], refs[r]
-        assert got.shape == want.shape
-        if np.dtype(dtype) in FLOATING and op in ("sum", "avg", "prod"):
-            tol = {2: 2e-2, 4: 1e-5, 8: 1e-12}[np.dtype(dtype).itemsize]
-            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
-                                       rtol=tol, atol=tol * 8)
-        else:
-            assert got.tobytes() == want.tobytes()
+        _assert_matches(outs[r], refs[r], dtype, op)
     # every rank holds the same bits of the same block
     if collective is not Collective.REDUCE_SCATTER:
         assert all(o.tobytes() == outs[0].tobytes() for o in outs)
@@ -138,13 +142,7 @@ def test_simulated_broadcast_and_reduce_match_numpy(k, n, chunk, nslots, op, dty
     outs = simulate.run(Collective.BROADCAST, inputs, Op.SUM, nbytes, nslots, 1, root)
     assert all(o.tobytes() == inputs[root].tobytes() for o in outs)
     got = simulate.run(Collective.REDUCE, inputs, Op[op.upper()], nbytes, nslots, 1, root)[root]
-    want = reference("allreduce", inputs, op)[0]
-    if np.dtype(dtype) in FLOATING and op in ("sum", "avg", "prod"):
-        tol = {2: 2e-2, 4: 1e-5, 8: 1e-12}[np.dtype(dtype).itemsize]
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
-                                   rtol=tol, atol=tol * 8)
-    else:
-        assert got.tobytes() == want.tobytes()
+    _assert_matches(got, reference("allreduce", inputs, op)[0], dtype, op)
 
 
 def test_reduce_order_runs_along_the_chain_to_the_root():

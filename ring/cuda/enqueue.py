@@ -36,6 +36,7 @@ from kernels.reduce import launch_args
 from ..host.executor import local_slices
 from ..ops import Op
 from ..schedule import Plan
+from ..transport.shm import Typed
 from .arrays import SIMULATED
 
 
@@ -57,13 +58,10 @@ class Slots:
         self.raw = [cuda.device_array(slot_bytes, np.uint8) for _ in range(nslots)]
         self.written = [event() for _ in range(nslots)]
         self.freed = [event() for _ in range(nslots)]
-        self._typed: dict = {}
+        self._typed = Typed(self.raw)
 
     def view(self, k: int, storage: np.dtype, n: int):
-        views = self._typed.get(storage)
-        if views is None:
-            views = self._typed[storage] = [r.view(storage) for r in self.raw]
-        return views[k][:n]
+        return self._typed.get(storage)[k][:n]
 
 
 def event():

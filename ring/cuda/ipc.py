@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
+from ..transport.shm import Typed
+
 HEADER = 256
 POSTED, ACKED = 0, 128  # byte offsets in the header
 
@@ -86,7 +88,7 @@ class Segment(_Memory):
         """What a neighbour needs to map this segment (sent to it over MPI)."""
         return self.mem.get_ipc_handle()
 
-    def open(self, handle) -> "Mapped":
+    def open(self, handle) -> Mapped:
         """A neighbour's segment (of the same geometry) from its handle."""
         return Mapped(handle, self.nslots, self.slot_bytes)
 
@@ -111,13 +113,13 @@ class _End:
     def __init__(self, slots: list):
         self.raw = slots
         self.nslots = len(slots)
-        self._typed: dict = {}
+        self._typed = Typed(slots)
 
     def view(self, u: int, storage, n: int):
-        views = self._typed.get(storage)
-        if views is None:
-            views = self._typed[storage] = [r.view(storage) for r in self.raw]
-        return views[u % self.nslots][:n]
+        return self._typed.get(storage)[u % self.nslots][:n]
+
+    def close(self) -> None:
+        """Nothing to release: the mappings belong to the backend."""
 
 
 class InEnd(_End):
@@ -127,6 +129,9 @@ class InEnd(_End):
         super().__init__(mine.slots())
         self.posted, self.pred_acked = mine.counter(POSTED), pred.counter(ACKED)
         self.taken = 0
+
+    def begin(self, nchunks: int) -> None:
+        """Nothing to post ahead: the predecessor writes straight into my slots."""
 
     def wait_written(self, u: int, stream) -> None:
         self.posted.wait_geq(stream, u + 1)
@@ -149,6 +154,9 @@ class OutEnd(_End):
 
     def mark_written(self, u: int, stream) -> None:
         self.succ_posted.write(stream, u + 1)
+
+    def flush(self) -> None:
+        """Nothing left for the host: the GPU posts every chunk itself."""
 
 
 def enable_peer_access(device: int, peers: list[int]) -> None:

@@ -17,6 +17,7 @@ from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
 from ..transport.shm import ShmWindow
 from ..wait import Waiter
+from .ipc import ACKED, POSTED
 
 
 class HostCounter:
@@ -45,7 +46,6 @@ class _Memory:
         return [FakeCUDAArray(s) for s in self.window.slots(self.owner)]
 
     def counter(self, offset: int) -> HostCounter:
-        from .ipc import ACKED, POSTED
         name = {POSTED: f"the chunks posted to {self.who}",
                 ACKED: f"the chunks of {self.who} that its successor consumed"}[offset]
         # ipc.py's byte offsets (128 apart) are transport/shm.py's int64 indices x 8

@@ -26,7 +26,7 @@ import numpy as np
 from mpi4py import MPI
 from numba import cuda
 
-from ..transport.mpi import TAG
+from ..transport.mpi import TAG, cancel
 from ..wait import Waiter
 from .arrays import SIMULATED
 from .enqueue import Slots, event
@@ -79,21 +79,34 @@ def _pinned(nbytes: int):
     return cuda.pinned_array(nbytes, np.uint8)
 
 
-class StagedOut:
-    """To the successor on another node."""
+class _StagedEnd:
+    """What both ends hold: nslots device slots, the buffers MPI works on (pinned host
+    buffers, or the device slots themselves when direct), one request per buffer."""
 
-    def __init__(self, comm: MPI.Comm, dest: int, nslots: int, slot_bytes: int,
-                 waiter: Waiter, peer: str, direct: bool):
-        self.comm, self.dest, self.waiter, self.peer, self.direct = comm, dest, waiter, peer, direct
+    def __init__(self, comm: MPI.Comm, peer_rank: int, nslots: int, slot_bytes: int,
+                 waiter: Waiter, direct: bool):
+        self.comm, self.peer_rank, self.waiter, self.direct = comm, peer_rank, waiter, direct
+        self.peer = f"rank {peer_rank}"
         self.nslots = nslots
         self.dev = Slots(nslots, slot_bytes)
         self.host = self.dev.raw if direct else [_pinned(slot_bytes) for _ in range(nslots)]
+        self.reqs: list[MPI.Request | None] = [None] * nslots
+        self.progress_too = lambda: None  # the other end's progress(), while we wait
+
+    def close(self) -> None:
+        cancel(self.reqs)
+
+
+class StagedOut(_StagedEnd):
+    """To the successor on another node."""
+
+    def __init__(self, comm: MPI.Comm, dest: int, nslots: int, slot_bytes: int,
+                 waiter: Waiter, direct: bool):
+        super().__init__(comm, dest, nslots, slot_bytes, waiter, direct)
         self.nbytes = [0] * nslots
         self.copied = [None] * nslots  # event: the last copy out of device slot k is done
-        self.reqs: list[MPI.Request | None] = [None] * nslots
         self.pending: deque = deque()  # (k, event, nbytes): copied out, not yet Isent
         self.sent = 0
-        self.progress_too = lambda: None  # the incoming end's, while we wait
 
     def view(self, u: int, storage, n: int):
         k = u % self.nslots
@@ -110,11 +123,11 @@ class StagedOut:
 
     def mark_written(self, u: int, stream) -> None:
         k = u % self.nslots
-        if not self.direct:
-            self._free(k)
         nbytes = self.nbytes[k]
-        if nbytes and not self.direct:
-            self.dev.raw[k][:nbytes].copy_to_host(self.host[k][:nbytes], stream=stream)
+        if not self.direct:  # into pinned buffer k, once its last chunk has left
+            self._free(k)
+            if nbytes:
+                self.dev.raw[k][:nbytes].copy_to_host(self.host[k][:nbytes], stream=stream)
         ev = event()
         ev.record(stream)
         self.copied[k] = ev
@@ -126,7 +139,7 @@ class StagedOut:
         while self.pending and fired(self.pending[0][1]):
             k, _, nbytes = self.pending.popleft()
             self.reqs[k] = self.comm.Isend([_buffer(self.host[k])[:nbytes], MPI.BYTE],
-                                           self.dest, TAG)
+                                           self.peer_rank, TAG)
 
     def _send_head(self) -> None:
         """Wait for the oldest chunk's copy out, and Isend it."""
@@ -157,25 +170,17 @@ class StagedOut:
         while self.pending:
             self._send_head()
 
-    def close(self) -> None:
-        _cancel(self.reqs)
 
-
-class StagedIn:
+class StagedIn(_StagedEnd):
     """From the predecessor on another node."""
 
     def __init__(self, comm: MPI.Comm, source: int, nslots: int, slot_bytes: int,
-                 waiter: Waiter, peer: str, direct: bool):
-        self.comm, self.source, self.waiter, self.peer, self.direct = comm, source, waiter, peer, direct
-        self.nslots = nslots
-        self.dev = Slots(nslots, slot_bytes)
-        self.host = self.dev.raw if direct else [_pinned(slot_bytes) for _ in range(nslots)]
-        self.reqs: list[MPI.Request | None] = [None] * nslots
+                 waiter: Waiter, direct: bool):
+        super().__init__(comm, source, nslots, slot_bytes, waiter, direct)
         self.busy = [None] * nslots  # event: the last use of buffer k is done
         self.status = MPI.Status()
         self.planned = self.posted = 0
         self.taken = 0
-        self.progress_too = lambda: None  # the outgoing end's, while we wait
 
     def begin(self, nchunks: int) -> None:
         """This rank will take nchunks more chunks: post their receives as buffers allow."""
@@ -191,7 +196,7 @@ class StagedIn:
             if self.reqs[k] is not None or (self.busy[k] is not None and not fired(self.busy[k])):
                 return
             self.busy[k] = None
-            self.reqs[k] = self.comm.Irecv([_buffer(self.host[k]), MPI.BYTE], self.source, TAG)
+            self.reqs[k] = self.comm.Irecv([_buffer(self.host[k]), MPI.BYTE], self.peer_rank, TAG)
             self.posted += 1
 
     def wait_written(self, u: int, stream) -> None:
@@ -221,13 +226,3 @@ class StagedIn:
             ev.record(stream)
             self.busy[u % self.nslots] = ev
         self._post()
-
-    def close(self) -> None:
-        _cancel(self.reqs)
-
-
-def _cancel(reqs) -> None:
-    for r in reqs:
-        if r is not None and not r.Test():
-            r.Cancel()
-            r.Wait()

@@ -11,9 +11,17 @@ import numpy as np
 from mpi4py import MPI
 
 from ..wait import Waiter
-from .shm import _Typed
+from .shm import Typed
 
 TAG = 17  # the communicator is a private Dup, so no user message can match it
+
+
+def cancel(reqs) -> None:
+    """Cancel the requests still pending (closing a link whose peer may be gone)."""
+    for r in reqs:
+        if r is not None and not r.Test():
+            r.Cancel()
+            r.Wait()
 
 
 def _wait(req: MPI.Request, waiter: Waiter, what: str) -> None:
@@ -25,7 +33,7 @@ class MpiSend:
                  peer_name: str):
         self.comm, self.dest, self.waiter, self.peer = comm, dest, waiter, peer_name
         self.raw = [np.empty(slot_bytes, np.uint8) for _ in range(nslots)]
-        self.slots = _Typed(self.raw)
+        self.slots = Typed(self.raw)
         self.reqs: list[MPI.Request | None] = [None] * nslots
         self.sent = 0
 
@@ -42,10 +50,7 @@ class MpiSend:
         self.sent += 1
 
     def close(self) -> None:
-        for r in self.reqs:
-            if r is not None and not r.Test():
-                r.Cancel()
-                r.Wait()
+        cancel(self.reqs)
 
 
 class MpiRecv:
@@ -53,7 +58,7 @@ class MpiRecv:
                  waiter: Waiter, peer_name: str):
         self.comm, self.source, self.waiter, self.peer = comm, source, waiter, peer_name
         self.raw = [np.empty(slot_bytes, np.uint8) for _ in range(nslots)]
-        self.slots = _Typed(self.raw)
+        self.slots = Typed(self.raw)
         self.reqs: list[MPI.Request | None] = [None] * nslots
         self.received = 0
         self.planned = 0  # chunks this rank has agreed to receive so far
@@ -80,7 +85,4 @@ class MpiRecv:
         self._post_ahead()
 
     def close(self) -> None:
-        for r in self.reqs:
-            if r is not None and not r.Test():
-                r.Cancel()
-                r.Wait()
+        cancel(self.reqs)

@@ -63,13 +63,13 @@ class ShmWindow:
             self.win.Free()
 
 
-class _Typed:
-    """Slots viewed as one dtype, cached per dtype."""
+class Typed:
+    """Slots viewed as one dtype, cached per dtype (NumPy or device arrays)."""
 
-    def __init__(self, slots: list[np.ndarray]):
+    def __init__(self, slots: list):
         self.raw, self.cache = slots, {}
 
-    def get(self, dtype) -> list[np.ndarray]:
+    def get(self, dtype) -> list:
         views = self.cache.get(dtype)
         if views is None:
             views = self.cache[dtype] = [s.view(dtype) for s in self.raw]
@@ -81,7 +81,7 @@ class ShmSend:
         self.win, self.waiter, self.peer = win, waiter, peer_name
         self.acked = win.header(me)[ACKED:ACKED + 1]
         self.posted = win.header(succ)[POSTED:POSTED + 1]
-        self.slots = _Typed(win.slots(succ))
+        self.slots = Typed(win.slots(succ))
         self.sent = 0
 
     def acquire(self, dtype) -> np.ndarray:
@@ -105,7 +105,7 @@ class ShmRecv:
         self.win, self.waiter, self.peer = win, waiter, peer_name
         self.posted = win.header(me)[POSTED:POSTED + 1]
         self.acked = win.header(pred)[ACKED:ACKED + 1]
-        self.slots = _Typed(win.slots(me))
+        self.slots = Typed(win.slots(me))
         self.received = 0
 
     def begin(self, nchunks: int) -> None:
