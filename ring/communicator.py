@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from . import devices, fatal, hierarchical
+from . import debug, devices, fatal, hierarchical
 from .agreement import agree
 from .errors import CommunicatorError, MismatchError, TimeoutError
 from .ops import DTYPE_CODE, Op, check_op_dtype, parse_op
@@ -121,6 +121,7 @@ class Communicator:
         self.timeout = float(timeout)
         error = None
         try:
+            debug.level_from_env()
             self.device = devices.resolve(device)
             if not (timeout > 0):
                 raise ValueError(f"timeout: must be positive seconds, got {timeout!r}")
@@ -132,6 +133,8 @@ class Communicator:
         except (TypeError, ValueError) as e:
             error = e
             self.device = "?"
+        else:
+            debug.configure()
         self.chunk_bytes, self.nslots, self.algorithm = int(chunk_bytes), int(nslots), algorithm
         self.path = path
         self._hier = None
@@ -274,6 +277,10 @@ class Communicator:
             if isinstance(e, TimeoutError):
                 fatal.peer_lost()
             raise
+        debug.call({"rank": self.rank, "call": self._calls, "collective": str(collective),
+                    "algorithm": call.algorithm, "count": call.count, "dtype": call.dtype.name,
+                    **({"op": str(call.op)} if collective.reduces else {}),
+                    **({"root": call.root} if collective.rooted else {})})
         return Work(call.result) if async_op else call.result
 
     def _resolve(self, algorithm, collective: Collective | None = None) -> str:

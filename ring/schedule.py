@@ -52,6 +52,10 @@ class Collective(Enum):
     def rooted(self) -> bool:
         return self in (Collective.BROADCAST, Collective.REDUCE)
 
+    @property
+    def reduces(self) -> bool:
+        return self in (Collective.ALLREDUCE, Collective.REDUCE_SCATTER, Collective.REDUCE)
+
     def __str__(self) -> str:
         return self.name.lower()
 

@@ -7,7 +7,10 @@ consumed. Ranks are advanced round-robin; a pass in which no rank can move is a 
 Every slot access is checked: no read before write, no overwrite before read.
 
 This tests the schedule for any rank count, size and chunking in milliseconds, without
-MPI or a GPU, and is the bitwise reference the end-to-end tests compare against.
+MPI or a GPU. It computes with the host executor's own local_slices and apply_chunk, so
+agreeing with the host device proves the transport and the walk, not the arithmetic: the
+tests compare results with tests/reference.py, which derives each algorithm's order of
+reduction from the documentation alone, and check this simulator against it too.
 """
 
 from __future__ import annotations

@@ -20,26 +20,3 @@ def make(rank: int, n: int, dtype, seed: int = 0, op: str = "sum") -> np.ndarray
     if dtype == np.uint8:
         return rng.integers(0, 256, n).astype(dtype)
     return rng.integers(-1000, 1000, n).astype(dtype)
-
-
-def reference(collective: str, inputs: list[np.ndarray], op: str) -> list[np.ndarray]:
-    """Plain NumPy reference per rank (order of the reduction unspecified)."""
-    stack = np.stack(inputs).astype(np.float64 if inputs[0].dtype in FLOATING else inputs[0].dtype)
-    k = len(inputs)
-    if collective == "allgather":
-        full = np.concatenate(inputs)
-        return [full] * k
-    fn = {"sum": np.add, "avg": np.add, "prod": np.multiply, "min": np.minimum,
-          "max": np.maximum}[op]
-    red = fn.reduce(stack, axis=0) if k else stack
-    if op == "avg":
-        red = red / k
-    red = red.astype(inputs[0].dtype)
-    if collective == "allreduce":
-        return [red] * k
-    n = red.size // k
-    return [red[r * n:(r + 1) * n] for r in range(k)]
-
-
-def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()

@@ -6,11 +6,13 @@ stalling CI and leaves no process behind.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,8 +48,23 @@ def run(nprocs: int, args: list[str], timeout: float = 300, env: dict | None = N
 
 def pytest_under_mpi(nprocs: int, target: str, timeout: float = 300, env: dict | None = None,
                      extra: list[str] | None = None):
-    """Run the inner test module `target` (tests/mpi/check_*.py) on every rank."""
-    args = ["-m", "pytest", target, "-x", "-q", "-p", "no:cacheprovider",
+    """Run the inner test module `target` (tests/mpi/check_*.py) on every rank. Returns
+    (returncode, output, reports): one dict per rank that finished, its pytest outcome
+    counts ({"rank": 0, "passed": 38, "skipped": 0, ...}, written by tests/mpi/conftest.py)."""
+    # no:logging: ring's per-call log records (read by tests/mpi/conftest.py) are not kept
+    args = ["-m", "pytest", target, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:logging",
             "-o", "python_files=check_*.py", "-o", "addopts=", "-o", "timeout=0",
             *(extra or [])]
-    return run(nprocs, args, timeout, env)
+    with tempfile.TemporaryDirectory(prefix="ring-inner-") as where:
+        rc, out = run(nprocs, args, timeout, {**(env or {}), "RING_INNER_REPORT": where})
+        reports = [json.loads(p.read_text()) for p in sorted(Path(where).glob("rank-*.json"))]
+    return rc, out, reports
+
+def assert_inner_passed(rc, out: str, reports: list[dict], nprocs: int) -> None:
+    """The inner run passed on every rank, ran tests there and skipped none: a skip inside
+    an mpiexec job would otherwise pass unseen in the outer count."""
+    assert rc == 0, out[-8000:]
+    assert len(reports) == nprocs, f"{len(reports)} of {nprocs} ranks reported\n{out[-4000:]}"
+    for rep in reports:
+        assert rep.get("passed", 0) > 0, f"rank {rep['rank']} ran no tests: {rep}\n{out[-4000:]}"
+        assert not rep.get("skipped"), f"inner tests skipped: {rep}\n{out[-8000:]}"

@@ -76,8 +76,8 @@ def test_model_report_reads_a_sweep(tmp_path):
     assert f"-> {want:.1f} us" in out
 
 
-def _sweep(nprocs, *args, tmp_path=None):
-    rc, out = mpirun(nprocs, ["-m", "harness", *args], timeout=300)
+def _sweep(nprocs, *args, env=None):
+    rc, out = mpirun(nprocs, ["-m", "harness", *args], timeout=300, env=env)
     assert rc == 0, out[-4000:]
     return out
 
@@ -100,23 +100,70 @@ def test_allreduce_sweep_writes_json_and_plot(tmp_path):
     assert png.stat().st_size > 10_000
 
 
+def _ring_ran_every_case(js, coll, dtypes, ops, impl="ring"):
+    """The JSON holds a checked, timed result of `impl` for every dtype x op x size x place."""
+    data = json.loads(js.read_text())
+    recs = [r for r in data["results"] if r["impl"] == impl]
+    assert recs, f"no {impl} results"
+    assert all(r["collective"] == coll and r["skipped"] is None and r["wrong"] == 0
+               and r["time_us"] > 0 for r in recs), recs
+    assert {r["dtype"] for r in recs} == set(dtypes)
+    assert {r["op"] for r in recs} == set(ops)
+    assert len(recs) == len({(r["dtype"], r["op"], r["nbytes"], r["in_place"]) for r in recs})
+    assert {r["in_place"] for r in recs} == {False, True}
+    return recs
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("coll,dtype,op", [("reduce_scatter", "float64", "max"),
                                            ("allgather", "all", "sum"),
                                            ("allreduce", "bfloat16,uint8", "all")])
-def test_three_ranks_odd_sizes(coll, dtype, op):
+def test_three_ranks_odd_sizes(coll, dtype, op, tmp_path):
+    js = tmp_path / "s.json"
     out = _sweep(3, coll, "-b", "1001", "-e", "100001", "-f", "10", "-n", "2", "-w", "1",
-                 "-d", dtype, "-o", op, "--impl", "ring,mpi")
+                 "-d", dtype, "-o", op, "--impl", "ring,mpi", "--json", str(js))
     assert "Out of bounds values : 0 OK" in out
+    dtypes = [d.name for d in DTYPES] if dtype == "all" else dtype.split(",")
+    ops = {"all": ["sum", "prod", "max", "min", "avg"]}.get(op, [op])
+    if coll == "allgather":
+        ops = ["none"]
+    recs = _ring_ran_every_case(js, coll, dtypes, ops)
+    assert len(recs) == 2 * 2 * sum(  # 2 sizes (1001, 10010) x places x (dtype, op) cases
+        1 for d in dtypes for o in ops if o != "avg" or np.dtype(_dt(d)).kind in "fV")
+
+
+def _dt(name):
+    return next(d for d in DTYPES if d.name == name)
 
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("coll,dtype,op,root", [("broadcast", "float16,int64", "sum", "2"),
                                                 ("reduce", "float32,uint8", "all", "1")])
-def test_rooted_collectives_on_three_ranks(coll, dtype, op, root):
+def test_rooted_collectives_on_three_ranks(coll, dtype, op, root, tmp_path):
+    js = tmp_path / "s.json"
     out = _sweep(3, coll, "-b", "1001", "-e", "100001", "-f", "10", "-n", "2", "-w", "1",
-                 "-d", dtype, "-o", op, "-r", root, "--impl", "ring,ring-hier,mpi")
+                 "-d", dtype, "-o", op, "-r", root, "--impl", "ring,ring-hier,mpi",
+                 "--json", str(js))
     assert "Out of bounds values : 0 OK" in out
     assert "# ring-hier: not run:" in out  # no two-level broadcast / reduce (nor one node)
     rows = [ln.split() for ln in out.splitlines() if ln.split()[:1] and ln.split()[0].isdigit()]
     assert rows and all(r[4] == root for r in rows)  # the root column
+    ops = ["none"] if coll == "broadcast" else \
+        {"all": ["sum", "prod", "max", "min", "avg"]}.get(op, [op])
+    recs = _ring_ran_every_case(js, coll, dtype.split(","), ops)
+    assert all(r["root"] == int(root) for r in recs)
+
+
+@pytest.mark.mpi
+def test_two_level_and_flat_columns_on_emulated_nodes(tmp_path):
+    """2 emulated nodes of 2 ranks: ring-hier (two-level) and ring-flat both run and check
+    every case; the label says which algorithm each column ran."""
+    js = tmp_path / "s.json"
+    out = _sweep(4, "allreduce", "-b", "1K", "-e", "64K", "-f", "8", "-n", "2", "-w", "1",
+                 "-d", "float32,int32", "-o", "sum,max", "--impl", "ring-hier,ring-flat,mpi",
+                 "--json", str(js), env={"RING_NODES": "2"})
+    assert "Out of bounds values : 0 OK" in out
+    assert "ring-hier = ring (host, hierarchical)" in out and "ring-flat = ring (host, ring)" in out
+    for impl in ("ring-hier", "ring-flat"):
+        recs = _ring_ran_every_case(js, "allreduce", ["float32", "int32"], ["sum", "max"], impl)
+        assert len(recs) == 3 * 2 * 2 * 2  # 3 sizes (1K, 8K, 64K) x dtypes x ops x places

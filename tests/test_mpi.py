@@ -1,10 +1,11 @@
 """Multi-rank tests: each launches the inner tests of tests/mpi under mpiexec with a
-wall-clock limit, so a hang fails the test instead of stalling the run."""
+wall-clock limit, so a hang fails the test instead of stalling the run. Every rank must
+report its own pytest summary, with tests run and none skipped (assert_inner_passed)."""
 
 import pytest
 
 from .gpu import HAVE_GPU, SIMULATED
-from .mpirun import pytest_under_mpi
+from .mpirun import assert_inner_passed, pytest_under_mpi
 
 INNER = {"collectives": "tests/mpi/check_collectives.py", "errors": "tests/mpi/check_errors.py",
          "harness": "tests/mpi/check_harness.py", "lifetime": "tests/mpi/check_lifetime.py"}
@@ -15,8 +16,8 @@ ENV = {"RING_INNER_MPI": "1"}
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
 @pytest.mark.parametrize("suite", list(INNER))
 def test_on_ranks(suite, nprocs):
-    rc, out = pytest_under_mpi(nprocs, INNER[suite], timeout=420, env=ENV)
-    assert rc == 0, out[-8000:]
+    rc, out, reports = pytest_under_mpi(nprocs, INNER[suite], timeout=420, env=ENV)
+    assert_inner_passed(rc, out, reports, nprocs)
 
 
 @pytest.mark.mpi
@@ -24,8 +25,8 @@ def test_on_ranks(suite, nprocs):
 def test_fuzz(nprocs):
     """Property-based: random (ranks <= nprocs, count, dtype, op, chunk, slots, in place,
     collective), every rank drawing the same examples."""
-    rc, out = pytest_under_mpi(nprocs, "tests/mpi/check_fuzz.py", timeout=420, env=ENV)
-    assert rc == 0, out[-8000:]
+    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_fuzz.py", timeout=420, env=ENV)
+    assert_inner_passed(rc, out, reports, nprocs)
 
 
 @pytest.mark.mpi
@@ -34,9 +35,9 @@ def test_across_emulated_nodes(nprocs, nodes):
     """RING_NODES splits the ranks into nodes that talk only through MPI point-to-point;
     with equal nodes of several ranks "auto" takes the two-level algorithm, otherwise the
     flat ring (4 ranks on 3 nodes, 2 ranks on 2 nodes)."""
-    rc, out = pytest_under_mpi(nprocs, INNER["collectives"], timeout=600,
+    rc, out, reports = pytest_under_mpi(nprocs, INNER["collectives"], timeout=600,
                                env={**ENV, "RING_NODES": str(nodes)})
-    assert rc == 0, out[-8000:]
+    assert_inner_passed(rc, out, reports, nprocs)
 
 
 @pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
@@ -45,8 +46,8 @@ def test_across_emulated_nodes(nprocs, nodes):
 def test_cuda_device_processes_sharing_a_gpu(nprocs):
     """device='cuda' with nprocs processes on the machine's GPUs (CUDA IPC between them);
     under the simulator, the same code with IPC emulated in shared memory."""
-    rc, out = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420, env=ENV)
-    assert rc == 0, out[-8000:]
+    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420, env=ENV)
+    assert_inner_passed(rc, out, reports, nprocs)
 
 
 @pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
@@ -60,5 +61,5 @@ def test_cuda_device_across_emulated_nodes(nprocs, nodes, aware):
     """device='cuda' with links between nodes over MPI (staged through pinned host memory,
     or direct with RING_CUDA_AWARE_MPI=1), flat ring and two-level."""
     env = {**ENV, "RING_NODES": str(nodes), "RING_CUDA_AWARE_MPI": aware or "0"}
-    rc, out = pytest_under_mpi(nprocs, "tests/mpi/check_cuda_nodes.py", timeout=420, env=env)
-    assert rc == 0, out[-8000:]
+    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_cuda_nodes.py", timeout=420, env=env)
+    assert_inner_passed(rc, out, reports, nprocs)

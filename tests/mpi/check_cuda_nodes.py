@@ -2,69 +2,78 @@
 nodes over MPI staged through pinned host memory (or straight from device memory with
 RING_CUDA_AWARE_MPI=1), flat ring and two-level algorithms. Run with RING_NODES set.
 
-The flat ring must match the simulated ring bitwise; the two-level algorithm must match the
-host device's two-level algorithm bitwise (same plans, same reduction order)."""
+Both algorithms are compared bit for bit with the exact reference of their own order of
+reduction (tests/reference.py, independent of ring/), and each call checks from ring's log
+that the algorithm asked for is the one that ran. Where the layout admits the two-level
+algorithm it is tested; where it does not, asking for it must fail on every rank. Nothing
+here skips."""
 
 import numpy as np
 import pytest
+from mpi4py import MPI
 from numba import cuda
 
 import ring
-from ring import simulate
 from ring.cuda.group import _align
-from ring.ops import Op
-from ring.schedule import Collective
 
+from .. import reference
 from ..inputs import make
-from .conftest import same_everywhere
+from .conftest import assert_ran, same_everywhere, two_level_nodes
 
 CHUNK = 256
-ALGORITHMS = ["ring", "hierarchical"]
+NODES = two_level_nodes(MPI.COMM_WORLD.size)  # 1: the layout has no two-level algorithm
+ALGORITHMS = ["ring"] + (["hierarchical"] if NODES > 1 else [])
 CASES = [("float32", "sum"), ("float32", "avg"), ("float16", "sum"), ("bfloat16", "avg"),
          ("int32", "max"), ("float64", "prod")]
 
 
-@pytest.fixture(scope="module", params=ALGORITHMS)
-def pair(request):
-    alg = request.param
-    dev = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, algorithm="auto")
-    if alg == "hierarchical" and dev._hier_why:
-        dev.close()
-        pytest.skip(f"two-level does not apply: {dev._hier_why}")
-    host = ring.Communicator(device="host", timeout=60, chunk_bytes=CHUNK)
-    yield alg, dev, host
-    dev.close()
-    host.close()
+@pytest.fixture(scope="module")
+def dev():
+    c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, algorithm="auto")
+    yield c
+    c.close()
 
 
 def _gpu(a):
     return cuda.to_device(a.view(np.uint16) if a.dtype.name == "bfloat16" else a)
 
 
-def test_links_cross_nodes(pair):
-    _, dev, _ = pair
+def test_links_cross_nodes(dev):
     assert dev._topo.nnodes > 1, "run with RING_NODES"
 
 
+def test_two_level_runs_exactly_where_the_layout_admits_it():
+    c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK)
+    x = _gpu(np.ones(8, np.float32))
+    if NODES > 1:
+        c.allreduce(x)
+        assert_ran("hierarchical", "allreduce")  # "auto" takes it
+        c.allreduce(x, algorithm="hierarchical")
+        assert_ran("hierarchical", "allreduce")
+    else:
+        c.allreduce(x)
+        assert_ran("ring", "allreduce")
+        with pytest.raises(ValueError, match="'hierarchical' cannot run here"):
+            c.allreduce(x, algorithm="hierarchical")
+    c.close()
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
 @pytest.mark.parametrize("collective", ["allreduce", "reduce_scatter", "allgather"])
 @pytest.mark.parametrize("dtype,op", CASES)
-def test_matches_the_reference_bitwise(pair, world, collective, dtype, op):
-    alg, dev, host = pair
+def test_matches_the_exact_reference(dev, world, algorithm, collective, dtype, op):
     k, r = dev.size, dev.rank
-    coll = Collective[collective.upper()]
+    nodes = NODES if algorithm == "hierarchical" else 1
     for per in (0, 1, 13, 150):
-        n = per * k if coll is Collective.REDUCE_SCATTER else per
+        n = per * k if collective == "reduce_scatter" else per
         inputs = [make(q, n, dtype, op=op) for q in range(k)]
         kw = {"dtype": "bfloat16"} if dtype == "bfloat16" else {}
-        opkw = {} if coll is Collective.ALLGATHER else {"op": op}
-        got = getattr(dev, collective)(_gpu(inputs[r]), algorithm=alg, **opkw, **kw)
+        opkw = {} if collective == "allgather" else {"op": op}
+        got = getattr(dev, collective)(_gpu(inputs[r]), algorithm=algorithm, **opkw, **kw)
+        assert_ran(algorithm, collective)
         got = got.copy_to_host().view(inputs[0].dtype)
-        if alg == "ring":
-            align = _align(inputs[0].dtype.itemsize) if coll is Collective.ALLREDUCE else 1
-            want = simulate.run(coll, inputs, Op[op.upper()] if opkw else Op.SUM, CHUNK, 2,
-                                align)[r]
-        else:
-            want = getattr(host, collective)(inputs[r], algorithm=alg, **opkw)
-        assert got.tobytes() == want.tobytes(), (alg, collective, dtype, op, n)
-        if coll is Collective.ALLREDUCE:
+        align = _align(inputs[0].dtype.itemsize) if collective == "allreduce" else 1
+        want = reference.expected(collective, inputs, op, nodes=nodes, align=align)[r]
+        assert got.tobytes() == want.tobytes(), (algorithm, collective, dtype, op, n)
+        if collective == "allreduce":
             assert same_everywhere(world, got)

@@ -1,5 +1,9 @@
 """Fixtures for the inner tests, which run on every rank of an mpiexec job."""
 
+import json
+import logging
+import os
+
 import numpy as np
 import pytest
 from mpi4py import MPI
@@ -28,6 +32,21 @@ _status = {"exit": 0}
 
 def pytest_sessionfinish(session, exitstatus):
     _status["exit"] = int(exitstatus)
+    _report(session)
+
+
+def _report(session) -> None:
+    """This rank's outcome counts, for the outer test (tests/mpirun.py) to read: a skip
+    inside an mpiexec job is invisible in the outer run otherwise."""
+    where = os.environ.get("RING_INNER_REPORT")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if not where or reporter is None:
+        return
+    rank = MPI.COMM_WORLD.rank
+    counts = {k: len(v) for k, v in reporter.stats.items() if k in
+              ("passed", "failed", "skipped", "error", "xfailed", "xpassed")}
+    with open(os.path.join(where, f"rank-{rank}.json"), "w") as f:
+        json.dump({"rank": rank, **counts}, f)
 
 
 def pytest_unconfigure(config):
@@ -43,3 +62,52 @@ def pytest_unconfigure(config):
 def same_everywhere(world, a: np.ndarray) -> bool:
     blobs = world.allgather(a.tobytes())
     return all(b == blobs[0] for b in blobs)
+
+
+# -- which algorithm must run, and which did --------------------------------------------
+
+def emulated_nodes(size: int) -> int:
+    """Nodes the ranks of COMM_WORLD form here: RING_NODES=N splits this one machine into
+    min(N, size) nodes of consecutive ranks (1 without it)."""
+    n = int(os.environ.get("RING_NODES") or 1)
+    return min(n, size)
+
+
+def two_level_nodes(size: int) -> int:
+    """N when "auto" must take the two-level algorithm on the world communicator (N equal
+    nodes of at least two ranks each), else 1. Worked out from the layout alone, not by
+    asking the communicator, so a communicator that wrongly refuses two-level is caught."""
+    n = emulated_nodes(size)
+    return n if n >= 2 and size % n == 0 and size // n >= 2 else 1
+
+
+class _Calls(logging.Handler):
+    """Keeps the latest per-call record of ring's log (RING_DEBUG=INFO's lines); only the
+    latest, so that the lifetime tests' thousands of calls do not look like a leak."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.last: dict | None = None
+
+    def emit(self, record):
+        call = getattr(record, "ring_call", None)
+        if call is not None:
+            self.last = call
+
+
+CALLS = _Calls()
+logging.getLogger("ring").addHandler(CALLS)
+logging.getLogger("ring").setLevel(logging.INFO)
+
+
+def last_call() -> dict:
+    """The record of this rank's latest completed collective call."""
+    assert CALLS.last is not None, "no collective call was logged"
+    return CALLS.last
+
+
+def assert_ran(algorithm: str, collective: str | None = None) -> None:
+    call = last_call()
+    assert call["algorithm"] == algorithm, f"expected {algorithm}, ran {call}"
+    if collective is not None:
+        assert call["collective"] == collective, call
