@@ -109,7 +109,13 @@ def run_suite(tree: Path, timeout: float, tests: list[str]) -> dict:
         rc, out = None, partial.decode(errors="replace") if isinstance(partial, bytes) else partial
     failed = re.findall(r"^FAILED (\S+)", out, re.M)
     summary = [ln for ln in out.splitlines() if re.search(r"\d+ (passed|failed)", ln)]
+    why = []  # the assertions that failed, inner mpiexec runs' included (nested "E" lines)
+    for ln in out.splitlines():
+        text = re.sub(r"^(\s*E\s+)+", "", ln) if re.match(r"\s*E\s", ln) else ""
+        if re.match(r"(\w+Error|assert|AssertionError)\b", text) and not re.search(r"[.F]{8}", text):
+            why.append(text[:300])
     return {"rc": rc, "seconds": round(time.time() - t0, 1), "first_failure": failed[:1],
+            "why": list(dict.fromkeys(why))[:6],  # the assertion that caught it
             "summary": summary[-1].strip("= ") if summary else None,
             "caught": rc is not None and rc != 0 and rc != 5}
 
@@ -128,8 +134,8 @@ def main(argv=None) -> int:
     names = args.only or list(MUTANTS)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True,
-                                text=True).stdout.strip())
+    dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                                capture_output=True, text=True).stdout.strip())
     report = {"command": " ".join([Path(sys.executable).name, *sys.argv]),
               "git_commit": commit + (" (with uncommitted changes)" if dirty else ""),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
