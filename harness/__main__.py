@@ -1,4 +1,6 @@
-"""mpiexec -n K python -m harness allreduce|reduce_scatter|allgather [options]
+"""mpiexec -n K python -m harness COLLECTIVE [options]
+    COLLECTIVE: allreduce reduce_scatter allgather broadcast reduce gather scatter alltoall
+    (nccl-tests' names work too: all_reduce, all_gather_perf, alltoall_perf, ...)
 python -m harness plot FILE... --out PNG
 python -m harness model FILE [--min-bytes B] [--predict SIZE --ranks K --link-GBps B]
 
@@ -17,38 +19,24 @@ from dataclasses import asdict
 import numpy as np
 from mpi4py import MPI
 
-from ring.ops import DTYPES
+from ringtypes import DATA_ONLY, DTYPES, FLOATING, parse_dtype
 
 from . import buffers, meta, roofline, table
-from .collectives import COLLECTIVES
+from .collectives import ALIASES, COLLECTIVES
 from .impls import IMPLS
+from .sizes import parse_size, sizes
 from .sweep import run_case
 
 DTYPE_ALIASES = {"float": "float32", "half": "float16", "double": "float64", "int": "int32",
+                 "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2",  # nccl-tests' names
                  "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
-
-
-def parse_size(text: str) -> int:
-    text = text.strip().upper().rstrip("B")
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-    return int(float(text[:-1] if mult > 1 else text) * mult)
-
-
-def sizes(begin: int, end: int, factor: float, step: int) -> list[int]:
-    out, s = [], begin
-    while s <= end:
-        out.append(s)
-        s = s * factor if factor > 1 else s + step
-        s = int(s)
-        if step == 0 and factor <= 1:
-            break
-    return out
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m harness", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("collective", choices=sorted(COLLECTIVES))
+    p.add_argument("collective", metavar="COLLECTIVE", help=", ".join(COLLECTIVES),
+                   choices=sorted(COLLECTIVES) + sorted(set(ALIASES) - set(COLLECTIVES)))
     p.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("32M"))
     p.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("32M"))
     p.add_argument("-f", "--stepfactor", type=float, default=1.0)
@@ -58,7 +46,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-c", "--check", type=int, default=1)
     p.add_argument("-d", "--datatype", default="float32", help="a dtype, or 'all'")
     p.add_argument("-o", "--op", default="sum", help="sum, prod, min, max, avg, or 'all'")
-    p.add_argument("-r", "--root", type=int, default=0, help="(broadcast and reduce only)")
+    p.add_argument("-r", "--root", type=int, default=0,
+                   help="(broadcast, reduce, gather, scatter)")
     p.add_argument("-G", "--cudagraph", type=int, default=0,
                    help="CUDA-graph replays (needs the cuda device)")
     p.add_argument("--device", choices=["auto", "cuda", "host"], default="auto")
@@ -82,18 +71,29 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if args.plot and not args.json:
         raise SystemExit("--plot draws from the results file: give --json too")
+    if args.plot:
+        from . import plot
+        plot.require()
     world = MPI.COMM_WORLD
     rank0 = world.rank == 0
-    coll = COLLECTIVES[args.collective]
+    coll = COLLECTIVES[ALIASES.get(args.collective, args.collective)]
     names = [n.strip() for n in args.impl.split(",") if n.strip()]
     bad = [n for n in names if n not in IMPLS]
     if bad:
         raise SystemExit(f"--impl: unknown {bad}; choose from {sorted(IMPLS)}")
     if args.cudagraph:
         raise SystemExit("-G: CUDA-graph replay needs the cuda device, which is not built yet")
-    dtypes = [d.name for d in DTYPES] if args.datatype == "all" else \
-        [np.dtype(DTYPE_ALIASES.get(d, d)).name if d != "bfloat16" else "bfloat16"
-         for d in args.datatype.split(",")]
+    try:
+        dtypes = list(DTYPES) if args.datatype == "all" else \
+            [parse_dtype(DTYPE_ALIASES.get(d, d), "-d") for d in args.datatype.split(",")]
+    except TypeError as e:
+        raise SystemExit(str(e)) from None
+    if coll.reduces and any(d in DATA_ONLY for d in dtypes):
+        if world.rank == 0:
+            print(f"# {', '.join(d.name for d in dtypes if d in DATA_ONLY)}: not run: "
+                  f"{coll.name} reduces, and float8 is carried by the data-moving collectives "
+                  "only", flush=True)
+        dtypes = [d for d in dtypes if d not in DATA_ONLY]
     ops = ["sum", "prod", "max", "min", "avg"] if args.op == "all" else args.op.split(",")
     if not coll.reduces:
         ops = ["none"]
@@ -102,12 +102,11 @@ def main(argv=None) -> int:
     local.Free()
     impls = [IMPLS[n](world, bufs, **({"hostid": True} if n == "nccl" and args.nccl_hostid else {}))
              for n in names]
-    if coll.rooted:
-        if not 0 <= args.root < world.size:
-            raise SystemExit(f"-r: the root must be a rank (0..{world.size - 1}), got {args.root}")
-        for i in impls:
-            if hasattr(i, "rooted"):
-                i.rooted(coll.name)
+    if coll.rooted and not 0 <= args.root < world.size:
+        raise SystemExit(f"-r: the root must be a rank (0..{world.size - 1}), got {args.root}")
+    for i in impls:
+        if hasattr(i, "runs"):
+            i.runs(coll.name)
     # An implementation that cannot run here at all gets a line, not a column of n/a.
     dropped = [i for i in impls if i.unavailable]
     impls = [i for i in impls if not i.unavailable]
@@ -125,10 +124,10 @@ def main(argv=None) -> int:
     if rank0:
         print(table.header(impls, world.size, device), flush=True)
         print(roofline.describe(roof), flush=True)
-    for dt in dtypes:
-        dtype = DTYPES[[d.name for d in DTYPES].index(dt)]
+    for dtype in dtypes:
+        dt = dtype.name
         for op in ops:
-            if op == "avg" and dtype.kind not in "fV":
+            if op == "avg" and dtype not in FLOATING:
                 continue
             for nbytes in sizes(args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes):
                 if rank0:

@@ -1,15 +1,15 @@
 """Where the harness keeps its buffers: NumPy arrays on the host, CuPy arrays on a GPU.
 
 Inputs and expected results are always made on the host (collectives.py); these helpers
-move them to the device under test and back. bfloat16 lives on the GPU as uint16 bits
-(CuPy has no bfloat16 dtype); NCCL and ring read those bits as bfloat16.
+move them to the device under test and back. bfloat16 and float8 live on the GPU as
+integer bits of their width (CuPy has no such dtypes); NCCL and ring read those bits as
+the logical dtype.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ring.ops import bfloat16
 
 
 class HostBuffers:
@@ -38,7 +38,8 @@ class CudaBuffers:
 
     @staticmethod
     def storage(dtype) -> np.dtype:
-        return np.dtype(np.uint16) if np.dtype(dtype) == bfloat16 else np.dtype(dtype)
+        from ring.cuda.arrays import storage_of  # bfloat16, float8: integer bits
+        return storage_of(dtype)
 
     def put(self, a: np.ndarray):
         return self.cp.asarray(a.view(self.storage(a.dtype)))

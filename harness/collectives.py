@@ -29,28 +29,40 @@ def _reduce(nranks: int, count: int, dtype, op: str, seed: int) -> np.ndarray:
     return acc
 
 
+# How a collective's input and output relate to the sweep's size S (bytes), as nccl-tests
+# reads it: "same" both S (all-reduce, broadcast, reduce, all-to-all); "split" the input is
+# S and the output its K-th (reduce-scatter, scatter); "join" the input is the K-th and the
+# output S (all-gather, gather).
+LAYOUTS = ("same", "split", "join")
+
+
 @dataclass(frozen=True)
 class Collective:
     name: str
     reduces: bool
-    rooted: bool = False  # broadcast and reduce: -r names the root
+    layout: str = "same"
+    rooted: bool = False  # -r names the root
+    chain: bool = False  # every link carries the array once: busbw = algbw
 
     def counts(self, nbytes: int, itemsize: int, nranks: int) -> tuple[int, int]:
-        """(input count, output count) per rank for a sweep size in bytes, as nccl-tests
-        reads it: all-reduce = bytes per rank; reduce-scatter / all-gather = the whole array."""
+        """(input count, output count) per rank for a sweep size in bytes."""
         n = nbytes // itemsize
-        if self.name == "allreduce" or self.rooted:
+        if self.layout == "same" and self.name != "alltoall":
             return n, n
         n -= n % nranks
-        if self.name == "reduce_scatter":
+        if self.layout == "split":
             return n, n // nranks
-        return n // nranks, n
+        if self.layout == "join":
+            return n // nranks, n
+        return n, n  # all-to-all: K blocks in and out
 
     def size_bytes(self, in_count: int, out_count: int, itemsize: int) -> int:
         return max(in_count, out_count) * itemsize
 
     def bus_factor(self, nranks: int) -> float:
-        if nranks == 1 or self.rooted:  # a chain: every link carries the array once
+        """nccl-tests' factors: all-reduce 2(K-1)/K; broadcast and reduce 1; reduce-scatter,
+        all-gather, gather, scatter and all-to-all (K-1)/K."""
+        if nranks == 1 or self.chain:
             return 1.0
         if self.name == "allreduce":
             return 2 * (nranks - 1) / nranks
@@ -59,38 +71,55 @@ class Collective:
     def input(self, rank: int, in_count: int, dtype, op: str, seed: int = 0) -> np.ndarray:
         if self.reduces:
             return fill(rank, in_count, dtype, op, seed)
-        # all-gather and broadcast: distinct values per rank, so data from the wrong rank
-        # or landing in the wrong place shows
+        # the collectives that move data: distinct values per rank, so data from the wrong
+        # rank or landing in the wrong place shows
         return ((np.arange(in_count, dtype=np.int64) + 7 * rank + seed) % 199).astype(dtype)
 
     def expected(self, rank: int, nranks: int, in_count: int, dtype, op: str,
                  seed: int = 0, root: int = 0) -> np.ndarray | None:
-        """What rank's output must hold; None where it is not defined (reduce off the root)."""
+        """What rank's output must hold; None where it is not defined (reduce and gather off
+        the root)."""
+        def inp(q):
+            return self.input(q, in_count, dtype, op, seed)
+
+        b = in_count // nranks
         if self.name == "broadcast":
-            return self.input(root, in_count, dtype, op, seed)
-        if self.name == "reduce" and rank != root:
+            return inp(root)
+        if self.name in ("reduce", "gather") and rank != root:
             return None
-        if self.name == "allgather":
-            return np.concatenate([self.input(q, in_count, dtype, op, seed) for q in range(nranks)])
+        if self.name in ("allgather", "gather"):
+            return np.concatenate([inp(q) for q in range(nranks)])
+        if self.name == "scatter":
+            return inp(root)[rank * b:(rank + 1) * b]
+        if self.name == "alltoall":
+            return np.concatenate([inp(q)[rank * b:(rank + 1) * b] for q in range(nranks)])
         full = _reduce(nranks, in_count, dtype, op, seed)
         if self.name in ("allreduce", "reduce"):
             return full
-        n = in_count // nranks
-        return full[rank * n:(rank + 1) * n]
+        return full[rank * b:(rank + 1) * b]
 
     def in_place_views(self, buf: np.ndarray, rank: int, in_count: int, out_count: int):
-        """(x, out) views of one buffer for the in-place run, as NCCL places them."""
-        if self.name == "allreduce" or self.rooted:
+        """(x, out) views of one buffer for the in-place run, as NCCL and MPI place them."""
+        if self.layout == "same":
             return buf[:in_count], buf[:in_count]
-        if self.name == "reduce_scatter":
+        if self.layout == "split":
             return buf[:in_count], buf[rank * out_count:(rank + 1) * out_count]
         return buf[rank * in_count:(rank + 1) * in_count], buf[:out_count]
 
 
 COLLECTIVES = {c.name: c for c in (
     Collective("allreduce", True),
-    Collective("reduce_scatter", True),
-    Collective("allgather", False),
-    Collective("broadcast", False, rooted=True),
-    Collective("reduce", True, rooted=True),
+    Collective("reduce_scatter", True, "split"),
+    Collective("allgather", False, "join"),
+    Collective("broadcast", False, rooted=True, chain=True),
+    Collective("reduce", True, rooted=True, chain=True),
+    Collective("gather", False, "join", rooted=True),
+    Collective("scatter", False, "split", rooted=True),
+    Collective("alltoall", False),
 )}
+# nccl-tests' names (its binaries are all_reduce_perf, all_gather_perf, ...) for the same
+ALIASES = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reduce_scatter",
+           "all_to_all": "alltoall", **{f"{n}_perf": n for n in ("broadcast", "reduce", "gather",
+                                                                  "scatter", "alltoall")},
+           "all_reduce_perf": "allreduce", "all_gather_perf": "allgather",
+           "reduce_scatter_perf": "reduce_scatter"}

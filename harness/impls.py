@@ -1,11 +1,12 @@
 """Implementations behind one call interface, so one timing routine serves them all.
 
 An implementation is made once per sweep with the world communicator and the buffers'
-device, and called as impl(coll, x, out, op, dtype) on that device's arrays (dtype is the
-logical dtype: bfloat16 arrays are uint16 bits on a GPU); sync() waits until
-every call made so far has finished. available(dtype, op) returns None, or the reason it
-cannot run that case, which the table prints; an implementation that cannot run at all
-says why in `unavailable`.
+device, and called as impl(coll, x, out, op, dtype, root) on that device's arrays (dtype is
+the logical dtype: bfloat16 and float8 arrays are integer bits on a GPU); sync() waits until
+every call made so far has finished. available(coll, dtype, op, in_place) returns None, or
+the reason it cannot run that case, which the table prints; an implementation that cannot
+run at all says why in `unavailable`. Collectives that only move data run any dtype as its
+bits (unsigned integers of its width), so MPI and NCCL carry bfloat16 and float8 there.
 """
 
 from __future__ import annotations
@@ -16,9 +17,17 @@ import numpy as np
 from mpi4py import MPI
 
 import ring
-from ring.ops import bfloat16
+from ringtypes import bfloat16
+
+from .collectives import COLLECTIVES
 
 _MPI_OPS = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX, "avg": MPI.SUM}
+TWO_LEVEL = ("allreduce", "reduce_scatter", "allgather")  # the others run on the flat ring
+
+
+def _bits(a):
+    """a's elements as unsigned integers of their width (NumPy or CuPy, same memory)."""
+    return a.view(np.dtype(f"u{a.dtype.itemsize}"))
 
 
 def _mpi_name() -> str:
@@ -33,13 +42,15 @@ def _address(a) -> int:
 
 
 def _in_place(coll: str, x, out) -> bool:
-    """As NCCL places in-place buffers: out is x (all-reduce, broadcast, reduce), out is x's block r
-    (reduce-scatter), x is out's block r (all-gather)."""
+    """As NCCL and MPI place in-place buffers: out is x (all-reduce, broadcast, reduce,
+    all-to-all), out is x's block r (reduce-scatter, scatter), x is out's block r
+    (all-gather, gather)."""
     xa, oa = _address(x), _address(out)
-    if coll in ("allreduce", "broadcast", "reduce"):
+    layout = COLLECTIVES[coll].layout
+    if layout == "same":
         return xa == oa
-    lo, hi = (xa, xa + x.nbytes) if coll == "reduce_scatter" else (oa, oa + out.nbytes)
-    inner = oa if coll == "reduce_scatter" else xa
+    lo, hi = (xa, xa + x.nbytes) if layout == "split" else (oa, oa + out.nbytes)
+    inner = oa if layout == "split" else xa
     return lo <= inner < hi
 
 
@@ -58,32 +69,40 @@ class Ring:
             self.algorithm, self.unavailable = algorithm, str(e)
         self.label = f"ring ({self.comm.device}, {self.algorithm})"
 
-    def rooted(self, coll: str) -> None:
-        """Broadcast and reduce run as a chain on the flat ring: "auto" takes it, an explicit
-        two-level request cannot run."""
-        if self.algorithm == "hierarchical" and self.unavailable is None:
-            if self.name == "ring":
-                self.algorithm, self.label = "ring", f"ring ({self.comm.device}, ring)"
-            else:
-                self.unavailable = f"{coll} runs as a chain on the flat ring only"
+    def runs(self, coll: str) -> None:
+        """The two-level algorithm exists for all-reduce, reduce-scatter and all-gather; the
+        others run on the flat ring: "auto" takes it, an explicit two-level request cannot."""
+        if coll in TWO_LEVEL or self.algorithm != "hierarchical" or self.unavailable is not None:
+            return
+        if self.name == "ring":
+            self.algorithm, self.label = "ring", f"ring ({self.comm.device}, ring)"
+        else:
+            self.unavailable = f"{coll} runs on the flat ring only"
 
-    def available(self, dtype, op) -> str | None:
+    def available(self, coll: str, dtype, op, in_place: bool) -> str | None:
         return self.unavailable
 
     def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
         kw = {"algorithm": self.algorithm, "dtype": np.dtype(dtype).name}
+        c = self.comm
         if coll == "allreduce":
-            self.comm.allreduce(x, out=out, op=op, **kw)
+            c.allreduce(x, out=out, op=op, **kw)
         elif coll == "reduce_scatter":
-            self.comm.reduce_scatter(x, out=out, op=op, **kw)
+            c.reduce_scatter(x, out=out, op=op, **kw)
         elif coll == "allgather":
-            self.comm.allgather(x, out=out, **kw)
+            c.allgather(x, out=out, **kw)
         elif coll == "broadcast":  # in place only: out of place, the root copies x first
-            if out is not x and self.comm.rank == root:
+            if out is not x and c.rank == root:
                 out[...] = x
-            self.comm.broadcast(out, root=root, **kw)
+            c.broadcast(out, root=root, **kw)
+        elif coll == "reduce":
+            c.reduce(x, out=out, op=op, root=root, **kw)
+        elif coll == "gather":
+            c.gather(x, out=out, root=root, **kw)
+        elif coll == "scatter":
+            c.scatter(x, out=out, root=root, **kw)
         else:
-            self.comm.reduce(x, out=out, op=op, root=root, **kw)
+            c.alltoall(x, out=out, **kw)
 
     def sync(self):
         self.bufs.sync()
@@ -93,8 +112,9 @@ class Ring:
 
 
 class Mpi:
-    """mpi4py: Allreduce / Reduce_scatter_block / Allgather. The mpich wheel is not
-    CUDA-aware, so GPU buffers are staged through pinned host memory, and the label says so."""
+    """mpi4py: Allreduce, Reduce_scatter_block, Allgather, Bcast, Reduce, Gather, Scatter,
+    Alltoall. The mpich wheel is not CUDA-aware, so GPU buffers are staged through pinned
+    host memory, and the label says so."""
 
     name = "mpi"
 
@@ -105,9 +125,9 @@ class Mpi:
         self.unavailable = None
         self._pinned: dict[tuple, np.ndarray] = {}
 
-    def available(self, dtype, op) -> str | None:
-        if np.dtype(dtype) == bfloat16:
-            return "the MPI library has no bfloat16 datatype"
+    def available(self, coll: str, dtype, op, in_place: bool) -> str | None:
+        if COLLECTIVES[coll].reduces and np.dtype(dtype) == bfloat16:
+            return "the MPI library has no bfloat16 datatype to reduce"
         return None
 
     def _host(self, a, key, fetch=True):
@@ -124,18 +144,34 @@ class Mpi:
 
     def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
         in_place = _in_place(coll, x, out)
+        layout = COLLECTIVES[coll].layout
+        if not COLLECTIVES[coll].reduces:  # moved as bits: any dtype, bfloat16 and float8 too
+            x, out = _bits(x), _bits(out)
         hx = self._host(x, "x")
-        ho = hx if (in_place and coll in ("allreduce", "broadcast", "reduce")) else \
-            self._host(out, "out", fetch=in_place and coll == "allgather")
+        ho = hx if (in_place and layout == "same") else \
+            self._host(out, "out", fetch=in_place and layout == "join")
+        at_root = self.comm.rank == root
         if coll == "broadcast":
-            if ho is not hx and self.comm.rank == root:
+            if ho is not hx and at_root:
                 ho[...] = hx
             self.comm.Bcast(ho, root=root)
         elif coll == "reduce":
-            mine = MPI.IN_PLACE if in_place and self.comm.rank == root else hx
+            mine = MPI.IN_PLACE if in_place and at_root else hx
             self.comm.Reduce(mine, ho, _MPI_OPS[op], root=root)
-            if self.comm.rank != root:
+            if not at_root:
                 return  # out is not defined off the root
+        elif coll == "gather":
+            self.comm.Gather(MPI.IN_PLACE if in_place and at_root else hx,
+                             ho if at_root else None, root=root)
+            if not at_root:
+                return
+        elif coll == "scatter":
+            self.comm.Scatter(hx if at_root else None,
+                              MPI.IN_PLACE if in_place and at_root else ho, root=root)
+            if in_place and at_root and ho is not out:  # staged: the root's block is in hx
+                ho[...] = hx[root * ho.size:(root + 1) * ho.size]
+        elif coll == "alltoall":
+            self.comm.Alltoall(MPI.IN_PLACE if in_place else hx, ho)
         elif coll == "allreduce":
             self.comm.Allreduce(MPI.IN_PLACE if in_place else hx, ho, _MPI_OPS[op])
         elif coll == "reduce_scatter":
@@ -146,7 +182,7 @@ class Mpi:
                 self.comm.Reduce_scatter_block(hx, ho, _MPI_OPS[op])
         else:
             self.comm.Allgather(MPI.IN_PLACE if in_place else hx, ho)
-        if op == "avg":
+        if op == "avg" and COLLECTIVES[coll].reduces:
             np.divide(ho, self.comm.size, out=ho)
         if self.staged:
             out.set(ho)
@@ -200,30 +236,66 @@ class Nccl:
             return
         uid = world.bcast(nccl.get_unique_id() if world.rank == 0 else None)
         self.comm = nccl.NcclCommunicator(world.size, uid, world.rank)
-        self.size = world.size
+        self.size, self.rank = world.size, world.rank
         self.types = {np.dtype(np.float16): nccl.NCCL_FLOAT16, bfloat16: nccl.NCCL_BFLOAT16,
                       np.dtype(np.float32): nccl.NCCL_FLOAT32, np.dtype(np.float64): nccl.NCCL_FLOAT64,
-                      np.dtype(np.int32): nccl.NCCL_INT32, np.dtype(np.int64): nccl.NCCL_INT64,
-                      np.dtype(np.uint8): nccl.NCCL_UINT8}
+                      np.dtype(np.int8): nccl.NCCL_INT8, np.dtype(np.uint8): nccl.NCCL_UINT8,
+                      np.dtype(np.int32): nccl.NCCL_INT32, np.dtype(np.uint32): nccl.NCCL_UINT32,
+                      np.dtype(np.int64): nccl.NCCL_INT64, np.dtype(np.uint64): nccl.NCCL_UINT64}
+        # data that only moves travels as bits; NCCL has no 16-bit integer type, and
+        # copying float16 copies its bits
+        self.bits = {1: nccl.NCCL_UINT8, 2: nccl.NCCL_FLOAT16, 4: nccl.NCCL_UINT32,
+                     8: nccl.NCCL_UINT64}
         self.ops = {"sum": nccl.NCCL_SUM, "prod": nccl.NCCL_PROD, "min": nccl.NCCL_MIN,
                     "max": nccl.NCCL_MAX, "avg": getattr(nccl, "NCCL_AVG", 4)}
 
-    def available(self, dtype, op) -> str | None:
-        return self.unavailable
+    def available(self, coll: str, dtype, op, in_place: bool) -> str | None:
+        if self.unavailable:
+            return self.unavailable
+        if COLLECTIVES[coll].reduces and np.dtype(dtype) not in self.types:
+            return f"NCCL has no {np.dtype(dtype).name} reductions"
+        if coll == "alltoall" and in_place:
+            return "NCCL has no in-place all-to-all (nccl-tests does not check it either)"
+        return None
 
     def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
         stream = self.cp.cuda.get_current_stream().ptr
-        t = self.types[np.dtype(dtype)]
+        dt = np.dtype(dtype)
+        t = self.types[dt] if COLLECTIVES[coll].reduces else self.bits[dt.itemsize]
+        xp, op_ = x.data.ptr, out.data.ptr
         if coll == "allreduce":
-            self.comm.allReduce(x.data.ptr, out.data.ptr, x.size, t, self.ops[op], stream)
+            self.comm.allReduce(xp, op_, x.size, t, self.ops[op], stream)
         elif coll == "reduce_scatter":
-            self.comm.reduceScatter(x.data.ptr, out.data.ptr, out.size, t, self.ops[op], stream)
+            self.comm.reduceScatter(xp, op_, out.size, t, self.ops[op], stream)
         elif coll == "allgather":
-            self.comm.allGather(x.data.ptr, out.data.ptr, x.size, t, stream)
+            self.comm.allGather(xp, op_, x.size, t, stream)
         elif coll == "broadcast":
-            self.comm.broadcast(x.data.ptr, out.data.ptr, x.size, t, root, stream)
+            self.comm.broadcast(xp, op_, x.size, t, root, stream)
+        elif coll == "reduce":
+            self.comm.reduce(xp, op_, x.size, t, self.ops[op], root, stream)
+        else:  # gather, scatter, alltoall: grouped send / recv, as nccl-tests runs them
+            self._p2p(coll, xp, op_, x, out, t, root, stream)
+
+    def _p2p(self, coll, xp, op_, x, out, t, root, stream):
+        k, me, nccl = self.size, self.rank, self.nccl
+        block = (x.size if coll == "gather" else out.size if coll == "scatter" else x.size // k)
+        nbytes = block * x.itemsize
+        nccl.groupStart()
+        if coll == "gather":
+            self.comm.send(xp, block, t, root, stream)
+            if me == root:
+                for r in range(k):
+                    self.comm.recv(op_ + r * nbytes, block, t, r, stream)
+        elif coll == "scatter":
+            if me == root:
+                for r in range(k):
+                    self.comm.send(xp + r * nbytes, block, t, r, stream)
+            self.comm.recv(op_, block, t, root, stream)
         else:
-            self.comm.reduce(x.data.ptr, out.data.ptr, x.size, t, self.ops[op], root, stream)
+            for r in range(k):
+                self.comm.send(xp + r * nbytes, block, t, r, stream)
+                self.comm.recv(op_ + r * nbytes, block, t, r, stream)
+        nccl.groupEnd()
 
     def sync(self):
         self.bufs.sync()

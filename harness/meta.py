@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 import platform
 import subprocess
 from importlib import metadata
@@ -11,24 +12,28 @@ from pathlib import Path
 from mpi4py import MPI
 
 
-def _version(dist: str) -> str | None:
+def version(dist: str) -> str | None:
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
 
 
-def _git_commit() -> str | None:
+def git_commit() -> str | None:
+    """HEAD of the checkout; where the tree has no git (a copy on a lent GPU machine), what
+    RING_GIT_COMMIT says (tools/gpu-session.sh is run with it set)."""
     try:
         root = Path(__file__).resolve().parent.parent
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=5)
-        return out.stdout.strip() or None
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return None
+        pass
+    return os.environ.get("RING_GIT_COMMIT") or None
 
 
-def _gpu() -> dict:
+def gpu() -> dict:
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
                               "--format=csv,noheader"], capture_output=True, text=True, timeout=10)
@@ -38,7 +43,7 @@ def _gpu() -> dict:
         return {"gpu": None}
 
 
-def _cuda() -> dict:
+def cuda_versions() -> dict:
     try:
         import cupy as cp
         v = cp.cuda.runtime.runtimeGetVersion()
@@ -55,6 +60,11 @@ def _cuda() -> dict:
         return {"cuda_runtime": None, "nccl": None}
 
 
+def versions() -> dict:
+    return {d: version(d) for d in ("ring", "numpy", "numba", "numba-cuda", "mpi4py", "mpich",
+                                    "cupy-cuda12x", "cupy-cuda13x", "ml_dtypes", "torch")}
+
+
 def collect(world: MPI.Comm, impls, argv, device: str) -> dict:
     info = {
         "device": device,
@@ -63,13 +73,12 @@ def collect(world: MPI.Comm, impls, argv, device: str) -> dict:
         "ranks": world.size,
         "implementations": {i.name: i.label for i in impls},
         "mpi_library": MPI.Get_library_version().splitlines()[0].strip(),
-        "versions": {d: _version(d) for d in ("ring", "numpy", "numba", "numba-cuda", "mpi4py",
-                                              "mpich", "cupy-cuda12x", "cupy-cuda13x", "ml_dtypes")},
+        "versions": versions(),
         "command": " ".join(argv),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "python": platform.python_version(),
     }
-    info.update(_gpu())
+    info.update(gpu())
     if device == "cuda":
-        info.update(_cuda())
+        info.update(cuda_versions())
     return info

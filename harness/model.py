@@ -24,6 +24,7 @@ from collections import defaultdict
 import numpy as np
 
 from .collectives import COLLECTIVES
+from .sizes import parse_size
 
 
 def steps(collective: str, k: int) -> int:
@@ -112,7 +113,6 @@ def report(path: str, min_bytes: int, max_bytes: int, predict: int | None, ranks
 
 
 def main(argv) -> int:
-    from .__main__ import parse_size
     ap = argparse.ArgumentParser(prog="python -m harness model")
     ap.add_argument("file")
     ap.add_argument("--min-bytes", type=parse_size, default=0)

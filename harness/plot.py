@@ -16,7 +16,18 @@ def _label(meta: dict, many: bool) -> str:
     return f"{meta['ranks']} ranks, {where}: " if many else ""
 
 
+def require() -> None:
+    """SystemExit with the install line when matplotlib is missing (checked before a sweep,
+    on every rank, so no rank runs a sweep whose plot cannot be drawn)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise SystemExit("plot: needs matplotlib, which is not installed: "
+                         "pip install 'ring[plot]' (make test and make bench install it)") from None
+
+
 def draw(paths: list[str], out: str) -> None:
+    require()
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -57,7 +57,7 @@ def run_case(impl, coll: Collective, world: MPI.Comm, bufs, nbytes: int, dtype, 
     in_count, out_count = coll.counts(nbytes, itemsize, k)
     size = coll.size_bytes(in_count, out_count, itemsize)
     count = max(in_count, out_count)
-    why = impl.available(dtype, op)
+    why = impl.available(coll.name, dtype, op, in_place)
     if why:
         return Result(impl.name, coll.name, size, count, np.dtype(dtype).name, op, -1, in_place,
                       float("nan"), float("nan"), float("nan"), -1, why)

@@ -100,7 +100,12 @@ KERNEL_DTYPES = {d.name: d for d in (
     KernelDtype("int32", np.int32, types.int32, identity, identity, False),
     KernelDtype("int64", np.int64, types.int64, identity, identity, False),
     KernelDtype("uint8", np.uint8, types.uint8, identity, identity, False),
+    KernelDtype("int8", np.int8, types.int8, identity, identity, False),
+    KernelDtype("int16", np.int16, types.int16, identity, identity, False),
+    KernelDtype("uint32", np.uint32, types.uint32, identity, identity, False),
+    KernelDtype("uint64", np.uint64, types.uint64, identity, identity, False),
 )}
+# float8 (ringtypes.DATA_ONLY) has no kernels: the collectives that carry it only copy bytes.
 
 
 def kernel_dtype(dtype) -> KernelDtype:

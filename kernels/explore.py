@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 from numba import cuda, float32, types, uint16, uint32
 
-from ring.ops import Op
+from ringtypes import Op
 
 from .dtypes import as_f16, as_f32, as_u32, f16_bits
 from .fastlaunch import BoundLaunch

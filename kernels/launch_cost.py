@@ -43,7 +43,7 @@ def main():
     from cuda.bindings import driver as drv
     from numba import cuda
 
-    from ring.ops import Op
+    from ringtypes import Op
 
     from .fastlaunch import BoundLaunch
     from .reduce import kernel_for

@@ -27,7 +27,7 @@ from functools import lru_cache
 import numpy as np
 from numba import cuda, types, uint32
 
-from ring.ops import Op
+from ringtypes import Op
 
 from .arrays import address, as_device
 from .dtypes import KernelDtype, kernel_dtype
@@ -127,7 +127,7 @@ def _paired(f, two_outputs: bool):
 
 
 # The table: op -> how to build its element function. Adding an op is one entry here
-# (and one in ring.ops.Op). Arithmetic ops compute in the dtype's compute type; selecting
+# (and one in ringtypes.Op). Arithmetic ops compute in the dtype's compute type; selecting
 # ops copy one input's bits.
 OPS = {
     Op.SUM: lambda kd: _arith(_add, kd.load, kd.store, False),

@@ -4,12 +4,12 @@
     with ring.Communicator() as comm:          # MPI.COMM_WORLD, device="auto"
         y = comm.allreduce(x, op="sum")
 
-The communicator (and with it MPI) loads on first use, so that `ring.ops` and the kernels
+The communicator (and with it MPI) loads on first use, so that `ringtypes` and the kernels
 import without an MPI library.
 """
 
 from .errors import CommunicatorError, MismatchError, RingError, TimeoutError
-from .ops import AVG, MAX, MIN, PROD, SUM, Op
+from ringtypes import AVG, MAX, MIN, PROD, SUM, Op
 
 __all__ = [
     "Communicator", "Work", "Group", "Op", "SUM", "PROD", "MIN", "MAX", "AVG",

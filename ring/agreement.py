@@ -12,8 +12,11 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
+from ringtypes import DTYPES, Op
+
 from .errors import MismatchError
-from .ops import DTYPES, Op
+from .options import ALGORITHMS
+from .schedule import Collective
 from .wait import Waiter
 
 FIELDS = ("call", "collective", "count", "dtype", "op", "root", "in_place", "chunk_bytes",
@@ -32,10 +35,8 @@ def _describe(field: str, value: int) -> str:
     if field == "in_place":
         return "in place" if value else "out of place"
     if field == "collective":
-        from .schedule import Collective
         return str(Collective(value))
     if field == "algorithm":
-        from .communicator import ALGORITHMS
         return ALGORITHMS[value]
     return str(value)
 

@@ -1,7 +1,7 @@
 """The public Communicator: checks a call, agrees on it across ranks, runs its ring plan.
 
 See shared/API.md for the contract. A call goes through three layers:
-  1. local argument checks (device backend: arrays; here: op, sizes, out, in place),
+  1. local argument checks (device backend: arrays; call.py: op, sizes, out, in place),
   2. agreement across ranks (agreement.py), unless check=False,
   3. the plan (schedule.py) run by the device backend's executor.
 Any error raised by a call breaks the communicator: later calls raise CommunicatorError,
@@ -10,67 +10,16 @@ as NCCL aborts a communicator after an error.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
 from mpi4py import MPI
 
 from . import debug, devices, fatal, hierarchical
 from .agreement import agree
+from .call import Call, check_chunk, prepare
 from .errors import CommunicatorError, MismatchError, TimeoutError
-from .ops import DTYPE_CODE, Op, check_op_dtype, parse_op
+from .options import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, check_algorithm, check_path, check_slots
 from .schedule import Collective, plan
 from .topology import discover
 from .wait import Waiter, oversubscribed
-
-# Bytes per chunk, the unit that travels through one slot. Measured on the host device
-# (results/host-tuning.md: 2 ranks, 16 and 64 MB float32, several runs): 128-256 KiB lose
-# to per-chunk Python overhead (~20 us a chunk on the CI machine); 512 KiB to 4 MiB are
-# within run-to-run noise of each other, and 1 MiB was never worse than 15% off the best.
-DEFAULT_CHUNK_BYTES = 1 << 20
-# Slots per link. Two are the minimum that cannot deadlock (schedule.py); more let a fast
-# rank run ahead of a slow neighbour.
-DEFAULT_SLOTS = 4
-
-
-ALGORITHMS = ("auto", "ring", "hierarchical")
-# How a GPU rank moves a chunk to its successor (ring/cuda/enqueue.py): "fused", the reduce
-# kernel writes straight into the successor's slot; "copy", into a local slot that the copy
-# engine then copies across. The host device has only the fused path.
-PATHS = ("fused", "copy")
-
-
-def check_slots(chunk_bytes, nslots) -> None:
-    """The slot geometry every ring takes: ValueError naming the option if it is off."""
-    if int(nslots) != nslots or nslots < 2:
-        raise ValueError(f"nslots: need at least 2 slots per link, got {nslots!r}")
-    if int(chunk_bytes) != chunk_bytes or chunk_bytes < 64 or chunk_bytes % 64:
-        raise ValueError(f"chunk_bytes: must be a positive multiple of 64, got {chunk_bytes!r}")
-
-
-@dataclass
-class _Call:
-    collective: Collective
-    x: object  # 1-D view of the input
-    out: object  # 1-D view of the output
-    result: object  # what the call returns
-    dtype: object  # the data's dtype (bfloat16 may travel in uint16 views on a GPU)
-    op: Op
-    count: int  # elements of the full array of the plan
-    in_place: bool
-    chunk_bytes: int
-    algorithm: str  # "ring" or "hierarchical", resolved
-    root: int = 0  # broadcast and reduce
-
-    def record(self) -> dict[str, int]:
-        rec = {"collective": self.collective.value, "count": self.count,
-               "dtype": DTYPE_CODE[self.dtype], "op": int(self.op),
-               "chunk_bytes": self.chunk_bytes, "algorithm": ALGORITHMS.index(self.algorithm)}
-        if self.collective.rooted:
-            rec["root"] = self.root  # in place is the root's own business there
-        else:
-            rec["in_place"] = int(self.in_place)
-        return rec
 
 
 class Work:
@@ -126,10 +75,8 @@ class Communicator:
             if not (timeout > 0):
                 raise ValueError(f"timeout: must be positive seconds, got {timeout!r}")
             check_slots(chunk_bytes, nslots)
-            if algorithm not in ALGORITHMS:
-                raise ValueError(f"algorithm: expected one of {ALGORITHMS}, got {algorithm!r}")
-            if path not in PATHS:
-                raise ValueError(f"path: expected one of {PATHS}, got {path!r}")
+            check_algorithm(algorithm)
+            check_path(path)
         except (TypeError, ValueError) as e:
             error = e
             self.device = "?"
@@ -227,6 +174,41 @@ class Communicator:
         return self._call(Collective.REDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
                           root)
 
+    def gather(self, x, out=None, root: int = 0, *, async_op: bool = False,
+               chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None):
+        """The root gets every rank's x, rank r's at block r of a 1-D result of
+        size * x.size elements; the other ranks get None (their out is not touched)."""
+        return self._call(Collective.GATHER, x, out, "sum", chunk_bytes, async_op, algorithm,
+                          dtype, root)
+
+    def scatter(self, x, out=None, root: int = 0, *, async_op: bool = False,
+                chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None):
+        """Rank r gets block r (x.size // size elements, 1-D) of the root's x. x is read at
+        the root only: elsewhere it may be None when out is given."""
+        return self._call(Collective.SCATTER, x, out, "sum", chunk_bytes, async_op, algorithm,
+                          dtype, root)
+
+    def alltoall(self, x, out=None, *, async_op: bool = False, chunk_bytes: int | None = None,
+                 algorithm: str | None = None, dtype=None):
+        """Block j of x (x.size // size elements) goes to rank j; block i of the 1-D result
+        comes from rank i. out=x is in place."""
+        return self._call(Collective.ALLTOALL, x, out, "sum", chunk_bytes, async_op, algorithm,
+                          dtype)
+
+    def barrier(self) -> None:
+        """Returns on every rank once every rank has called it (bounded by timeout)."""
+        self._usable()
+        self._calls += 1
+        name = f"barrier (call {self._calls}, rank {self.rank})"
+        try:
+            self._enter(name, {"call": self._calls, "collective": Collective.BARRIER.value},
+                        None, synchronize=True)
+        except BaseException as e:
+            self._broken(e)
+            raise
+        debug.call({"rank": self.rank, "call": self._calls, "collective": "barrier",
+                    "algorithm": "mpi"})
+
     def _usable(self) -> None:
         if self._closed:
             raise CommunicatorError(f"rank {self.rank}: the communicator is closed")
@@ -241,121 +223,75 @@ class Communicator:
         self._calls += 1
         name = f"{collective} (call {self._calls}, rank {self.rank})"
         record = {"call": self._calls, "collective": collective.value}
-        call, error = None, None
+        c, error = None, None
         try:
-            call = self._prepare(collective, x, out, op, chunk_bytes, algorithm, dtype, root)
-            record.update(call.record())
+            c = prepare(self._backend, self.size, self.rank, collective, x, out, op,
+                        check_chunk(chunk_bytes, self.chunk_bytes),
+                        self._resolve(algorithm, collective), dtype, root)
+            record.update(c.record())
         except (TypeError, ValueError) as e:
             error = e
         try:
-            self._waiter.start(name)
-            self._backend.entered(self._calls)
-            if self.check:
-                try:
-                    agree(self._comm, record, error, self._waiter, name)
-                except TimeoutError as e:
-                    behind = self._backend.behind(self._calls)
-                    if behind:
-                        raise TimeoutError(f"{e}; rank(s) {behind} have not reached this call") from None
-                    raise
-            elif error is not None:
-                raise error
-            if call.algorithm == "hierarchical":
-                if self._hier is None:  # collective: every rank agreed on this call
-                    self._hier = hierarchical.Hierarchical(self._comm, self._topo,
-                                                           self._make_backend)
-                if call.count:
-                    self._hier.run(collective, call.op, call.x, call.out,
-                                   call.dtype.itemsize, call.chunk_bytes, call.dtype)
-            elif call.count:
-                item = call.dtype.itemsize
-                p = plan(collective, self.size, self.rank, call.count, item, call.chunk_bytes,
-                         self._backend.align(collective, item), call.root)
-                self._backend.run(p, call.op, call.x, call.out, logical=call.dtype)
+            self._enter(name, record, error)
+            if c.count:
+                self._run(c)
         except BaseException as e:
-            self._error = e
-            if isinstance(e, TimeoutError):
-                fatal.peer_lost()
+            self._broken(e)
             raise
         debug.call({"rank": self.rank, "call": self._calls, "collective": str(collective),
-                    "algorithm": call.algorithm, "count": call.count, "dtype": call.dtype.name,
-                    **({"op": str(call.op)} if collective.reduces else {}),
-                    **({"root": call.root} if collective.rooted else {})})
-        return Work(call.result) if async_op else call.result
+                    "algorithm": c.algorithm, "count": c.count, "dtype": c.dtype.name,
+                    **({"op": str(c.op)} if collective.reduces else {}),
+                    **({"root": c.root} if collective.rooted else {})})
+        return Work(c.result) if async_op else c.result
+
+    def _enter(self, name: str, record: dict, error, synchronize: bool = False) -> None:
+        """Start the call's clock and agree on it (or, with check=False, raise this rank's
+        own error; and for a barrier, still wait for every rank)."""
+        self._waiter.start(name)
+        self._backend.entered(self._calls)
+        if self.check:
+            try:
+                agree(self._comm, record, error, self._waiter, name)
+            except TimeoutError as e:
+                behind = self._backend.behind(self._calls)
+                if behind:
+                    raise TimeoutError(f"{e}; rank(s) {behind} have not reached this call") from None
+                raise
+        elif error is not None:
+            raise error
+        elif synchronize:
+            done = self._comm.Ibarrier()
+            self._waiter.until(done.Test, lambda: "waiting for every rank to reach the barrier")
+
+    def _run(self, c: Call) -> None:
+        x = c.x
+        if c.collective is Collective.ALLTOALL and c.in_place:
+            x = self._backend.copy_of(x)  # every block is read after others land over it
+        if c.algorithm == "hierarchical":
+            if self._hier is None:  # collective: every rank agreed on this call
+                self._hier = hierarchical.Hierarchical(self._comm, self._topo, self._make_backend)
+            self._hier.run(c.collective, c.op, x, c.out, c.dtype.itemsize, c.chunk_bytes, c.dtype)
+            return
+        item = c.dtype.itemsize
+        p = plan(c.collective, self.size, self.rank, c.count, item, c.chunk_bytes,
+                 self._backend.align(c.collective, item), c.root)
+        self._backend.run(p, c.op, x, c.out, logical=c.dtype)
+
+    def _broken(self, e: BaseException) -> None:
+        self._error = e
+        if isinstance(e, TimeoutError):
+            fatal.peer_lost()
 
     def _resolve(self, algorithm, collective: Collective | None = None) -> str:
         algorithm = self.algorithm if algorithm is None else algorithm
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm: expected one of {ALGORITHMS}, got {algorithm!r}")
+        check_algorithm(algorithm)
         why = self._hier_why
         if collective is not None and collective.rooted:
             why = f"{collective} runs as a chain along the flat ring only"
+        elif collective is Collective.ALLTOALL:
+            why = "alltoall runs on the flat ring only"
         if algorithm == "auto":
             return "ring" if why else "hierarchical"
         if algorithm == "hierarchical" and why:
             raise ValueError(f"algorithm: 'hierarchical' cannot run here: {why}")
         return algorithm
-
-    def _prepare(self, collective, x, out, op, chunk_bytes, algorithm=None, dtype=None,
-                 root=0) -> _Call:
-        b, size = self._backend, self.size
-        algorithm = self._resolve(algorithm, collective)
-        if collective.rooted and (isinstance(root, bool) or not isinstance(root, (int, np.integer))
-                                  or not 0 <= root < size):
-            raise ValueError(f"root: must be a rank of the communicator (0..{size - 1}), "
-                             f"got {root!r}")
-        xf, xdt = b.flat(x, "x", writeable=collective is Collective.BROADCAST, dtype=dtype)
-        op = parse_op(op)
-        check_op_dtype(op, xdt)
-        if chunk_bytes is None:
-            chunk_bytes = self.chunk_bytes
-        elif int(chunk_bytes) != chunk_bytes or not 0 < chunk_bytes <= self.chunk_bytes:
-            raise ValueError(f"chunk_bytes: must be in 1..{self.chunk_bytes} (the slot size "
-                             f"this communicator was built with), got {chunk_bytes!r}")
-        n = xf.size
-        if collective is Collective.REDUCE_SCATTER and n % size:
-            raise ValueError(f"x: reduce_scatter needs x.size divisible by {size} ranks, got {n}")
-        count = n * size if collective is Collective.ALLGATHER else n
-        out_n = n // size if collective is Collective.REDUCE_SCATTER else count
-        out_shape = x.shape if collective in (Collective.ALLREDUCE, Collective.REDUCE) else (out_n,)
-        as_bits = "bfloat16" if xdt.name == "bfloat16" and xf.dtype != xdt else None
-        if collective is Collective.BROADCAST:
-            return _Call(collective, xf, xf, x, xdt, op, count, True, int(chunk_bytes), algorithm,
-                         int(root))
-        if collective is Collective.REDUCE and self.rank != root:
-            # Only the root writes; out is neither checked nor touched elsewhere.
-            return _Call(collective, xf, xf, None, xdt, op, count, False, int(chunk_bytes),
-                         algorithm, int(root))
-        if out is None:
-            result = b.empty_like(x, out_shape, xdt)
-            of, _ = b.flat(result, "out", dtype=as_bits)
-            in_place = False
-        else:
-            of, odt = b.flat(out, "out", writeable=True, dtype=as_bits)
-            if odt != xdt:
-                raise TypeError(f"out: dtype {odt} differs from x's {xdt}")
-            if of.size != out_n:
-                raise ValueError(f"out: needs {out_n} elements for {collective} over {size} "
-                                 f"ranks of x.size {n}, got {of.size}")
-            result = out
-            in_place = self._in_place(collective, xf, of)
-        return _Call(collective, xf, of, result, xdt, op, count, in_place, int(chunk_bytes),
-                     algorithm, int(root))
-
-    def _in_place(self, collective, xf, of) -> bool:
-        """In place: out is x (all-reduce), out is x's block r (reduce-scatter), or x is
-        out's block r (all-gather), as in NCCL. Any other overlap is an error."""
-        b, item = self._backend, xf.dtype.itemsize
-        if not b.may_overlap(xf, of):
-            return False
-        xa, oa = b.address(xf), b.address(of)
-        xb, ob = xf.size * item, of.size * item
-        if xb == 0 or ob == 0 or xa + xb <= oa or oa + ob <= xa:
-            return False
-        if collective in (Collective.ALLREDUCE, Collective.REDUCE) and xa == oa:
-            return True
-        if collective is Collective.REDUCE_SCATTER and oa == xa + self.rank * ob:
-            return True
-        if collective is Collective.ALLGATHER and xa == oa + self.rank * xb:
-            return True
-        raise ValueError(f"out: overlaps x but is not the in-place position for {collective}")

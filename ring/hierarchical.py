@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from mpi4py import MPI
 
-from .ops import Op
+from ringtypes import Op
 from .schedule import Collective, plan, plan_blocks, split
 from .topology import Topology
 

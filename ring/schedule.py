@@ -26,6 +26,17 @@ before the root only receives. Reduce starts at the rank after the root, which s
 input; each rank then receives, reduces its own input in and forwards; the root's reduction
 is the final one, into its output: x[root+1] op x[root+2] op ... op x[root].
 
+Gather and scatter are chains along the ring too, over K blocks (block q is rank q's share):
+for gather, the rank p places after the root sends its own block and then forwards the
+blocks of ranks 1..p-1 places after the root as they arrive, farthest first; the root copies
+its own block and receives the others. Scatter is the reverse: the root sends the blocks of
+ranks K-1, K-2, ..., 1 places after it, and each rank forwards those for ranks beyond it and
+keeps its own. All-to-all moves block j of rank i (destined for rank j) j - i places along
+the ring: each rank receives one block per round and sends one, forwarding what is not
+addressed to it and sending one of its own blocks (farthest destination first) whenever a
+block stops at it. Every link then carries K(K-1)/2 blocks, K/2 times the bytes of a direct
+exchange: the ring is the only topology these links have.
+
 Each step is cut into the same number of chunks (`nchunks`) on every rank; a chunk is the
 unit that travels through one slot. Executors walk chunk-major, as NCCL does: all steps of
 chunk 0, then all steps of chunk 1, ... A rank then has at most one chunk in flight beyond
@@ -47,14 +58,24 @@ class Collective(Enum):
     ALLGATHER = 2
     BROADCAST = 3
     REDUCE = 4
+    GATHER = 5
+    SCATTER = 6
+    ALLTOALL = 7
+    BARRIER = 8  # no data: only the agreement step
 
     @property
     def rooted(self) -> bool:
-        return self in (Collective.BROADCAST, Collective.REDUCE)
+        return self in (Collective.BROADCAST, Collective.REDUCE, Collective.GATHER,
+                        Collective.SCATTER)
 
     @property
     def reduces(self) -> bool:
         return self in (Collective.ALLREDUCE, Collective.REDUCE_SCATTER, Collective.REDUCE)
+
+    @property
+    def divides(self) -> bool:
+        """The input is cut into one equal block per rank (its size must divide)."""
+        return self in (Collective.REDUCE_SCATTER, Collective.SCATTER, Collective.ALLTOALL)
 
     def __str__(self) -> str:
         return self.name.lower()
@@ -115,14 +136,99 @@ def _chain_step(collective: Collective, size: int, rank: int, root: int) -> Step
                 out=pos == 0, send=pos != 0)
 
 
+def _move(block: int, recv: bool, out: bool, send: bool) -> Step:
+    """A step that only moves data."""
+    return Step(block=block, recv=recv, reduce=False, final=False, out=out, send=send)
+
+
+def _gather_steps(size: int, rank: int, root: int) -> list[Step]:
+    pos, at = (rank - root) % size, lambda p: (root + p) % size
+    if pos == 0:  # own block, then the others as they arrive, farthest first
+        return [_move(root, False, True, False)] + \
+            [_move(at(p), True, True, False) for p in range(size - 1, 0, -1)]
+    return [_move(rank, False, False, True)] + \
+        [_move(at(p), True, False, True) for p in range(pos - 1, 0, -1)]
+
+
+def _scatter_steps(size: int, rank: int, root: int) -> list[Step]:
+    pos, at = (rank - root) % size, lambda p: (root + p) % size
+    if pos == 0:  # own block, then the others, farthest first
+        return [_move(root, False, True, False)] + \
+            [_move(at(p), False, False, True) for p in range(size - 1, 0, -1)]
+    return [_move(at(p), True, False, True) for p in range(size - 1, pos, -1)] + \
+        [_move(rank, True, True, False)]
+
+
+@lru_cache(maxsize=64)
+def _alltoall_pattern(size: int) -> tuple[tuple[str, int, int], ...]:
+    """Every rank's all-to-all steps relative to itself, as (kind, a, d): the block that
+    rank q+a sends to rank q+a+d. kind: "copy" its own block to itself, "own" send one,
+    "out" keep a received one, "fwd" forward a received one.
+
+    One own block goes first (farthest destination first); then every round receives one
+    block and sends one: a block to forward goes on at once, and a block that stops here
+    frees the round for the next own block. So no link ever holds more than one block
+    beyond the one being consumed (two slots never deadlock), and the send stream of every
+    rank is the same up to the shift: rank q receives what q-1 sends, in that order."""
+    if size == 1:
+        return (("copy", 0, 0),)
+    own = list(range(size - 1, 0, -1))
+    sent = [(0, own.pop(0))]  # (a, d) of what this rank sends, in order
+    pattern = [("copy", 0, 0), ("own", *sent[0])]
+    for i in range(size * (size - 1) // 2):
+        a, d = sent[i]
+        a -= 1  # what the predecessor sent, seen from here
+        if a + d == 0:
+            pattern.append(("out", a, d))
+            if own:
+                sent.append((0, own.pop(0)))
+                pattern.append(("own", *sent[-1]))
+        else:
+            sent.append((a, d))
+            pattern.append(("fwd", a, d))
+    return tuple(pattern)
+
+
+def _alltoall_steps(size: int, rank: int) -> list[Step]:
+    """Block j of a rank's input goes to rank j, and lands at block i of rank j's output
+    when it came from rank i: a step's block is the one it reads or writes locally."""
+    out = []
+    for kind, a, d in _alltoall_pattern(size):
+        if kind == "copy":
+            out.append(_move(rank, False, True, False))
+        elif kind == "own":
+            out.append(_move((rank + d) % size, False, False, True))
+        elif kind == "out":
+            out.append(_move((rank + a) % size, True, True, False))
+        else:
+            out.append(_move((rank + a + d) % size, True, False, True))
+    return out
+
+
+def sizes(collective: Collective, n: int, size: int) -> tuple[int, int]:
+    """(count, out_n) for an input of n elements: the plan's full array and a rank's
+    output. Where the input is cut into blocks (Collective.divides), n must divide."""
+    if collective in (Collective.ALLGATHER, Collective.GATHER):
+        return n * size, n * size
+    if collective in (Collective.REDUCE_SCATTER, Collective.SCATTER):
+        return n, n // size
+    return n, n
+
+
 def steps(collective: Collective, size: int, rank: int, root: int = 0) -> list[Step]:
     """The steps rank `rank` of a ring of `size` ranks takes, in order."""
     if not 0 <= rank < size:
         raise ValueError(f"rank {rank} outside a ring of {size}")
-    if collective.rooted:
-        if not 0 <= root < size:
-            raise ValueError(f"root {root} outside a ring of {size}")
+    if collective.rooted and not 0 <= root < size:
+        raise ValueError(f"root {root} outside a ring of {size}")
+    if collective in (Collective.BROADCAST, Collective.REDUCE):
         return [_chain_step(collective, size, rank, root)]
+    if collective is Collective.GATHER:
+        return _gather_steps(size, rank, root)
+    if collective is Collective.SCATTER:
+        return _scatter_steps(size, rank, root)
+    if collective is Collective.ALLTOALL:
+        return _alltoall_steps(size, rank)
     if collective is Collective.REDUCE_SCATTER:
         return _reduce_scatter_steps(size, rank, fuse_send=False)
     if collective is Collective.ALLGATHER:
@@ -187,23 +293,25 @@ class Plan:
 @lru_cache(maxsize=512)
 def plan(collective: Collective, size: int, rank: int, count: int, itemsize: int,
          chunk_bytes: int, align: int = 1, root: int = 0) -> Plan:
-    """Plan one call. `count` is the full array: for reduce-scatter the input, for
-    all-gather the output, so block r is rank r's share in both; for broadcast and reduce
+    """Plan one call. `count` is the full array (schedule.sizes): for reduce-scatter and
+    scatter the input, for all-gather and gather the output, so block r is rank r's share
+    in both; for all-to-all each rank's array, block j for rank j; for broadcast and reduce
     the whole array is block `root`. Plans are immutable and cached: a repeated call costs a
     dictionary look-up."""
-    if collective.rooted:
-        if not 0 <= root < size:
-            raise ValueError(f"root {root} outside a ring of {size}")
+    if collective is Collective.BARRIER:
+        raise ValueError("barrier: no data, no plan")
+    if collective.rooted and not 0 <= root < size:
+        raise ValueError(f"root {root} outside a ring of {size}")
+    if collective in (Collective.BROADCAST, Collective.REDUCE):
         blocks = [0] * (root + 1) + [count] * (size - root)
-        return plan_blocks(collective, size, rank, tuple(blocks), itemsize, chunk_bytes, align,
-                           root)
-    if collective is Collective.ALLREDUCE:
+    elif collective is Collective.ALLREDUCE:
         blocks = split(count, size, align)
     else:
         if count % size:
             raise ValueError(f"{collective}: count {count} is not divisible by {size} ranks")
         blocks = split(count, size)
-    return plan_blocks(collective, size, rank, tuple(blocks), itemsize, chunk_bytes, align)
+    return plan_blocks(collective, size, rank, tuple(blocks), itemsize, chunk_bytes, align,
+                       root)
 
 
 @lru_cache(maxsize=512)

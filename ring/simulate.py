@@ -19,8 +19,8 @@ import numpy as np
 
 from .host.executor import local_slices
 from .host.reduce import apply_chunk
-from .ops import Op
-from .schedule import Collective, plan
+from ringtypes import Op
+from .schedule import Collective, plan, sizes
 
 
 class ProtocolError(AssertionError):
@@ -59,12 +59,11 @@ def run(collective: Collective, inputs: list[np.ndarray], op: Op = Op.SUM,
         chunk_bytes: int = 1 << 20, nslots: int = 2, align: int = 1,
         root: int = 0) -> list[np.ndarray]:
     """Execute `collective` over len(inputs) ranks; return each rank's output (broadcast:
-    every rank's array after the call; reduce: only the root's output means anything)."""
+    every rank's array after the call; reduce and gather: only the root's output means
+    anything; scatter: only the root's input is read)."""
     size = len(inputs)
     dtype = inputs[0].dtype
-    n = inputs[0].size
-    count = n * size if collective is Collective.ALLGATHER else n
-    out_n = n // size if collective is Collective.REDUCE_SCATTER else count
+    count, out_n = sizes(collective, inputs[0].size, size)
     plans = [plan(collective, size, r, count, dtype.itemsize, chunk_bytes, align, root)
              for r in range(size)]
     cap = max(plans[0].max_chunk(), 1)
@@ -73,12 +72,12 @@ def run(collective: Collective, inputs: list[np.ndarray], op: Op = Op.SUM,
     if collective is Collective.BROADCAST:  # in place: the root's array is its output
         outs = [inputs[root].copy() if r == root else outs[r] for r in range(size)]
     pos = [0] * size  # next (step, chunk) index of each rank
-    total = len(plans[0].steps) * plans[0].nchunks
+    total = [len(p.steps) * p.nchunks for p in plans]  # chains: ranks take different counts
 
-    while min(pos) < total:
+    while any(pos[r] < total[r] for r in range(size)):
         moved = False
         for r in range(size):
-            if pos[r] == total:
+            if pos[r] == total[r]:
                 continue
             p = plans[r]
             j, step = divmod(pos[r], len(p.steps))

@@ -16,6 +16,8 @@ The orders, for K ranks:
   node c;
 - reduce, a chain along the ring: x[root+1] op x[root+2] op ... op x[root];
 - avg: the sum in that order, then one division by K in the dtype.
+Gather, scatter and all-to-all only move data: block j of rank i's input lands at block i
+of rank j's output (gather: all at the root; scatter: the root's blocks, one per rank).
 Every step is `partial op own` in the dtype: np.add / np.multiply / np.minimum /
 np.maximum with out= in the inputs' dtype (float16 and ml_dtypes' bfloat16 round each
 step, as the GPU kernels do).
@@ -115,4 +117,11 @@ def expected(collective: str, inputs: list[np.ndarray], op: str = "sum", nodes: 
         return [inputs[root]] * k
     if collective == "reduce":
         return [reduce(inputs, op, root) if r == root else None for r in range(k)]
+    if collective == "gather":
+        return [allgather(inputs) if r == root else None for r in range(k)]
+    b = inputs[0].size // k
+    if collective == "scatter":
+        return [inputs[root][r * b:(r + 1) * b] for r in range(k)]
+    if collective == "alltoall":
+        return [np.concatenate([x[r * b:(r + 1) * b] for x in inputs]) for r in range(k)]
     raise ValueError(f"no reference for {collective!r}")

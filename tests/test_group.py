@@ -1,7 +1,8 @@
 """ring.Group: one process, several ranks on the GPU, bit for bit against the exact
-reference of the flat ring's order (tests/reference.py, independent of ring/). Under Numba's simulator without a GPU: launches run at once there, so these
-tests check that every rank's chunks are enqueued in an order that respects the slot
-protocol, and that each chunk computes the right thing; on a GPU they run for real."""
+reference of the flat ring's order (tests/reference.py, independent of ring/). Under Numba's
+simulator without a GPU: launches run at once there, so these tests check that every rank's
+chunks are enqueued in an order that respects the slot protocol, and that each chunk
+computes the right thing; on a GPU they run for real."""
 
 import ml_dtypes
 import numpy as np
@@ -10,15 +11,16 @@ from hypothesis import given, settings, strategies as st
 
 import ring
 from ring.cuda.group import _align
-from ring.ops import FLOATING
+from ring.cuda.arrays import storage_of
+from ringtypes import FLOATING, parse_dtype
 from ring.schedule import Collective
 
 from . import reference
 from .gpu import SIMULATED, dev, host, needs_gpu
-from .inputs import DTYPE_NAMES, make
+from .inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
 
-# ring.Group has the three symmetric collectives (no broadcast / reduce yet)
-GROUP_COLLECTIVES = [c for c in Collective if not c.rooted]
+# the ring collectives proper (the chains and all-to-all have their own tests below)
+GROUP_COLLECTIVES = [Collective.ALLREDUCE, Collective.REDUCE_SCATTER, Collective.ALLGATHER]
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 # uint8 sums wrap on purpose; the simulator's NumPy scalars warn about it
@@ -26,21 +28,24 @@ pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarn
 
 
 def _dev(a):
-    return dev(a.view(np.uint16) if a.dtype == BF16 else a)
+    return dev(a.view(storage_of(a.dtype)))  # bfloat16 and float8 travel as integer bits
 
 
 def _host(d, dtype):
-    a = host(d)
-    return a.view(dtype) if dtype == BF16 else a
+    return host(d).view(dtype)
+
+
+def _kw(dtype):
+    return {"dtype": dtype.name} if storage_of(dtype) != dtype else {}
 
 
 def run(collective, k, n, dtype, op, path="fused", chunk=64, nslots=2, in_place=False):
-    dtype = BF16 if dtype == "bfloat16" else np.dtype(dtype)
+    dtype = parse_dtype(dtype)
     per = n // k if collective is Collective.REDUCE_SCATTER else n
     inputs = [make(q, n, dtype, seed=3, op=op) for q in range(k)]
     xs = [_dev(x) for x in inputs]
     g = ring.Group(k, chunk_bytes=chunk, nslots=nslots, path=path)
-    kw = {"dtype": "bfloat16"} if dtype == BF16 else {}
+    kw = _kw(dtype)
     if collective is Collective.ALLREDUCE:
         outs = g.allreduce(xs, outs=xs if in_place else None, op=op, **kw)
     elif collective is Collective.REDUCE_SCATTER:
@@ -59,8 +64,8 @@ def run(collective, k, n, dtype, op, path="fused", chunk=64, nslots=2, in_place=
     g.close()
 
 
-CASES = [(d, o) for d in DTYPE_NAMES for o in ("sum", "prod", "min", "max", "avg")
-         if not (o == "avg" and np.dtype(BF16 if d == "bfloat16" else d) not in FLOATING)]
+CASES = [(d, o) for d in REDUCIBLE_NAMES for o in ("sum", "prod", "min", "max", "avg")
+         if not (o == "avg" and parse_dtype(d) not in FLOATING)]
 
 
 @pytest.mark.parametrize("dtype,op", CASES, ids=[f"{d}-{o}" for d, o in CASES])
@@ -147,3 +152,60 @@ def test_captured_graph_replays_the_collective(path):
             assert host(outs[r]).tobytes() == want[r].tobytes()
     graph.close()
     g.close()
+
+
+@pytest.mark.parametrize("path", ["fused", "copy"])
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_chains_and_alltoall_move_every_dtype(path, dtype):
+    """broadcast, gather, scatter (from every root) and all-to-all, in place and out, on
+    3 ranks: bit for bit the reference's blocks."""
+    k, per = 3, 7
+    dt = parse_dtype(dtype)
+    kw = _kw(dt)
+    inputs = [make(q, per * k, dt, seed=4) for q in range(k)]
+    with ring.Group(k, chunk_bytes=64, nslots=2, path=path) as g:
+        got = g.alltoall([_dev(x) for x in inputs], **kw)
+        g.synchronize()
+        want = reference.expected("alltoall", inputs)
+        assert [_host(o, dt).tobytes() for o in got] == [w.tobytes() for w in want]
+        xs = [_dev(x) for x in inputs]
+        assert g.alltoall(xs, outs=xs, **kw) == xs  # in place
+        g.synchronize()
+        assert [_host(o, dt).tobytes() for o in xs] == [w.tobytes() for w in want]
+        for root in range(k):
+            xs = [_dev(x) for x in inputs]
+            assert g.broadcast(xs, root=root, **kw) == xs
+            g.synchronize()
+            assert all(_host(x, dt).tobytes() == inputs[root].tobytes() for x in xs)
+            got = g.scatter([_dev(inputs[root]) if q == root else None for q in range(k)],
+                            outs=[_dev(np.zeros(per, dt)) for _ in range(k)], root=root, **kw)
+            g.synchronize()
+            want = reference.expected("scatter", inputs, root=root)
+            assert [_host(o, dt).tobytes() for o in got] == [w.tobytes() for w in want]
+            mine = [x[:per] for x in inputs]
+            got = g.gather([_dev(x) for x in mine], root=root, **kw)
+            g.synchronize()
+            assert [o is None for o in got] == [q != root for q in range(k)]
+            assert _host(got[root], dt).tobytes() == np.concatenate(mine).tobytes()
+
+
+@pytest.mark.parametrize("dtype,op", [("float32", "sum"), ("bfloat16", "avg"), ("int8", "prod"),
+                                      ("uint64", "max")])
+def test_reduce_to_every_root(dtype, op):
+    k, n = 3, 45
+    dt = parse_dtype(dtype)
+    inputs = [make(q, n, dt, seed=6, op=op) for q in range(k)]
+    with ring.Group(k, chunk_bytes=64, nslots=2) as g:
+        for root in range(k):
+            got = g.reduce([_dev(x) for x in inputs], op=op, root=root, **_kw(dt))
+            g.synchronize()
+            assert [o is None for o in got] == [q != root for q in range(k)]
+            want = reference.reduce(inputs, op, root)
+            assert _host(got[root], dt).tobytes() == want.tobytes(), (dtype, op, root)
+
+
+def test_float8_reductions_are_refused():
+    with ring.Group(2, chunk_bytes=64) as g:
+        x = _dev(np.ones(4, parse_dtype("float8_e5m2")))
+        with pytest.raises(TypeError, match="float8_e5m2 is carried by the collectives"):
+            g.allreduce([x, x], dtype="float8_e5m2")

@@ -1,15 +1,16 @@
 """The harness: pure parts here, then whole sweeps under mpiexec."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from harness.__main__ import parse_size, sizes
-from harness.collectives import COLLECTIVES, fill
+from harness.sizes import parse_size, sizes
+from harness.collectives import ALIASES, COLLECTIVES, fill
 from harness.model import fit, report
 from ring import simulate
-from ring.ops import DTYPES, Op
+from ringtypes import DATA_ONLY, DTYPES, FLOATING, Op
 from ring.schedule import Collective
 
 from .mpirun import run as mpirun
@@ -25,24 +26,39 @@ def test_sizes_parse_like_nccl_tests():
 @pytest.mark.parametrize("name", list(COLLECTIVES))
 @pytest.mark.parametrize("k", [1, 2, 3, 5])
 def test_expected_results_are_exact_in_every_dtype(name, k):
+    """The harness's expected outputs are what the ring's schedule computes (simulated), bit
+    for bit, for every dtype it carries, every op and a root that is not 0."""
     coll = COLLECTIVES[name]
+    root = k - 1
     for dt in DTYPES:
-        for op in (["sum", "prod", "min", "max"] + (["avg"] if dt.kind in "fV" else [])) \
+        if coll.reduces and dt in DATA_ONLY:
+            continue
+        for op in (["sum", "prod", "min", "max"] + (["avg"] if dt in FLOATING else [])) \
                 if coll.reduces else ["sum"]:
             nin, nout = coll.counts(1001 * dt.itemsize, dt.itemsize, k)
             inputs = [coll.input(r, nin, dt, op) for r in range(k)]
-            if name == "allgather":
-                sim = simulate.run(Collective.ALLGATHER, inputs)
-            else:
-                sim = simulate.run(Collective[name.upper()], inputs, Op[op.upper()])
+            sim = simulate.run(Collective[name.upper()], inputs, Op[op.upper()], root=root)
             for r in range(k):
-                want = coll.expected(r, k, nin, dt, op)
-                if name == "reduce" and r != 0:  # defined on the root (0) only
+                want = coll.expected(r, k, nin, dt, op, root=root)
+                if name in ("reduce", "gather") and r != root:  # defined on the root only
                     assert want is None
                     continue
                 assert want.size == nout
                 # the ring's own order gives the same bits: the inputs make every order exact
                 assert sim[r].tobytes() == want.tobytes(), (name, dt, op, r)
+
+
+def test_bus_factors_and_sizes_are_nccl_tests_ones():
+    k = 4
+    factors = {n: COLLECTIVES[n].bus_factor(k) for n in COLLECTIVES}
+    assert factors == {"allreduce": 1.5, "reduce_scatter": 0.75, "allgather": 0.75,
+                       "broadcast": 1.0, "reduce": 1.0, "gather": 0.75, "scatter": 0.75,
+                       "alltoall": 0.75}
+    # sizes: the whole array for the collectives that split or join it, as nccl-tests reads -b
+    assert COLLECTIVES["gather"].counts(1024, 4, k) == (64, 256)
+    assert COLLECTIVES["scatter"].counts(1024, 4, k) == (256, 64)
+    assert COLLECTIVES["alltoall"].counts(1000, 4, k) == (248, 248)
+    assert ALIASES["all_reduce_perf"] == "allreduce" and ALIASES["alltoall_perf"] == "alltoall"
 
 
 def test_inputs_differ_by_rank_and_index():
@@ -74,6 +90,18 @@ def test_model_report_reads_a_sweep(tmp_path):
     assert "worst error in window 0.0%" in out
     want = 2 * 7 * 5.0 + 2 * 7 / 8 * (1 << 28) / 450e3
     assert f"-> {want:.1f} us" in out
+
+
+def test_plot_without_matplotlib_says_what_to_install(tmp_path):
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "from harness.__main__ import main\n"
+            f"main(['plot', 'results/host-allreduce-2ranks.json', '--out', '{tmp_path / 'x.png'}'])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert proc.returncode != 0
+    assert "pip install 'ring[plot]'" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def _sweep(nprocs, *args, env=None):
@@ -167,3 +195,30 @@ def test_two_level_and_flat_columns_on_emulated_nodes(tmp_path):
     for impl in ("ring-hier", "ring-flat"):
         recs = _ring_ran_every_case(js, "allreduce", ["float32", "int32"], ["sum", "max"], impl)
         assert len(recs) == 3 * 2 * 2 * 2  # 3 sizes (1K, 8K, 64K) x dtypes x ops x places
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("coll,nprocs,root", [("gather", 3, "2"), ("scatter", 4, "1"),
+                                              ("alltoall_perf", 3, "0")])
+def test_gather_scatter_alltoall_against_mpi(coll, nprocs, root, tmp_path):
+    """Every dtype (bfloat16 and float8 too: MPI moves them as bits), in place and out,
+    ring and MPI both checked element by element."""
+    js = tmp_path / "s.json"
+    out = _sweep(nprocs, coll, "-b", "1K", "-e", "64K", "-f", "8", "-n", "2", "-w", "1",
+                 "-d", "all", "-r", root, "--impl", "ring,mpi", "--json", str(js))
+    assert "Out of bounds values : 0 OK" in out
+    name = ALIASES.get(coll, coll)
+    dtypes = [d.name for d in DTYPES]
+    for impl in ("ring", "mpi"):
+        recs = _ring_ran_every_case(js, name, dtypes, ["none"], impl)
+        assert len(recs) == 3 * len(dtypes) * 2  # sizes x dtypes x places
+
+
+def test_kernel_benchmark_json_names_the_machine_inside():
+    """make bench-kernels' JSON (pytest-benchmark's machine_info) carries the GPU (None
+    here), the CUDA / NCCL versions, the library versions, the commit and the command."""
+    from tests.bench.conftest import pytest_benchmark_update_machine_info
+    info = {}
+    pytest_benchmark_update_machine_info(None, info)
+    assert {"gpu", "cuda_runtime", "nccl", "versions", "git_commit", "command"} <= set(info)
+    assert len(info["git_commit"]) == 40 and info["versions"]["numba-cuda"]

@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ring import simulate
-from ring.ops import DTYPES, FLOATING, Op
+from ringtypes import FLOATING, Op
 from ring.schedule import Collective, plan, split, steps
 
 from . import reference
-from .inputs import make
+from .inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
 
-COLLECTIVES = [c for c in Collective if not c.rooted]
+COLLECTIVES = [Collective.ALLREDUCE, Collective.REDUCE_SCATTER, Collective.ALLGATHER]  # the ring proper
 ROOTED = [Collective.BROADCAST, Collective.REDUCE]
 
 
@@ -80,7 +80,7 @@ def _check(collective, k, n, dtype, op, chunk_bytes, nslots, align=1):
 
 @given(k=st.integers(1, 8), n=st.integers(0, 200), chunk=st.sampled_from([8, 16, 24, 64, 4096]),
        nslots=st.integers(2, 5), op=st.sampled_from(["sum", "prod", "min", "max", "avg"]),
-       dtype=st.sampled_from([d.name for d in DTYPES]), collective=st.sampled_from(COLLECTIVES),
+       dtype=st.sampled_from(REDUCIBLE_NAMES), collective=st.sampled_from(COLLECTIVES),
        align=st.sampled_from([1, 2]))
 @settings(max_examples=300, deadline=None)
 def test_simulated_ring_matches_the_reference(k, n, chunk, nslots, op, dtype, collective, align):
@@ -128,7 +128,7 @@ def test_rooted_collectives_are_one_chain_from_or_to_the_root(collective, k):
 
 @given(k=st.integers(1, 7), n=st.integers(0, 200), chunk=st.sampled_from([8, 24, 4096]),
        nslots=st.integers(2, 4), op=st.sampled_from(["sum", "prod", "min", "max", "avg"]),
-       dtype=st.sampled_from([d.name for d in DTYPES]), data=st.data())
+       dtype=st.sampled_from(REDUCIBLE_NAMES), data=st.data())
 @settings(max_examples=200, deadline=None)
 def test_simulated_broadcast_and_reduce_match_the_reference(k, n, chunk, nslots, op, dtype, data):
     root = data.draw(st.integers(0, k - 1))
@@ -149,3 +149,54 @@ def test_reduce_order_runs_along_the_chain_to_the_root():
     got = [simulate.run(Collective.REDUCE, xs, Op.SUM, 8, 2, 1, root)[root].tolist()
            for root in range(3)]
     assert got == [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]
+
+
+MOVERS = [Collective.GATHER, Collective.SCATTER, Collective.ALLTOALL]
+
+
+@given(k=st.integers(1, 8), per=st.integers(0, 40), chunk=st.sampled_from([8, 24, 4096]),
+       nslots=st.integers(2, 4), dtype=st.sampled_from(DTYPE_NAMES),
+       collective=st.sampled_from(MOVERS), data=st.data())
+@settings(max_examples=200, deadline=None)
+def test_gather_scatter_alltoall_move_every_block_to_its_place(k, per, chunk, nslots, dtype,
+                                                               collective, data):
+    root = data.draw(st.integers(0, k - 1))
+    n = per if collective is Collective.GATHER else per * k
+    inputs = [make(r, n, dtype, seed=11) for r in range(k)]
+    outs = simulate.run(collective, inputs, Op.SUM, chunk * np.dtype(dtype).itemsize, nslots,
+                        1, root)
+    for r, want in enumerate(reference.expected(str(collective), inputs, root=root)):
+        if want is not None:
+            _assert_matches(outs[r], want)
+
+
+@pytest.mark.parametrize("k", range(1, 9))
+def test_alltoall_carries_each_block_as_many_hops_as_it_travels(k):
+    """K(K-1)/2 blocks per link (block j of rank i travels j - i hops), one receive per
+    step after the first send: never more than one block ahead, so two slots suffice."""
+    for r in range(k):
+        ss = steps(Collective.ALLTOALL, k, r)
+        assert sum(s.send for s in ss) == sum(s.recv for s in ss) == k * (k - 1) // 2
+        assert sum(s.out for s in ss) == k  # one block from every rank, its own included
+        assert sorted(s.block for s in ss if s.out) == list(range(k))
+        ahead = 0
+        for s in ss:
+            ahead += s.send - s.recv
+            assert ahead <= 1
+
+
+@pytest.mark.parametrize("collective", [Collective.GATHER, Collective.SCATTER])
+@pytest.mark.parametrize("k", range(1, 8))
+def test_gather_and_scatter_are_chains_through_the_root(collective, k):
+    for root in range(k):
+        ss = [steps(collective, k, r, root) for r in range(k)]
+        # the link into the root (gather) or out of it (scatter) carries K-1 blocks, the
+        # link p places further carries fewer, and no link crosses the root the other way
+        into = [sum(s.send for s in ss[r]) for r in range(k)]
+        pos = [(r - root) % k for r in range(k)]
+        for r in range(k):
+            want = pos[r] if collective is Collective.GATHER else (k - 1 - pos[r])
+            assert into[r] == want, (r, into)
+        assert [s.block for s in ss[root] if s.out] == (
+            [root] + [(root + p) % k for p in range(k - 1, 0, -1)]
+            if collective is Collective.GATHER else [root])

@@ -2,9 +2,10 @@
 CuPy arrays, PyTorch CUDA tensors) goes in as a 1-D Numba view; results come back as the
 same kind of object that was passed in.
 
-bfloat16: CuPy has no bfloat16 dtype and PyTorch does not export bfloat16 through the
-interface, so bfloat16 data travels as uint16 bits: pass dtype="bfloat16" with uint16 arrays
-(PyTorch bfloat16 tensors are viewed as int16 bits automatically).
+bfloat16 and float8: CuPy has no such dtypes and PyTorch does not export them through the
+interface, so they travel as unsigned integer bits of their width (BITS): pass
+dtype="bfloat16" with uint16 arrays, dtype="float8_e4m3fn" with uint8 arrays. PyTorch
+bfloat16 and float8 tensors are viewed as their bits automatically.
 """
 
 from __future__ import annotations
@@ -12,23 +13,34 @@ from __future__ import annotations
 import numpy as np
 from numba import config, cuda
 
-from ..ops import bfloat16, parse_dtype
+from kernels.arrays import address as _address
+from ringtypes import bfloat16, float8_e4m3fn, float8_e5m2, parse_dtype
 
 SIMULATED = bool(config.ENABLE_CUDASIM)
 
+# logical dtype -> the integer dtype a GPU array holds its bits in
+BITS = {bfloat16: np.dtype(np.uint16), float8_e4m3fn: np.dtype(np.uint8),
+        float8_e5m2: np.dtype(np.uint8)}
+
+
+def storage_of(logical) -> np.dtype:
+    """The dtype of a GPU array that holds `logical` data."""
+    return BITS.get(np.dtype(logical), np.dtype(logical))
+
 
 def _torch_bits(x):
-    """A PyTorch bfloat16 tensor as its 16-bit integer bits (same memory)."""
+    """A PyTorch bfloat16 / float8 tensor as its integer bits (same memory) and its dtype."""
     mod = type(x).__module__
-    if mod.startswith("torch") and str(getattr(x, "dtype", "")) == "torch.bfloat16":
+    name = str(getattr(x, "dtype", "")).removeprefix("torch.")
+    if mod.startswith("torch") and name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         import torch
-        return x.view(torch.int16), True
-    return x, False
+        return x.view(torch.int16 if name == "bfloat16" else torch.uint8), name
+    return x, None
 
 
 def as_device(x, arg: str, dtype=None):
     """(1-D Numba device view of x, logical dtype). TypeError / ValueError name `arg`."""
-    x, was_bf16 = _torch_bits(x)
+    x, torch_bits = _torch_bits(x)
     if SIMULATED:
         if not hasattr(x, "copy_to_host"):
             raise TypeError(f"{arg}: expected a device array (under the simulator: "
@@ -42,11 +54,15 @@ def as_device(x, arg: str, dtype=None):
     if not d.is_c_contiguous():
         raise ValueError(f"{arg}: the array must be contiguous (got strides {d.strides})")
     storage = np.dtype(d.dtype)
-    if was_bf16 or (dtype is not None and np.dtype(parse_dtype(dtype, "dtype")) == bfloat16):
-        if storage.itemsize != 2 or storage.kind not in "iu":
-            raise TypeError(f"{arg}: bfloat16 travels as 16-bit integer bits, got {storage}")
-        logical = bfloat16
-        d = d.view(np.uint16)
+    asked = torch_bits if torch_bits is not None else dtype
+    wanted = None if asked is None else parse_dtype(asked, "dtype")
+    if wanted in BITS:
+        bits = BITS[wanted]
+        if storage.itemsize != bits.itemsize or storage.kind not in "iu":
+            raise TypeError(f"{arg}: {wanted} travels as {8 * bits.itemsize}-bit integer bits, "
+                            f"got {storage}")
+        logical = wanted
+        d = d.view(bits)
     else:
         logical = parse_dtype(storage, arg)
         if dtype is not None and parse_dtype(dtype, "dtype") != logical:
@@ -56,7 +72,7 @@ def as_device(x, arg: str, dtype=None):
 
 def empty_like_kind(x, n: int, logical):
     """A new 1-D array of n elements, of the same kind as x (CuPy, PyTorch, Numba)."""
-    storage = np.dtype(np.uint16) if logical == bfloat16 else np.dtype(logical)
+    storage = storage_of(logical)
     mod = type(x).__module__
     if mod.startswith("cupy"):
         import cupy
@@ -64,6 +80,30 @@ def empty_like_kind(x, n: int, logical):
             return cupy.empty(n, storage)
     if mod.startswith("torch"):
         import torch
-        tdt = torch.bfloat16 if logical == bfloat16 else getattr(torch, storage.name)
+        tdt = getattr(torch, np.dtype(logical).name)
         return torch.empty(n, dtype=tdt, device=x.device)
     return cuda.device_array(n, storage)
+
+
+class DeviceArrays:
+    """The array side of the cuda device, as ring/call.py takes it from a backend (shared by
+    the Communicator's cuda backend and ring.Group)."""
+
+    @staticmethod
+    def flat(a, arg: str, writeable: bool = False, dtype=None):
+        return as_device(a, arg, dtype)
+
+    @staticmethod
+    def empty_like(x, shape, logical):
+        n = int(np.prod(shape))
+        out = empty_like_kind(x, n, logical)
+        return out.reshape(shape) if len(shape) != 1 and hasattr(out, "reshape") else out
+
+    address = staticmethod(_address)
+
+    @staticmethod
+    def may_overlap(a, b) -> bool:
+        if not a.size or not b.size:
+            return False
+        ab, bb = _address(a), _address(b)
+        return ab < bb + b.nbytes and bb < ab + a.nbytes

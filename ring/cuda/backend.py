@@ -17,17 +17,17 @@ from numba import cuda
 
 from kernels.arrays import address
 
-from ..ops import Op
+from ringtypes import Op
 from ..schedule import Collective, Plan
 from ..topology import Topology
 from ..wait import Waiter
 from . import ipc, staged
-from .arrays import SIMULATED, as_device, empty_like_kind
+from .arrays import SIMULATED, DeviceArrays
 from .enqueue import Rank, Slots, _copy, _unit, event
-from .group import SLOT_PAD, _align
+from .group import ALIGNED, SLOT_PAD, _align
 
 
-class CudaBackend:
+class CudaBackend(DeviceArrays):
     name = "cuda"
 
     def __init__(self, comm: MPI.Comm, topo: Topology, nslots: int, slot_bytes: int,
@@ -77,28 +77,17 @@ class CudaBackend:
         cuda.synchronize()  # headers zeroed on every GPU before anyone maps and writes
         comm.Barrier()
 
-    # -- arrays -----------------------------------------------------------------------
-    @staticmethod
-    def flat(a, arg: str, writeable: bool = False, dtype=None):
-        return as_device(a, arg, dtype)
-
-    @staticmethod
-    def empty_like(x, shape, logical):
-        n = int(np.prod(shape))
-        out = empty_like_kind(x, n, logical)
-        return out.reshape(shape) if len(shape) != 1 and hasattr(out, "reshape") else out
-
-    address = staticmethod(address)
-
-    def may_overlap(self, a, b) -> bool:
-        if not a.size or not b.size:
-            return False
-        ab, bb = self.address(a), self.address(b)
-        return ab < bb + b.nbytes and bb < ab + a.nbytes
-
+    # -- arrays (and flat, empty_like, address, may_overlap from DeviceArrays) ----------
     @staticmethod
     def scratch(n: int, dtype):
         return cuda.device_array(n, dtype)
+
+    def copy_of(self, a):
+        """A copy of device array a, made on the rank's stream (ordered before the plan)."""
+        dst = cuda.device_array(a.size, a.dtype)
+        if a.size:
+            _copy(dst, a, self.rank.stream)
+        return dst
 
     def swap_blocks(self, src, dst, rows: int, cols: int, b: int) -> None:
         """dst as [cols][rows][b] := src as [rows][cols][b]: rows x cols copies of b
@@ -110,7 +99,7 @@ class CudaBackend:
 
     @staticmethod
     def align(collective: Collective, itemsize: int) -> int:
-        return _align(itemsize) if collective in (Collective.ALLREDUCE, Collective.REDUCE) else 1
+        return _align(itemsize) if collective in ALIGNED else 1
 
     # -- who has arrived (host shared memory only) ---------------------------------------
     def entered(self, call: int) -> None:

@@ -34,7 +34,7 @@ from kernels.arrays import address
 from kernels.reduce import launch_args
 
 from ..host.executor import local_slices
-from ..ops import Op
+from ringtypes import Op
 from ..schedule import Plan
 from ..transport.shm import Typed
 from .arrays import SIMULATED
@@ -119,13 +119,13 @@ def enqueue(plans: list[Plan], op: Op, xs: list, outs: list, ranks: list[Rank],
     """Put one collective of every rank on its stream. xs / outs: 1-D device views of each
     rank's input and output (storage dtype)."""
     k = len(plans)
-    total = len(plans[0].units)
+    total = [len(p.units) for p in plans]  # chains (gather, scatter): ranks differ
     pos = [0] * k
     switch = not SIMULATED and len(cuda.gpus) > 1  # rank-by-rank device contexts
-    while min(pos) < total:
+    while any(pos[r] < total[r] for r in range(k)):
         moved = False
         for r in range(k):
-            if pos[r] == total:
+            if pos[r] == total[r]:
                 continue
             j, step, lo, hi = plans[r].units[pos[r]]
             inbound, outbound = links[r - 1], links[r]

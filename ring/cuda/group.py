@@ -17,17 +17,19 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from ..communicator import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, PATHS, check_slots
+from ..call import prepare
 from ..errors import CommunicatorError
-from ..ops import bfloat16, check_op_dtype, parse_op
+from ..options import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, check_path, check_slots
 from ..schedule import Collective, plan
 from . import graphs
-from .arrays import as_device, empty_like_kind
-from .enqueue import Link, Rank, Slots, enqueue, event, on_device
+from .arrays import DeviceArrays
+from .enqueue import Link, Rank, Slots, _copy, enqueue, event, on_device
 
 # Aligned chunk boundaries (16 bytes) can make a chunk up to 2 x 15 bytes longer than
 # chunk_bytes (schedule.Plan.chunk); slots carry that much more.
 SLOT_PAD = 64
+# Collectives whose blocks start 16-byte aligned (paired 16-bit loads in the reduce kernels)
+ALIGNED = (Collective.ALLREDUCE, Collective.REDUCE)
 
 
 class Group:
@@ -37,8 +39,7 @@ class Group:
         if int(size) != size or size < 1:
             raise ValueError(f"size: need at least one rank, got {size!r}")
         check_slots(chunk_bytes, nslots)
-        if path not in PATHS:
-            raise ValueError(f"path: expected one of {PATHS}, got {path!r}")
+        check_path(path)
         self.size, self.chunk_bytes, self.nslots, self.path = int(size), int(chunk_bytes), int(nslots), path
         ndev = len(cuda.gpus)
         self.devices = list(devices) if devices is not None else [0] * self.size
@@ -54,7 +55,7 @@ class Group:
                 self._links.append(Link(Slots(nslots, chunk_bytes + SLOT_PAD)))
         self._closed = False
 
-    # -- collectives ------------------------------------------------------------------
+    # -- collectives (xs: one array per rank; the result: one per rank) ----------------
     def allreduce(self, xs, outs=None, op="sum", *, dtype=None, stream=0):
         return self._call(Collective.ALLREDUCE, xs, outs, op, dtype, stream)
 
@@ -64,15 +65,36 @@ class Group:
     def allgather(self, xs, outs=None, *, dtype=None, stream=0):
         return self._call(Collective.ALLGATHER, xs, outs, "sum", dtype, stream)
 
-    def capture(self, collective: str, xs, outs, op="sum", *, dtype=None):
+    def broadcast(self, xs, root: int = 0, *, dtype=None, stream=0):
+        """In place: every xs[r] ends as xs[root]. Returns xs."""
+        return self._call(Collective.BROADCAST, xs, xs, "sum", dtype, stream, root)
+
+    def reduce(self, xs, outs=None, op="sum", root: int = 0, *, dtype=None, stream=0):
+        """The root's entry holds the reduction; the others are None."""
+        return self._call(Collective.REDUCE, xs, outs, op, dtype, stream, root)
+
+    def gather(self, xs, outs=None, root: int = 0, *, dtype=None, stream=0):
+        """The root's entry holds every xs[r] at block r; the others are None."""
+        return self._call(Collective.GATHER, xs, outs, "sum", dtype, stream, root)
+
+    def scatter(self, xs, outs=None, root: int = 0, *, dtype=None, stream=0):
+        """Entry r holds block r of xs[root]; only xs[root] is read (the others may be None
+        when outs is given)."""
+        return self._call(Collective.SCATTER, xs, outs, "sum", dtype, stream, root)
+
+    def alltoall(self, xs, outs=None, *, dtype=None, stream=0):
+        """Block j of xs[i] lands at block i of entry j."""
+        return self._call(Collective.ALLTOALL, xs, outs, "sum", dtype, stream)
+
+    def capture(self, collective: str, xs, outs, op="sum", *, dtype=None, root: int = 0):
         """Capture one collective on fixed buffers (outs required) as a CUDA graph; return
         it: graph.replay(stream) reruns the collective on those buffers, one launch."""
         coll = Collective[collective.upper()]
         if outs is None:
             raise ValueError("outs: a captured collective needs its output buffers fixed")
-        root = cuda.stream()
-        graph = graphs.capture(lambda s: self._call(coll, xs, outs, op, dtype, s), root,
-                               keep=(tuple(xs), tuple(outs), root))
+        origin = cuda.stream()
+        graph = graphs.capture(lambda s: self._call(coll, xs, outs, op, dtype, s, root), origin,
+                               keep=(tuple(xs), tuple(outs), origin))
         return graph
 
     def synchronize(self) -> None:
@@ -92,54 +114,47 @@ class Group:
         self.close()
 
     # -- one call -----------------------------------------------------------------------
-    def _call(self, collective, xs, outs, op, dtype, stream):
+    def _call(self, collective, xs, outs, op, dtype, stream, root=0):
         if self._closed:
             raise CommunicatorError("the group is closed")
         k = self.size
         if len(xs) != k:
             raise ValueError(f"xs: need one array per rank ({k}), got {len(xs)}")
-        op = parse_op(op)
-        views, logical = [], None
-        for r, x in enumerate(xs):
-            v, lt = as_device(x, f"xs[{r}]", dtype)
-            if logical is not None and (lt != logical or v.size != views[0].size):
-                raise ValueError(f"xs[{r}]: {v.size} x {lt} differs from xs[0]'s "
-                                 f"{views[0].size} x {logical}")
-            views.append(v)
-            logical = lt
-        check_op_dtype(op, logical)
-        n = views[0].size
-        if collective is Collective.REDUCE_SCATTER and n % k:
-            raise ValueError(f"xs: reduce_scatter needs sizes divisible by {k} ranks, got {n}")
-        count = n * k if collective is Collective.ALLGATHER else n
-        out_n = n // k if collective is Collective.REDUCE_SCATTER else count
-        if outs is None:
-            results = [empty_like_kind(x, out_n, logical) for x in xs]
-        else:
-            if len(outs) != k:
-                raise ValueError(f"outs: need one array per rank ({k}), got {len(outs)}")
-            results = list(outs)
-        ovs = []
-        for r, o in enumerate(results):
-            v, lt = as_device(o, f"outs[{r}]", "bfloat16" if logical == bfloat16 else None)
-            if lt != logical or v.size != out_n:
-                raise ValueError(f"outs[{r}]: needs {out_n} x {logical}, got {v.size} x {lt}")
-            ovs.append(v)
-        if collective is Collective.ALLREDUCE and outs is None:
-            results = [res.reshape(x.shape) if hasattr(res, "reshape") and hasattr(x, "shape")
-                       else res for res, x in zip(results, xs)]
-        if count:
-            storage = views[0].dtype
-            plans = [plan(collective, k, r, count, storage.itemsize, self.chunk_bytes,
-                          _align(storage.itemsize) if collective is Collective.ALLREDUCE else 1)
-                     for r in range(k)]
+        if outs is not None and len(outs) != k:
+            raise ValueError(f"outs: need one array per rank ({k}), got {len(outs)}")
+        outs = [None] * k if outs is None else outs
+        # each rank's arguments as a Communicator's rank would check them (ring/call.py)
+        calls = [prepare(DeviceArrays, k, r, collective, xs[r], outs[r], op, self.chunk_bytes,
+                         "ring", dtype, root, names=(f"xs[{r}]", f"outs[{r}]"))
+                 for r in range(k)]
+        first = calls[0]
+        for r, c in enumerate(calls):
+            if (c.count, c.dtype) != (first.count, first.dtype):
+                raise ValueError(f"xs[{r}]: {c.count} x {c.dtype} for {collective} differs from "
+                                 f"xs[0]'s {first.count} x {first.dtype}")
+        if first.count:
+            storage = np.dtype(first.x.dtype)
+            align = _align(storage.itemsize) if collective in ALIGNED else 1
+            plans = [plan(collective, k, r, first.count, storage.itemsize, self.chunk_bytes,
+                          align, first.root) for r in range(k)]
             if plans[0].max_chunk() * storage.itemsize > self.chunk_bytes + SLOT_PAD:
                 raise AssertionError("a chunk is larger than a slot")  # schedule.py's bound
             self._order_after(stream)
-            enqueue(plans, op, views, ovs, self._ranks, self._links, logical.name,
-                    np.dtype(storage), k, self.path)
+            views = [self._copy_of(c.x, r) if collective is Collective.ALLTOALL and c.in_place
+                     else c.x for r, c in enumerate(calls)]
+            enqueue(plans, first.op, views, [c.out for c in calls], self._ranks, self._links,
+                    first.dtype.name, storage, k, self.path)
             self._order_before(stream)
-        return results
+        return [c.result for c in calls]
+
+    def _copy_of(self, a, r: int):
+        """A copy of rank r's input on its stream: in-place all-to-all reads every block of
+        x after other blocks have landed over it."""
+        with on_device(self.devices[r]):
+            dst = cuda.device_array(a.size, a.dtype)
+            if a.size:
+                _copy(dst, a, self._ranks[r].stream)
+        return dst
 
     def _order_after(self, stream) -> None:
         """Every rank's streams wait for the work already queued on the caller's stream."""

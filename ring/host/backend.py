@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
-from ..ops import Op, parse_dtype
+from ringtypes import Op, parse_dtype
 from ..schedule import Plan
 from ..topology import Topology
 from ..transport.mpi import MpiRecv, MpiSend
@@ -71,6 +71,10 @@ class HostBackend:
     @staticmethod
     def scratch(n: int, dtype) -> np.ndarray:
         return np.empty(n, dtype)
+
+    @staticmethod
+    def copy_of(a: np.ndarray) -> np.ndarray:
+        return a.copy()
 
     @staticmethod
     def swap_blocks(src: np.ndarray, dst: np.ndarray, rows: int, cols: int, b: int) -> None:

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops import Op
+from ringtypes import Op
 from ..schedule import Collective, Plan
 from .reduce import apply_chunk
 
 
 def local_slices(plan: Plan, block: int, lo: int, hi: int):
     """Where full-array elements [lo, hi) of `block` sit in this rank's input and output."""
-    if plan.collective in (Collective.ALLREDUCE, Collective.BROADCAST, Collective.REDUCE):
+    c = plan.collective
+    if c in (Collective.ALLREDUCE, Collective.BROADCAST, Collective.REDUCE, Collective.ALLTOALL):
         return slice(lo, hi), slice(lo, hi)
     base = plan.blocks[plan.rank]
-    if plan.collective is Collective.REDUCE_SCATTER:
+    if c in (Collective.REDUCE_SCATTER, Collective.SCATTER):  # the output is block `rank`
         return slice(lo, hi), slice(lo - base, hi - base)
+    # all-gather, gather: the input is block `rank` of the output
     return (slice(lo - base, hi - base) if block == plan.rank else None), slice(lo, hi)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops import Op
+from ringtypes import Op
 from ..schedule import Step
 
 UFUNC = {

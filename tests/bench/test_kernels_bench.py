@@ -88,7 +88,7 @@ REDUCE = [("float32", np.float32), ("float16", np.float16), ("bfloat16", np.uint
 def test_reduce_into_sum(benchmark, name, storage, nbytes):
     from kernels.fastlaunch import BoundLaunch
     from kernels.reduce import launch_args
-    from ring.ops import Op
+    from ringtypes import Op
     a, b = _arrays(storage, nbytes, 2)
     k, g, t, args = launch_args(Op.SUM, a, a, b, dtype=name)
     _run(benchmark, f"reduce_into sum {name}", nbytes, BoundLaunch(k, args, g, t), 3 * nbytes)
@@ -98,7 +98,7 @@ def test_reduce_into_sum(benchmark, name, storage, nbytes):
 def test_reduce_copy_two_outputs_f32(benchmark, nbytes):
     from kernels.fastlaunch import BoundLaunch
     from kernels.reduce import launch_args
-    from ring.ops import Op
+    from ringtypes import Op
     o, o2, a, b = _arrays(np.float32, nbytes, 4)
     k, g, t, args = launch_args(Op.SUM, o, a, b, out2=o2)
     _run(benchmark, "reduce_copy sum float32, two outputs", nbytes, BoundLaunch(k, args, g, t),
@@ -129,7 +129,7 @@ def test_cupy_add(benchmark, dtype, nbytes):
 def test_reduce_copy_avg_bf16(benchmark, nbytes):
     from kernels.fastlaunch import BoundLaunch
     from kernels.reduce import launch_args
-    from ring.ops import Op
+    from ringtypes import Op
     o, a, b = _arrays(np.uint16, nbytes, 3)
     k, g, t, args = launch_args(Op.AVG, o, a, b, nranks=4, dtype="bfloat16")
     _run(benchmark, "reduce_copy avg bfloat16 (sum, then / 4)", nbytes,

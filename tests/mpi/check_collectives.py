@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 
 import ring
+import ringtypes
 
 from .. import reference
-from ..inputs import DTYPE_NAMES, make
+from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
 from .conftest import CHUNK, assert_ran, same_everywhere, two_level_nodes
 
 OPS = ["sum", "prod", "min", "max", "avg"]
+TWO_LEVEL = ("allreduce", "reduce_scatter", "allgather")  # "auto" takes two-level for these
 
 
 def counts(k):
@@ -22,9 +24,9 @@ def counts(k):
 
 
 def cases():
-    for dtype in DTYPE_NAMES:
+    for dtype in REDUCIBLE_NAMES:
         for op in OPS:
-            if op == "avg" and np.dtype(dtype).kind not in "fV":
+            if op == "avg" and np.dtype(ringtypes.BY_NAME[dtype]) not in ringtypes.FLOATING:
                 continue
             yield dtype, op
 
@@ -33,7 +35,7 @@ def _check(collective, got, inputs, op, rank, algorithm=None, root=0):
     """got is bitwise the exact result of the algorithm that must have run, and it ran:
     algorithm None is "auto" (two-level on equal emulated nodes, else the flat ring)."""
     k = len(inputs)
-    nodes = two_level_nodes(k) if algorithm is None and collective not in ("broadcast", "reduce") else 1
+    nodes = two_level_nodes(k) if algorithm is None and collective in TWO_LEVEL else 1
     assert_ran("hierarchical" if nodes > 1 else "ring", collective)
     want = reference.expected(collective, inputs, op, nodes=nodes, root=root)[rank]
     assert got.dtype == want.dtype and got.shape == want.shape
@@ -165,7 +167,7 @@ def test_check_false_gives_the_same_results(world):
 @pytest.mark.parametrize("op", OPS)
 def test_nan_and_inf_propagate_as_numpy_reductions_do(comm, world, dtype, op):
     k, r = comm.size, comm.rank
-    t = np.dtype(ring.ops.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    t = np.dtype(ringtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
 
     def data(q):
         v = np.array([q + 1.0, 2.0, 3.0, 4.0, 5.0, q + 0.5], np.float64)
@@ -185,3 +187,67 @@ def test_nan_and_inf_propagate_as_numpy_reductions_do(comm, world, dtype, op):
     np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
     assert np.isnan(got.astype(np.float64)[[3, 4]]).all()
     assert same_everywhere(world, got)
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_gather_to_every_root(comm, world, dtype):
+    k, r = comm.size, comm.rank
+    for root in range(k):
+        for n in (0, 1, 5, 130):
+            inputs = [make(q, n, dtype) for q in range(k)]
+            got = comm.gather(inputs[r].copy(), root=root)
+            if r != root:
+                assert got is None
+                assert_ran("ring", "gather")
+            else:
+                _check("gather", got, inputs, "sum", r, root=root)
+            # in place at the root: its x is block `root` of out (MPI_IN_PLACE)
+            out = np.empty(k * n, inputs[0].dtype)
+            out[r * n:(r + 1) * n] = inputs[r]
+            x = out[r * n:(r + 1) * n] if r == root else inputs[r].copy()
+            got = comm.gather(x, out=out if r == root else None, root=root)
+            if r == root:
+                assert got is out
+                _check("gather", got, inputs, "sum", r, root=root)
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_scatter_from_every_root(comm, world, dtype):
+    k, r = comm.size, comm.rank
+    for root in range(k):
+        for per in (0, 1, 3, 40):
+            inputs = [make(q, per * k, dtype) for q in range(k)]
+            got = comm.scatter(inputs[r].copy(), root=root)
+            assert got.shape == (per,)
+            _check("scatter", got, inputs, "sum", r, root=root)
+            # off the root x may be None (it is never read) when out is given
+            out = np.empty(per, inputs[0].dtype)
+            got = comm.scatter(inputs[r].copy() if r == root else None, out=out, root=root)
+            assert got is out
+            _check("scatter", got, inputs, "sum", r, root=root)
+            # in place at the root: out is block `root` of x
+            x = inputs[r].copy()
+            out = x[r * per:(r + 1) * per] if r == root else np.empty(per, x.dtype)
+            got = comm.scatter(x if r == root else None, out=out, root=root)
+            assert got is out
+            _check("scatter", got, inputs, "sum", r, root=root)
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_alltoall(comm, world, dtype):
+    k, r = comm.size, comm.rank
+    for per in (0, 1, 3, 40):
+        inputs = [make(q, per * k, dtype, seed=5) for q in range(k)]
+        for in_place in (False, True):
+            x = inputs[r].copy()
+            got = comm.alltoall(x, out=x if in_place else None)
+            assert (got is x) == in_place and got.shape == (per * k,)
+            if not in_place:
+                assert x.tobytes() == inputs[r].tobytes(), "input changed out of place"
+            _check("alltoall", got, inputs, "sum", r)
+
+
+def test_barrier(comm, world):
+    for _ in range(3):
+        comm.barrier()
+        assert_ran("mpi", "barrier")

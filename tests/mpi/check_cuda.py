@@ -10,11 +10,12 @@ import pytest
 from numba import cuda
 
 import ring
-from ring.cuda.arrays import SIMULATED
+import ringtypes
+from ring.cuda.arrays import SIMULATED, storage_of
 from ring.cuda.group import _align
 
 from .. import reference
-from ..inputs import DTYPE_NAMES, make
+from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
 from .conftest import assert_ran, same_everywhere
 
 if SIMULATED:
@@ -34,21 +35,27 @@ def gcomm():
 
 
 def _gpu(a):
-    bits = a.view(np.uint16) if a.dtype.name == "bfloat16" else a
+    bits = a.view(storage_of(a.dtype))  # bfloat16 and float8 travel as integer bits
     return cuda.to_device(bits) if cp is None else cp.asarray(bits)
 
 
 def _host(d, dtype=None):
     a = d.copy_to_host() if cp is None else cp.asnumpy(d)
-    return a.view(dtype) if dtype is not None and np.dtype(dtype).name == "bfloat16" else a
+    return a.view(dtype) if dtype is not None else a
+
+
+def _kw(dtype):
+    """dtype= for the logical dtypes that travel as bits."""
+    dt = np.dtype(ringtypes.BY_NAME[dtype]) if isinstance(dtype, str) else np.dtype(dtype)
+    return {"dtype": dt.name} if storage_of(dt) != dt else {}
 
 
 def _same_kind(got, x) -> bool:
     return type(got) is type(x)
 
 
-CASES = [(d, o) for d in DTYPE_NAMES for o in ("sum", "prod", "min", "max", "avg")
-         if not (o == "avg" and d in ("int32", "int64", "uint8"))]
+CASES = [(d, o) for d in REDUCIBLE_NAMES for o in ("sum", "prod", "min", "max", "avg")
+         if not (o == "avg" and ringtypes.BY_NAME[d] not in ringtypes.FLOATING)]
 
 
 @pytest.mark.parametrize("dtype,op", CASES)
@@ -56,7 +63,7 @@ def test_allreduce_matches_the_exact_reference(gcomm, world, dtype, op):
     k, r = gcomm.size, gcomm.rank
     for n in SIZES:
         inputs = [make(q, n, dtype, op=op) for q in range(k)]
-        kw = {"dtype": "bfloat16"} if dtype == "bfloat16" else {}
+        kw = _kw(dtype)
         x = _gpu(inputs[r])
         got = gcomm.allreduce(x, op=op, **kw)
         assert _same_kind(got, x)
@@ -128,7 +135,7 @@ def test_two_slots_and_many_chunks(world, path):
 @pytest.mark.parametrize("dtype,op", [("float32", "sum"), ("bfloat16", "avg"), ("int64", "max")])
 def test_broadcast_and_reduce(gcomm, dtype, op):
     k, r = gcomm.size, gcomm.rank
-    kw = {"dtype": "bfloat16"} if dtype == "bfloat16" else {}
+    kw = _kw(dtype)
     for root in range(k):
         for n in SIZES:
             inputs = [make(q, n, dtype, op=op) for q in range(k)]
@@ -141,3 +148,44 @@ def test_broadcast_and_reduce(gcomm, dtype, op):
                 continue
             want = reference.reduce(inputs, op, root)
             assert _host(got, inputs[0].dtype).tobytes() == want.tobytes(), (dtype, op, n, root)
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_gather_scatter_alltoall(gcomm, world, dtype):
+    k, r = gcomm.size, gcomm.rank
+    kw = _kw(dtype)
+    for per in PER:
+        inputs = [make(q, per * k, dtype, seed=9) for q in range(k)]
+        got = gcomm.alltoall(_gpu(inputs[r]), **kw)
+        assert_ran("ring", "alltoall")
+        want = reference.expected("alltoall", inputs)[r]
+        assert _host(got, want.dtype).tobytes() == want.tobytes(), (dtype, per)
+        x = _gpu(inputs[r])
+        assert gcomm.alltoall(x, out=x, **kw) is x  # in place
+        assert _host(x, want.dtype).tobytes() == want.tobytes(), (dtype, per, "in place")
+        for root in range(k):
+            got = gcomm.scatter(_gpu(inputs[r]), root=root, **kw)
+            want = reference.expected("scatter", inputs, root=root)[r]
+            assert _host(got, want.dtype).tobytes() == want.tobytes(), (dtype, per, root)
+            mine = [x[:per] for x in inputs]
+            got = gcomm.gather(_gpu(mine[r]), root=root, **kw)
+            if r != root:
+                assert got is None
+                continue
+            want = reference.expected("gather", mine, root=root)[r]
+            assert _host(got, want.dtype).tobytes() == want.tobytes(), (dtype, per, root)
+
+
+def test_float8_reductions_are_refused(world):
+    c = ring.Communicator(device="cuda", timeout=60)
+    with pytest.raises(TypeError, match="float8_e4m3fn is carried by the collectives"):
+        c.allreduce(_gpu(np.ones(4, ringtypes.float8_e4m3fn)), dtype="float8_e4m3fn")
+    c.close()
+
+
+def test_a_bad_root_raises_on_every_rank(world):
+    c = ring.Communicator(device="cuda", timeout=60)
+    exc = ValueError if c.rank == 0 else ring.MismatchError
+    with pytest.raises(exc, match="root: must be a rank" if c.rank == 0 else r"rank\(s\) \[0\]"):
+        c.scatter(_gpu(np.ones(2 * c.size, np.float32)), root=c.size if c.rank == 0 else 0)
+    c.close()

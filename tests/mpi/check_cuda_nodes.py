@@ -77,3 +77,28 @@ def test_matches_the_exact_reference(dev, world, algorithm, collective, dtype, o
         assert got.tobytes() == want.tobytes(), (algorithm, collective, dtype, op, n)
         if collective == "allreduce":
             assert same_everywhere(world, got)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8"])
+def test_gather_scatter_alltoall_cross_nodes(dev, dtype):
+    """The data-moving collectives run on the flat ring whatever the layout: chains whose
+    ranks take different numbers of steps, through staged links between nodes."""
+    k, r = dev.size, dev.rank
+    kw = {"dtype": "bfloat16"} if dtype == "bfloat16" else {}
+    for per in (0, 1, 37):
+        inputs = [make(q, per * k, dtype, seed=8) for q in range(k)]
+        got = dev.alltoall(_gpu(inputs[r]), **kw)
+        assert_ran("ring", "alltoall")
+        want = reference.expected("alltoall", inputs)[r]
+        assert got.copy_to_host().view(want.dtype).tobytes() == want.tobytes()
+        for root in (0, k - 1):
+            got = dev.scatter(_gpu(inputs[r]), root=root, **kw)
+            want = reference.expected("scatter", inputs, root=root)[r]
+            assert got.copy_to_host().view(want.dtype).tobytes() == want.tobytes()
+            mine = [x[:per] for x in inputs]
+            got = dev.gather(_gpu(mine[r]), root=root, **kw)
+            if r == root:
+                assert got.copy_to_host().view(want.dtype).tobytes() == \
+                    np.concatenate(mine).tobytes()
+            else:
+                assert got is None

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import ring
+import ringtypes
 
 LAST = -1
 
@@ -181,3 +182,57 @@ def _rank():
 def _size():
     from mpi4py import MPI
     return MPI.COMM_WORLD.size
+
+
+@pytest.mark.parametrize("collective", ["gather", "scatter"])
+def test_bad_root_for_gather_and_scatter(collective):
+    expect_everywhere(lambda c: getattr(c, collective)(np.ones(2 * c.size),
+                                                       root=-1 if c.rank == 0 else 0),
+                      ValueError, 0, match="root: must be a rank of the communicator")
+
+
+def test_ranks_disagree_on_the_gather_root():
+    c = fresh()
+    if c.size > 1:
+        with pytest.raises(ring.MismatchError, match="root"):
+            c.gather(np.ones(3), root=c.rank)
+    c.close()
+
+
+@pytest.mark.parametrize("collective", ["scatter", "alltoall"])
+def test_scatter_and_alltoall_need_divisible_sizes(collective):
+    if _size() == 1:  # every size divides by one rank
+        with fresh() as c:
+            assert getattr(c, collective)(np.ones(3)).tolist() == [1.0, 1.0, 1.0]
+        return
+    expect_everywhere(lambda c: getattr(c, collective)(np.ones(c.size + (c.rank == 0))),
+                      ValueError, 0, match=f"x: {collective} needs x.size divisible")
+
+
+def test_scatter_off_the_root_needs_x_or_out():
+    if _size() == 1:  # the only rank is the root, whose x is read
+        c = fresh()
+        with pytest.raises(TypeError, match="x: expected a NumPy array, got NoneType"):
+            c.scatter(None)
+        c.close()
+        return
+    expect_everywhere(lambda c: c.scatter(np.ones(2 * c.size) if c.rank != 1 else None,
+                                          root=0),
+                      ValueError, 1, match="x: scatter needs x or out on every rank")
+
+
+def test_float8_carries_data_but_refuses_reductions():
+    f8 = ringtypes.float8_e4m3fn
+    with fresh() as c:
+        x = np.ones(2 * c.size, f8)
+        assert c.allgather(x).view(np.uint8).tolist() == [x.view(np.uint8)[0]] * (2 * c.size ** 2)
+    expect_everywhere(lambda c: c.allreduce(np.ones(4, f8 if c.rank == 0 else np.float32)),
+                      TypeError, 0, match="x: float8_e4m3fn is carried by the collectives "
+                                          "that only move data")
+
+
+def test_alltoall_out_overlapping_x_elsewhere():
+    def call(c):
+        buf = np.ones(4 * c.size)
+        return c.alltoall(buf[:2 * c.size], out=buf[1:2 * c.size + 1] if c.rank == 0 else None)
+    expect_everywhere(call, ValueError, 0, match="out: overlaps x")

@@ -1,7 +1,7 @@
 """Host all-reduce (ring) against MPI_Allreduce of the MPI library mpi4py loaded, on the
 same buffers, interleaved, best of several rounds. Also sweeps the chunk size.
 
-    mpiexec -n 2 python results/host_vs_mpi.py [--sizes 16,64] [--chunks 524288,1048576]
+    mpiexec -n 2 python benchmarks/host_vs_mpi.py [--sizes 16,64] [--chunks 524288,1048576]
 
 Prints one line per (size, chunk): best time of each and ring's speed-up over MPI.
 Timing: barrier, `iters` calls back to back, the slowest rank's mean; best of `rounds`.
@@ -14,7 +14,7 @@ import numpy as np
 from mpi4py import MPI
 
 import ring
-from ring.communicator import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS
+from ring.options import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS
 
 
 def timed(fn, iters, comm):

@@ -2,7 +2,7 @@
 roofline, fused against copy path, chunk and slot sweeps, per-call host overhead with and
 without CUDA graphs. GPU only.
 
-    python3 results/group_bench.py [--quick] --json results/group-<gpu>.json
+    python3 benchmarks/group_bench.py [--quick] --json results/group-<gpu>.json
 
 Every figure is device time from CUDA events on the caller's stream around `iters` calls
 (or graph replays) after warm-up. "Bytes moved" counts what the schedule reads and writes

@@ -1,7 +1,7 @@
 """Cost of the agreement check: an 8-byte all-reduce with and without it, and the same
 call through MPI_Allreduce, per call (mean of 2000 after 200 warm-up, slowest rank).
 
-    mpiexec -n 2 python results/agreement_cost.py
+    mpiexec -n 2 python benchmarks/agreement_cost.py
 """
 
 import time

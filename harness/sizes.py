@@ -1,0 +1,20 @@
+"""Message sizes as nccl-tests reads and steps them: 8, 1K, 64M, 1G; -f factor or -i step."""
+
+from __future__ import annotations
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().upper().rstrip("B")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    return int(float(text[:-1] if mult > 1 else text) * mult)
+
+
+def sizes(begin: int, end: int, factor: float, step: int) -> list[int]:
+    out, s = [], begin
+    while s <= end:
+        out.append(s)
+        s = s * factor if factor > 1 else s + step
+        s = int(s)
+        if step == 0 and factor <= 1:
+            break
+    return out
