@@ -12,12 +12,14 @@ roofline is a device-to-device copy (2N bytes moved) measured in the same run.
 
 import argparse
 import json
+import sys
 import time
 
 import numpy as np
 from numba import cuda
 
 import ring
+from harness.meta import describe
 from ring.cuda.enqueue import traffic
 from ring.cuda.group import _align
 from ring.schedule import Collective, plan
@@ -81,7 +83,7 @@ def main():
     dev = cuda.get_current_device()
     name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
     roof = copy_gbps(256 << 20)
-    out = {"gpu": name, "copy_GBps_256MiB": roof, "cases": [], "host_overhead_us": {}}
+    out = {"meta": describe(sys.argv), "gpu": name, "copy_GBps_256MiB": roof, "cases": [], "host_overhead_us": {}}
     print(f"# {name}; device-to-device copy at 256 MiB: {roof:.0f} GB/s (bytes read + written)")
 
     def run(*args, **kw):

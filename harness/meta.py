@@ -65,20 +65,29 @@ def versions() -> dict:
                                     "cupy-cuda12x", "cupy-cuda13x", "ml_dtypes", "torch")}
 
 
-def collect(world: MPI.Comm, impls, argv, device: str) -> dict:
+def describe(argv, cuda: bool = True) -> dict:
+    """What any result file records: when, where, the command, the commit and the versions
+    (with the GPU's CUDA and NCCL versions when cuda)."""
     info = {
-        "device": device,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(),
-        "ranks": world.size,
-        "implementations": {i.name: i.label for i in impls},
-        "mpi_library": MPI.Get_library_version().splitlines()[0].strip(),
         "versions": versions(),
         "command": " ".join(argv),
         "git_commit": git_commit(),
         "python": platform.python_version(),
     }
     info.update(gpu())
-    if device == "cuda":
+    if cuda:
         info.update(cuda_versions())
+    return info
+
+
+def collect(world: MPI.Comm, impls, argv, device: str) -> dict:
+    info = {
+        "device": device,
+        "ranks": world.size,
+        "implementations": {i.name: i.label for i in impls},
+        "mpi_library": MPI.Get_library_version().splitlines()[0].strip(),
+    }
+    info.update(describe(argv, cuda=device == "cuda"))
     return info
