@@ -2,7 +2,7 @@
 # under $OUT. Run from the repo root on the lent machine, carrying .whl, with the commit
 # named (the device's copy of the tree has no git; every result JSON records it):
 #   RING_GIT_COMMIT=<sha> bash tools/gpu-session.sh     (or STEPS="group cuda" ...)
-# Steps: group cuda cudanodes faults where groupbench sweep sweep4 nodes colls mps all
+# Steps: group cuda cudanodes faults where profile groupbench sweep sweep4 nodes colls mps all
 . tools/gpu-env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
@@ -13,10 +13,12 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   cudanodes)  step 300 cudanodes python3 -m pytest tests/test_mpi.py -q -p no:cacheprovider --durations=0 -k cuda_device_across ;;
   faults)     step 200 faults python3 -m pytest tests/test_faults.py -q -p no:cacheprovider --durations=0 -k cuda ;;
   where)      TAIL=8 step 200 where python3 benchmarks/where_time_goes.py --json $OUT/where-time-goes-$GPU.json ;;
+  profile)    TAIL=40 step 90 profile-group python3 benchmarks/profile_call.py --group 4
+              TAIL=40 step 90 profile-comm mpiexec -n 2 python3 benchmarks/profile_call.py ;;
   groupbench) TAIL=40 step 420 groupbench python3 benchmarks/group_bench.py --quick --json $OUT/group-$GPU.json ;;
   sweep)      TAIL=20 step 300 sweep2 mpiexec -n 2 python3 -m harness allreduce -b 8 -e 1G -f 4 -n ${ITERS:-10} -w 2 \
                   --device cuda --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-2ranks-$GPU.json ;;
-  sweep4)     TAIL=20 step 420 sweep4 mpiexec -n 4 python3 -m harness allreduce -b 8 -e 1G -f 4 -n ${ITERS:-10} -w 2 --device cuda \
+  sweep4)     TAIL=20 step 420 sweep4 mpiexec -n 4 python3 -m harness allreduce -b 8 -e ${MAX:-1G} -f 4 -n ${ITERS:-10} -w 2 --device cuda \
                   --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-4ranks-$GPU.json ;;
   nodes)      RING_NODES=2 step 300 nodes mpiexec -n 4 python3 -m harness allreduce -b 1M -e 256M -f 4 \
                   --device cuda --impl ring-hier,ring-flat,mpi --json $OUT/allreduce-2nodes-$GPU.json ;;
@@ -26,7 +28,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   mps)        nvidia-cuda-mps-control -d > $OUT/mps.txt 2>&1; echo "== mps start rc=$?"; cat $OUT/mps.txt
               sleep 1; echo get_server_list | nvidia-cuda-mps-control 2>&1 | head -3
               TAIL=20 step 300 sweep2-mps mpiexec -n 2 python3 -m harness allreduce -b 8 -e 256M -f 8 -n 10 -w 2 \
-                  --device cuda --impl ring,nccl,mpi --json $OUT/allreduce-2ranks-mps-$GPU.json
+                  --device cuda --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-2ranks-mps-$GPU.json
               echo quit | nvidia-cuda-mps-control ;;
   all)        step 580 all python3 -m pytest tests -x -q -p no:cacheprovider ;;
 esac; done

@@ -60,6 +60,16 @@ class Slots:
         self.freed = [event() for _ in range(nslots)]
         self._typed = Typed(self.raw)
 
+    def swap_events(self, events=None):
+        """Put fresh events in place (or the given (written, freed) pair); return the pair
+        that was there. A stream capture needs fresh ones: waiting inside a capture on an
+        event recorded outside it invalidates the capture, and waiting on an event never
+        recorded is a no-op."""
+        old = self.written, self.freed
+        n = len(self.raw)
+        self.written, self.freed = events or ([event() for _ in range(n)], [event() for _ in range(n)])
+        return old
+
     def view(self, k: int, storage: np.dtype, n: int):
         return self._typed.get(storage)[k][:n]
 

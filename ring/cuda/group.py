@@ -93,9 +93,17 @@ class Group:
         if outs is None:
             raise ValueError("outs: a captured collective needs its output buffers fixed")
         origin = cuda.stream()
-        graph = graphs.capture(lambda s: self._call(coll, xs, outs, op, dtype, s, root), origin,
-                               keep=(tuple(xs), tuple(outs), origin))
-        return graph
+        # the capture's waits must not refer to events of calls before it: fresh events for
+        # the capture (the replay is ordered after earlier calls by its stream), and the old
+        # ones back for the plain calls after it
+        slots = [link.slots for link in self._links] + [r.stage for r in self._ranks]
+        saved = [sl.swap_events() for sl in slots]
+        try:
+            return graphs.capture(lambda s: self._call(coll, xs, outs, op, dtype, s, root), origin,
+                                  keep=(tuple(xs), tuple(outs), origin))
+        finally:
+            for sl, events in zip(slots, saved):
+                sl.swap_events(events)
 
     def synchronize(self) -> None:
         for r in self._ranks:

@@ -1,0 +1,63 @@
+"""Where the host time of one small all-reduce goes, function by function (cProfile).
+
+    python3 benchmarks/profile_call.py --group 4            # ring.Group, 4 ranks, one process
+    mpiexec -n 2 python3 benchmarks/profile_call.py         # Communicator(device="cuda")
+
+Profiles `calls` 8-byte all-reduces after warm-up and prints rank 0's top functions by
+own time, and the mean wall time per call without the profiler.
+"""
+
+import argparse
+import cProfile
+import io
+import pstats
+import time
+
+import numpy as np
+from numba import cuda
+
+import ring
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--group", type=int, default=0, help="ranks of a ring.Group (else: Communicator)")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--top", type=int, default=25)
+    a = ap.parse_args()
+    if a.group:
+        g = ring.Group(a.group)
+        xs = [cuda.to_device(np.ones(2, np.float32)) for _ in range(a.group)]
+        outs = [cuda.device_array(2, np.float32) for _ in range(a.group)]
+        call, rank, what = (lambda: g.allreduce(xs, outs=outs)), 0, f"Group({a.group})"
+        sync = cuda.synchronize
+    else:
+        comm = ring.Communicator(device=a.device)
+        x = cuda.to_device(np.ones(2, np.float32)) if a.device == "cuda" else np.ones(2, np.float32)
+        out = cuda.device_array(2, np.float32) if a.device == "cuda" else np.empty(2, np.float32)
+        call, rank, what = (lambda: comm.allreduce(x, out=out)), comm.rank, f"Communicator({a.device}, {comm.size} ranks)"
+        sync = cuda.synchronize if a.device == "cuda" else (lambda: None)
+    for _ in range(20):
+        call()
+    sync()
+    t = time.perf_counter()
+    for _ in range(a.calls):
+        call()
+    sync()
+    wall = (time.perf_counter() - t) / a.calls * 1e6
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(a.calls):
+        call()
+    sync()
+    prof.disable()
+    if rank == 0:
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(a.top)
+        print(f"# {what}: 8-byte all-reduce, {wall:.1f} us per call (wall, no profiler)")
+        print("\n".join(s.getvalue().splitlines()[:a.top + 12]))
+
+
+if __name__ == "__main__":
+    main()
