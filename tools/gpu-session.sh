@@ -10,7 +10,7 @@ step() { local limit=$1 name=$2; shift 2; timeout $limit "$@" > $OUT/$name.txt 2
 for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   group)      step 240 group python3 -m pytest tests/test_group.py tests/test_kernels.py -x -q -p no:cacheprovider ;;
   cuda)       step 420 cuda python3 -m pytest tests/test_mpi.py -x -q -p no:cacheprovider -k cuda_device_processes ;;
-  cudanodes)  step 300 cudanodes python3 -m pytest tests/test_mpi.py -q -p no:cacheprovider --durations=0 -k cuda_device_across ;;
+  cudanodes)  step 300 cudanodes python3 -m pytest tests/test_mpi.py -q -p no:cacheprovider --durations=0 -k "cuda_device_across${NODES_K:+ and $NODES_K}" ;;
   faults)     step 200 faults python3 -m pytest tests/test_faults.py -q -p no:cacheprovider --durations=0 -k cuda ;;
   where)      TAIL=8 step 200 where python3 benchmarks/where_time_goes.py --json $OUT/where-time-goes-$GPU.json ;;
   profile)    TAIL=40 step 90 profile-group python3 benchmarks/profile_call.py --group 4
@@ -22,9 +22,12 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-4ranks-$GPU.json ;;
   nodes)      RING_NODES=2 step 300 nodes mpiexec -n 4 python3 -m harness allreduce -b 1M -e 256M -f 4 \
                   --device cuda --impl ring-hier,ring-flat,mpi --json $OUT/allreduce-2nodes-$GPU.json ;;
-  colls)      for c in reduce_scatter allgather broadcast reduce gather scatter alltoall; do
-                step 120 coll-$c mpiexec -n 2 python3 -m harness $c -b 1K -e 256M -f 16 --device cuda \
-                  --impl ring,nccl,mpi --nccl-hostid --json $OUT/$c-2ranks-$GPU.json; done ;;
+  colls)      mkdir -p $OUT/colls  # one archive comes back: the tool returns at most 8 files
+              for c in ${COLLS:-reduce_scatter allgather broadcast reduce gather scatter alltoall}; do
+                step ${COLL_LIMIT:-120} colls/$c mpiexec -n 2 python3 -m harness $c -b 8 -e ${MAX:-256M} -f 8 \
+                  -n ${ITERS:-10} -w 2 --device cuda --impl ring,nccl,mpi --nccl-hostid \
+                  --json $OUT/colls/$c-2ranks-$GPU.json; done
+              tar -C $OUT -czf $OUT/colls.tgz colls && rm -r $OUT/colls ;;
   mps)        nvidia-cuda-mps-control -d > $OUT/mps.txt 2>&1; echo "== mps start rc=$?"; cat $OUT/mps.txt
               sleep 1; echo get_server_list | nvidia-cuda-mps-control 2>&1 | head -3
               TAIL=20 step 300 sweep2-mps mpiexec -n 2 python3 -m harness allreduce -b 8 -e 256M -f 8 -n 10 -w 2 \
