@@ -215,3 +215,25 @@ def test_float8_reductions_are_refused():
         x = _dev(np.ones(4, parse_dtype("float8_e5m2")))
         with pytest.raises(TypeError, match="float8_e5m2 is carried by the collectives"):
             g.allreduce([x, x], dtype="float8_e5m2")
+
+
+@needs_gpu
+def test_a_thousand_groups_give_back_their_device_memory():
+    from numba import cuda
+    ctx = cuda.current_context()
+
+    def free():
+        ctx.deallocations.clear()  # Numba frees lazily: flush first
+        return ctx.get_memory_info()[0]
+
+    x = [dev(np.ones(1000, np.float32)) for _ in range(4)]
+    before = None
+    for i in range(1000):
+        with ring.Group(4, chunk_bytes=1 << 20) as g:
+            outs = g.allreduce(x)
+        assert host(outs[0])[0] == 4
+        del outs
+        if i == 9:  # after the first cycles' one-time costs (kernels loaded)
+            before = free()
+    grown = before - free()
+    assert grown < (16 << 20), f"device memory in use grew by {grown} bytes over 1000 groups"

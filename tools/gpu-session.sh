@@ -2,7 +2,7 @@
 # under $OUT. Run from the repo root on the lent machine, carrying .whl, with the commit
 # named (the device's copy of the tree has no git; every result JSON records it):
 #   RING_GIT_COMMIT=<sha> bash tools/gpu-session.sh     (or STEPS="group cuda" ...)
-# Steps: group cuda cudanodes faults where profile groupbench sweep sweep4 nodes colls mps all
+# Steps: group cuda cudanodes faults lifetime where profile groupbench sweep sweep4 nodes colls mps all
 . tools/gpu-env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
@@ -15,7 +15,11 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   where)      TAIL=8 step 200 where python3 benchmarks/where_time_goes.py --json $OUT/where-time-goes-$GPU.json ;;
   profile)    TAIL=40 step 90 profile-group python3 benchmarks/profile_call.py --group 4
               TAIL=40 step 90 profile-comm mpiexec -n 2 python3 benchmarks/profile_call.py ;;
-  groupbench) TAIL=40 step 420 groupbench python3 benchmarks/group_bench.py --quick --json $OUT/group-$GPU.json ;;
+  groupbench) TAIL=40 step 420 groupbench python3 benchmarks/group_bench.py --quick ${GROUP_RANKS:+--ranks $GROUP_RANKS} \
+                  --json $OUT/group${GROUP_RANKS:+-k$GROUP_RANKS}-$GPU.json ;;
+  lifetime)   step 150 lifetime-group python3 -m pytest tests/test_group.py -q -p no:cacheprovider -k thousand
+              step 300 lifetime-comm python3 -m pytest -q -p no:cacheprovider --durations=3 \
+                  "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]" ;;
   sweep)      TAIL=20 step 300 sweep2 mpiexec -n 2 python3 -m harness allreduce -b 8 -e 1G -f 4 -n ${ITERS:-10} -w 2 \
                   --device cuda --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-2ranks-$GPU.json ;;
   sweep4)     TAIL=20 step 420 sweep4 mpiexec -n 4 python3 -m harness allreduce -b 8 -e ${MAX:-1G} -f 4 -n ${ITERS:-10} -w 2 --device cuda \
@@ -24,9 +28,9 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   --device cuda --impl ring-hier,ring-flat,mpi --json $OUT/allreduce-2nodes-$GPU.json ;;
   colls)      mkdir -p $OUT/colls  # one archive comes back: the tool returns at most 8 files
               for c in ${COLLS:-reduce_scatter allgather broadcast reduce gather scatter alltoall}; do
-                step ${COLL_LIMIT:-120} colls/$c mpiexec -n 2 python3 -m harness $c -b 8 -e ${MAX:-256M} -f 8 \
+                step ${COLL_LIMIT:-120} colls/$c-${NP:-2} mpiexec -n ${NP:-2} python3 -m harness $c -b 8 -e ${MAX:-256M} -f 8 \
                   -n ${ITERS:-10} -w 2 --device cuda --impl ring,nccl,mpi --nccl-hostid \
-                  --json $OUT/colls/$c-2ranks-$GPU.json; done
+                  --json $OUT/colls/$c-${NP:-2}ranks-$GPU.json; done
               tar -C $OUT -czf $OUT/colls.tgz colls && rm -r $OUT/colls ;;
   mps)        nvidia-cuda-mps-control -d > $OUT/mps.txt 2>&1; echo "== mps start rc=$?"; cat $OUT/mps.txt
               sleep 1; echo get_server_list | nvidia-cuda-mps-control 2>&1 | head -3
