@@ -126,12 +126,16 @@ def test_many_communicators_release_their_slots(world):
         with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK) as c:
             got = c.allreduce(_gpu(np.full(50, i + c.rank, np.int32)))
             assert np.array_equal(_host(got), np.full(50, i * c.size + sum(range(c.size))))
-        if not SIMULATED and i in (9, cycles - 1):  # after the first cycles' one-time costs
-            free = _free_device_bytes() if free is None else free
+        if not SIMULATED and i == cycles // 4:
+            # the baseline after the one-time costs: on the H100 the first ~200 cycles took
+            # 140 MiB (the driver's, once), then free memory stayed the same to the MiB
+            world.Barrier()
+            free = _free_device_bytes()
     if not SIMULATED:
+        world.Barrier()  # the GPU is shared: measure when every rank has closed its last
         grown = free - _free_device_bytes()
-        # the GPU is shared by every rank: another rank's lazily freed blocks may show here
-        assert grown < (64 << 20), f"device memory in use grew by {grown} bytes over {cycles} cycles"
+        assert grown < (16 << 20), \
+            f"device memory in use grew by {grown} bytes over the last {cycles - cycles // 4 - 1} cycles"
 
 
 @pytest.mark.parametrize("path", ["fused", "copy"])
