@@ -16,7 +16,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   profile)    TAIL=40 step 90 profile-group python3 benchmarks/profile_call.py --group 4
               TAIL=40 step 90 profile-comm mpiexec -n 2 python3 benchmarks/profile_call.py ;;
   groupbench) TAIL=40 step 420 groupbench python3 benchmarks/group_bench.py --quick ${GROUP_RANKS:+--ranks $GROUP_RANKS} \
-                  --json $OUT/group${GROUP_RANKS:+-k$GROUP_RANKS}-$GPU.json ;;
+                  --json $OUT/group${GROUP_RANKS:+-k${GROUP_RANKS//,/-}}-$GPU.json ;;
   lifetime)   step 150 lifetime-group python3 -m pytest tests/test_group.py -q -p no:cacheprovider -k thousand
               step 300 lifetime-comm python3 -m pytest -q -p no:cacheprovider --durations=3 \
                   "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]" ;;
@@ -34,8 +34,8 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               tar -C $OUT -czf $OUT/colls.tgz colls && rm -r $OUT/colls ;;
   mps)        nvidia-cuda-mps-control -d > $OUT/mps.txt 2>&1; echo "== mps start rc=$?"; cat $OUT/mps.txt
               sleep 1; echo get_server_list | nvidia-cuda-mps-control 2>&1 | head -3
-              TAIL=20 step 300 sweep2-mps mpiexec -n 2 python3 -m harness allreduce -b 8 -e 256M -f 8 -n 10 -w 2 \
-                  --device cuda --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-2ranks-mps-$GPU.json
+              TAIL=20 step 300 sweep${NP:-2}-mps mpiexec -n ${NP:-2} python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 8 \
+                  -n 10 -w 2 --device cuda --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-${NP:-2}ranks-mps-$GPU.json
               echo quit | nvidia-cuda-mps-control ;;
   all)        step 580 all python3 -m pytest tests -x -q -p no:cacheprovider ;;
 esac; done
