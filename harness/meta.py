@@ -20,8 +20,12 @@ def version(dist: str) -> str | None:
 
 
 def git_commit() -> str | None:
-    """HEAD of the checkout; where the tree has no git (a copy on a lent GPU machine), what
-    RING_GIT_COMMIT says (tools/gpu-session.sh is run with it set)."""
+    """What RING_GIT_COMMIT names, when set (tools/gpu-session.sh is run with it: the copy of
+    the tree on a lent GPU machine may carry a stale .git, which once named the session's
+    first commit for runs of later ones); else HEAD of the checkout."""
+    named = os.environ.get("RING_GIT_COMMIT")
+    if named:
+        return named
     try:
         root = Path(__file__).resolve().parent.parent
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
@@ -30,7 +34,7 @@ def git_commit() -> str | None:
             return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    return os.environ.get("RING_GIT_COMMIT") or None
+    return None
 
 
 def gpu() -> dict:

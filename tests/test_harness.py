@@ -224,15 +224,18 @@ def test_kernel_benchmark_json_names_the_machine_inside():
     assert info["versions"]["numba-cuda"]
 
 
-def test_the_commit_comes_from_the_environment_where_the_tree_has_no_git(monkeypatch):
-    """A copy of the tree on a lent GPU machine has no .git: RING_GIT_COMMIT names it."""
+def test_the_commit_comes_from_the_environment_first(monkeypatch):
+    """RING_GIT_COMMIT wins over the tree's git (a lent GPU machine's copy may carry a stale
+    .git); without either there is no commit to name."""
     import subprocess
     from harness import meta
+
+    monkeypatch.setenv("RING_GIT_COMMIT", "f" * 40)
+    assert meta.git_commit() == "f" * 40  # although this checkout has git
+    monkeypatch.delenv("RING_GIT_COMMIT")
+    assert meta.git_commit() != "f" * 40
 
     def no_git(*a, **k):
         raise OSError("no git here")
     monkeypatch.setattr(subprocess, "run", no_git)
-    monkeypatch.setenv("RING_GIT_COMMIT", "f" * 40)
-    assert meta.git_commit() == "f" * 40
-    monkeypatch.delenv("RING_GIT_COMMIT")
     assert meta.git_commit() is None

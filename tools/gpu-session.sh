@@ -1,13 +1,25 @@
 # Everything that waits for a GPU, in priority order, each step under its own limit, logs
-# under $OUT. Run from the repo root on the lent machine, carrying .whl, with the commit
-# named (the device's copy of the tree has no git; every result JSON records it):
+# under $OUT, a table of the steps last. Run from the repo root on the lent machine,
+# carrying .whl, with the commit named (the device's copy of the tree may carry a stale
+# .git; every result JSON records RING_GIT_COMMIT):
 #   RING_GIT_COMMIT=<sha> bash tools/gpu-session.sh     (or STEPS="group cuda" ...)
-# Steps: group cuda cudanodes faults lifetime where profile groupbench sweep sweep4 nodes colls mps all
+# .whl, made here once (echo /.whl/ >> .git/info/exclude):
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d .whl numpy==2.4.6 mpich==5.0.2
+# At most 8 files come back from $OUT: run a few steps per call (results/h100/README.md).
+# Steps: kernels group cuda cudanodes faults lifetime where profile groupbench sweep sweep4 nodes colls mps all
 . tools/gpu-env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
-step() { local limit=$1 name=$2; shift 2; timeout $limit "$@" > $OUT/$name.txt 2>&1; echo "== $name rc=$?"; tail -${TAIL:-12} $OUT/$name.txt; }
+SUMMARY=""
+step() { local limit=$1 name=$2 t0=$SECONDS rc; shift 2; timeout $limit "$@" > $OUT/$name.txt 2>&1; rc=$?
+         echo "== $name rc=$rc"; tail -${TAIL:-12} $OUT/$name.txt
+         SUMMARY+="$(printf '%-24s rc=%-4s %5ss  %s' "$name" "$rc" "$((SECONDS - t0))" "$(grep -E -m1 '(passed|failed|Avg bus|error)' $OUT/$name.txt | cut -c1-70)")"$'\n'; }
 for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
+  kernels)    TAIL=22 step 120 explore python3 -m kernels.explore
+              TAIL=10 step 60 launch_cost python3 -m kernels.launch_cost
+              TAIL=3 step 200 bench python3 -m pytest tests/bench -q -p no:cacheprovider -o addopts= \
+                  --benchmark-only --benchmark-json=$OUT/kernels-$GPU.json ;;
   group)      step 240 group python3 -m pytest tests/test_group.py tests/test_kernels.py -x -q -p no:cacheprovider ;;
   cuda)       step 420 cuda python3 -m pytest tests/test_mpi.py -x -q -p no:cacheprovider -k cuda_device_processes ;;
   cudanodes)  step 300 cudanodes python3 -m pytest tests/test_mpi.py -q -p no:cacheprovider --durations=0 -k "cuda_device_across${NODES_K:+ and $NODES_K}" ;;
@@ -39,3 +51,4 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               echo quit | nvidia-cuda-mps-control ;;
   all)        step 580 all python3 -m pytest tests -x -q -p no:cacheprovider ;;
 esac; done
+echo; echo "== summary (step, exit status, seconds, first result line)"; printf '%s' "$SUMMARY"
