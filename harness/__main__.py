@@ -3,6 +3,7 @@
     (nccl-tests' names work too: all_reduce, all_gather_perf, alltoall_perf, ...)
 python -m harness plot FILE... --out PNG
 python -m harness model FILE [--min-bytes B] [--predict SIZE --ranks K --link-GBps B]
+mpiexec -n K python -m harness tune --out TABLE      (the table algorithm="auto" reads)
 
 Flags follow nccl-tests: -b/-e/-f sizes (K/M/G suffixes), -n iterations, -w warm-up,
 -c check, -d dtype, -o op, -r root, -G CUDA-graph replays; plus --device, --impl, --json,
@@ -19,11 +20,12 @@ from dataclasses import asdict
 import numpy as np
 from mpi4py import MPI
 
+from ring.options import ALGORITHMS
 from ringtypes import DATA_ONLY, DTYPES, FLOATING, parse_dtype
 
 from . import buffers, meta, roofline, table
 from .collectives import ALIASES, COLLECTIVES
-from .impls import IMPLS
+from .impls import IMPLS, Ring
 from .sizes import parse_size, sizes
 from .sweep import run_case
 
@@ -52,6 +54,9 @@ def parser() -> argparse.ArgumentParser:
                    help="CUDA-graph replays (needs the cuda device)")
     p.add_argument("--device", choices=["auto", "cuda", "host"], default="auto")
     p.add_argument("--impl", default="ring,mpi", help="comma list of: " + ",".join(IMPLS))
+    p.add_argument("--algo", metavar="LIST",
+                   help="ring's algorithms side by side, in place of ring in --impl: a comma "
+                        "list of " + ",".join(ALGORITHMS))
     p.add_argument("--json", metavar="PATH", help="write every result and the run's metadata")
     p.add_argument("--plot", metavar="PNG", help="draw the sweep (needs --json)")
     p.add_argument("--nccl-hostid", action="store_true",
@@ -68,6 +73,9 @@ def main(argv=None) -> int:
     if argv and argv[0] == "model":
         from . import model
         return model.main(argv[1:])
+    if argv and argv[0] == "tune":
+        from . import tune
+        return tune.main(argv[1:])
     args = parser().parse_args(argv)
     if args.plot and not args.json:
         raise SystemExit("--plot draws from the results file: give --json too")
@@ -78,6 +86,13 @@ def main(argv=None) -> int:
     rank0 = world.rank == 0
     coll = COLLECTIVES[ALIASES.get(args.collective, args.collective)]
     names = [n.strip() for n in args.impl.split(",") if n.strip()]
+    if args.algo:
+        algos = [a.strip() for a in args.algo.split(",") if a.strip()]
+        if any(a not in ALGORITHMS for a in algos):
+            raise SystemExit(f"--algo: choose from {ALGORITHMS}, got {algos}")
+        ring_impls = [Ring.NAMES.get(a, f"ring-{a}") for a in algos]
+        names = [n for n in names if not n.startswith("ring")] + ring_impls
+        names = ring_impls + [n for n in names if n not in ring_impls]
     bad = [n for n in names if n not in IMPLS]
     if bad:
         raise SystemExit(f"--impl: unknown {bad}; choose from {sorted(IMPLS)}")

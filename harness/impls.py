@@ -3,8 +3,8 @@
 An implementation is made once per sweep with the world communicator and the buffers'
 device, and called as impl(coll, x, out, op, dtype, root) on that device's arrays (dtype is
 the logical dtype: bfloat16 and float8 arrays are integer bits on a GPU); sync() waits until
-every call made so far has finished. available(coll, dtype, op, in_place) returns None, or
-the reason it cannot run that case, which the table prints; an implementation that cannot
+every call made so far has finished. available(coll, dtype, op, in_place, nbytes) returns
+None, or the reason it cannot run that case, which the table prints; an implementation that cannot
 run at all says why in `unavailable`. Collectives that only move data run any dtype as its
 bits (unsigned integers of its width), so MPI and NCCL carry bfloat16 and float8 there.
 """
@@ -17,12 +17,12 @@ import numpy as np
 from mpi4py import MPI
 
 import ring
+from ring.schedule import Collective
 from ringtypes import bfloat16
 
 from .collectives import COLLECTIVES
 
 _MPI_OPS = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX, "avg": MPI.SUM}
-TWO_LEVEL = ("allreduce", "reduce_scatter", "allgather")  # the others run on the flat ring
 
 
 def _bits(a):
@@ -55,32 +55,35 @@ def _in_place(coll: str, x, out) -> bool:
 
 
 class Ring:
-    """ring.Communicator; `algorithm` as its option: auto, ring (flat), hierarchical."""
+    """ring.Communicator running one `algorithm` (its option): auto, ring (flat),
+    hierarchical, naive, ps, oneshot, twoshot. last_algorithm() names what the latest call
+    ran, which for auto depends on the size (the table's algo column)."""
+
+    NAMES = {"auto": "ring", "ring": "ring-flat", "hierarchical": "ring-hier"}
 
     def __init__(self, world: MPI.Comm, bufs, algorithm: str = "auto", **tuning):
-        self.bufs = bufs
-        self.name = {"auto": "ring", "ring": "ring-flat", "hierarchical": "ring-hier"}[algorithm]
+        self.bufs, self.algorithm = bufs, algorithm
+        self.name = self.NAMES.get(algorithm, f"ring-{algorithm}")
         self.comm = ring.Communicator(world, device=bufs.name, algorithm="auto", **tuning)
         self.unavailable = None if self.comm.device == bufs.name else \
             f"ring has no {bufs.name} device yet (it resolved to {self.comm.device})"
-        try:
-            self.algorithm = self.comm._resolve(algorithm)
-        except ValueError as e:
-            self.algorithm, self.unavailable = algorithm, str(e)
-        self.label = f"ring ({self.comm.device}, {self.algorithm})"
+        self.label = f"ring ({self.comm.device}, {algorithm})"
 
     def runs(self, coll: str) -> None:
-        """The two-level algorithm exists for all-reduce, reduce-scatter and all-gather; the
-        others run on the flat ring: "auto" takes it, an explicit two-level request cannot."""
-        if coll in TWO_LEVEL or self.algorithm != "hierarchical" or self.unavailable is not None:
-            return
-        if self.name == "ring":
-            self.algorithm, self.label = "ring", f"ring ({self.comm.device}, ring)"
-        else:
-            self.unavailable = f"{coll} runs on the flat ring only"
+        """An algorithm that cannot run this collective here at any size is left out, with
+        its reason (two-level on one node, an all-reduce algorithm for broadcast, ...)."""
+        if self.unavailable is None and self.algorithm != "auto":
+            why = self.comm._why_not(self.algorithm, Collective[coll.upper()], 0)
+            if why:
+                self.unavailable = f"{self.algorithm!r} cannot run here: {why}"
 
-    def available(self, coll: str, dtype, op, in_place: bool) -> str | None:
-        return self.unavailable
+    def available(self, coll: str, dtype, op, in_place: bool, nbytes: int = 0) -> str | None:
+        if self.unavailable or self.algorithm == "auto":
+            return self.unavailable
+        return self.comm._why_not(self.algorithm, Collective[coll.upper()], nbytes)
+
+    def last_algorithm(self) -> str | None:
+        return self.comm.last_algorithm
 
     def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
         kw = {"algorithm": self.algorithm, "dtype": np.dtype(dtype).name}
@@ -125,7 +128,7 @@ class Mpi:
         self.unavailable = None
         self._pinned: dict[tuple, np.ndarray] = {}
 
-    def available(self, coll: str, dtype, op, in_place: bool) -> str | None:
+    def available(self, coll: str, dtype, op, in_place: bool, nbytes: int = 0) -> str | None:
         if COLLECTIVES[coll].reduces and np.dtype(dtype) == bfloat16:
             return "the MPI library has no bfloat16 datatype to reduce"
         return None
@@ -249,7 +252,7 @@ class Nccl:
         self.ops = {"sum": nccl.NCCL_SUM, "prod": nccl.NCCL_PROD, "min": nccl.NCCL_MIN,
                     "max": nccl.NCCL_MAX, "avg": getattr(nccl, "NCCL_AVG", 4)}
 
-    def available(self, coll: str, dtype, op, in_place: bool) -> str | None:
+    def available(self, coll: str, dtype, op, in_place: bool, nbytes: int = 0) -> str | None:
         if self.unavailable:
             return self.unavailable
         if COLLECTIVES[coll].reduces and np.dtype(dtype) not in self.types:
@@ -309,6 +312,8 @@ IMPLS = {
     "ring": Ring,  # the algorithm "auto" picks
     "ring-flat": lambda world, bufs, **kw: Ring(world, bufs, algorithm="ring", **kw),
     "ring-hier": lambda world, bufs, **kw: Ring(world, bufs, algorithm="hierarchical", **kw),
+    **{f"ring-{a}": (lambda a: lambda world, bufs, **kw: Ring(world, bufs, algorithm=a, **kw))(a)
+       for a in ("naive", "ps", "oneshot", "twoshot")},
     "mpi": Mpi,
     "nccl": Nccl,
 }

@@ -31,6 +31,7 @@ class Result:
     busbw: float
     wrong: int  # -1: not checked
     skipped: str | None = None  # why the case did not run
+    algo: str | None = None  # the algorithm ring ran (auto picks per size); None: not ring
 
 
 def count_wrong(got: np.ndarray, want: np.ndarray) -> int:
@@ -57,7 +58,7 @@ def run_case(impl, coll: Collective, world: MPI.Comm, bufs, nbytes: int, dtype, 
     in_count, out_count = coll.counts(nbytes, itemsize, k)
     size = coll.size_bytes(in_count, out_count, itemsize)
     count = max(in_count, out_count)
-    why = impl.available(coll.name, dtype, op, in_place)
+    why = impl.available(coll.name, dtype, op, in_place, size)
     if why:
         return Result(impl.name, coll.name, size, count, np.dtype(dtype).name, op, -1, in_place,
                       float("nan"), float("nan"), float("nan"), -1, why)
@@ -81,6 +82,7 @@ def run_case(impl, coll: Collective, world: MPI.Comm, bufs, nbytes: int, dtype, 
         mine = 0 if want is None else count_wrong(bufs.get(out, dtype), want)
         wrong = world.allreduce(mine, op=MPI.SUM)
     algbw = size / dt / 1e9 if dt > 0 else 0.0
+    algo = impl.last_algorithm() if hasattr(impl, "last_algorithm") else None
     return Result(impl.name, coll.name, size, count, np.dtype(dtype).name, op,
                   root if coll.rooted else -1, in_place, dt * 1e6, algbw,
-                  algbw * coll.bus_factor(k), wrong)
+                  algbw * coll.bus_factor(k), wrong, algo=algo)

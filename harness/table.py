@@ -20,10 +20,14 @@ def header(impls: list, ranks: int, device: str) -> str:
     sub = f"#{'size':>12} {'count':>12} {'type':>9} {'redop':>6} {'root':>5}"
     units = f"#{'(B)':>12} {'(elements)':>12} {'':>9} {'':>6} {'':>5}"
     for i in impls:
+        algo = _algo(i)
         for place in ("out-of-place", "in-place"):
-            top += f"  {i.name + ' ' + place:^32}"
+            top += f"  {i.name + ' ' + place:^{32 + (13 if algo else 0)}}"
             sub += "  " + f"{'time':>8} {'algbw':>7} {'busbw':>7} {'#wrong':>7}"
             units += "  " + f"{'(us)':>8} {'(GB/s)':>7} {'(GB/s)':>7} {'':>7}"
+            if algo:
+                sub += f" {'algo':>12}"
+                units += f" {'':>12}"
     for r, o in _pairs(impls):
         name = f"{r.name}/{o.name}"
         w = max(9, len(name))
@@ -31,6 +35,11 @@ def header(impls: list, ranks: int, device: str) -> str:
         sub += f" {name:>{w}}"
         units += f" {'(x)':>{w}}"
     return "\n".join(lines + [top, sub, units])
+
+
+def _algo(impl) -> bool:
+    """Whether the block has an algo column: ring's, where "auto" picks per size."""
+    return hasattr(impl, "last_algorithm")
 
 
 def _pairs(impls: list):
@@ -50,6 +59,8 @@ def row(results: dict[tuple[str, bool], Result], impls: list) -> str:
             wrong = "n/a" if r.wrong < 0 else str(r.wrong)
             line += "  " + (f"{_num(r.time_us, 8, 1)} {_num(r.algbw, 7, 2)} "
                             f"{_num(r.busbw, 7, 2)} {wrong:>7}")
+            if _algo(i):
+                line += f" {r.algo or '-':>12}"
     for r, o in _pairs(impls):
         tr, to = results[(r.name, False)].time_us, results[(o.name, False)].time_us
         w = max(9, len(f"{r.name}/{o.name}"))

@@ -41,18 +41,45 @@ def _describe(field: str, value: int) -> str:
     return str(value)
 
 
+def mine(record: dict[str, int], error: Exception | None) -> np.ndarray:
+    """This rank's record as the row every rank compares."""
+    return np.array([record.get(f, NONE) for f in FIELDS] + [int(error is not None)], np.int64)
+
+
 def agree(comm: MPI.Comm, record: dict[str, int], error: Exception | None, waiter: Waiter,
           name: str) -> None:
-    """Collective over comm. Raises on every rank, or returns on every rank."""
-    mine = np.array([record.get(f, NONE) for f in FIELDS] + [int(error is not None)], np.int64)
-    everyone = np.empty((comm.size, mine.size), np.int64)
-    req = comm.Iallgather([mine, MPI.INT64_T], [everyone, MPI.INT64_T])
+    """Collective over comm (one small non-blocking allgather). Raises on every rank, or
+    returns on every rank."""
+    row = mine(record, error)
+    everyone = np.empty((comm.size, row.size), np.int64)
+    req = comm.Iallgather([row, MPI.INT64_T], [everyone, MPI.INT64_T])
     waiter.until(req.Test, lambda: "waiting for every rank to join the call")
+    verdict(everyone, row, error, name)
+
+
+def agree_shared(exchange, seq: int, record: dict[str, int], error: Exception | None,
+                 name: str, before_posting=None) -> None:
+    """The same check through node-shared memory (transport/exchange.py): every rank's
+    row in its own slot, one round. before_posting() writes what else rides in the round
+    (the one-shot algorithms' data); it is called only when this rank's arguments are good."""
+    row = mine(record, error)
+    exchange.record(exchange.rank, seq)[:row.size] = row
+    if error is None and before_posting is not None:
+        before_posting()
+    exchange.post(seq)
+    exchange.wait(seq)
+    everyone = np.stack([exchange.record(q, seq)[:row.size] for q in range(exchange.size)])
+    verdict(everyone, row, error, name)
+
+
+def verdict(everyone: np.ndarray, row: np.ndarray, error: Exception | None, name: str) -> None:
+    """Every rank's row in hand: this rank's own error, or MismatchError naming the bad
+    ranks or the field the ranks disagree on, or nothing when all rows are the same."""
     if error is not None:
         raise error
-    if (everyone == mine).all():
+    if (everyone == row).all():
         return
-    bad = [r for r in range(comm.size) if everyone[r, BAD]]
+    bad = [r for r in range(everyone.shape[0]) if everyone[r, BAD]]
     if bad:
         raise MismatchError(f"{name}: rank(s) {bad} passed bad arguments (see their errors)")
     for i, field in enumerate(FIELDS):

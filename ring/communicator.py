@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from mpi4py import MPI
 
-from . import debug, devices, fatal, hierarchical
-from .agreement import agree
+from . import debug, devices, fatal, hierarchical, oneshot, p2p
+from . import tuning as _tuning
+from .agreement import agree, agree_shared
 from .call import Call, check_chunk, prepare
 from .errors import CommunicatorError, MismatchError, TimeoutError
-from .options import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, check_algorithm, check_path, check_slots
+from .options import (ALLREDUCE_ONLY, DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, EXCHANGE_BYTES, SHARED,
+                      check_algorithm, check_path, check_slots)
 from .schedule import Collective, plan
 from .topology import discover
+from .transport.exchange import Exchange
 from .wait import Waiter, oversubscribed
 
 
@@ -46,7 +49,7 @@ class Communicator:
     def __init__(self, mpi_comm: MPI.Comm | None = None, device: str = "auto", *,
                  timeout: float = 300.0, check: bool = True,
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES, nslots: int = DEFAULT_SLOTS,
-                 algorithm: str = "auto", path: str = "fused"):
+                 algorithm: str = "auto", path: str = "fused", tuning: str | None = None):
         base = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
         if not isinstance(base, MPI.Intracomm):
             raise TypeError(f"mpi_comm: expected an mpi4py intracommunicator, got {type(base).__name__}")
@@ -77,6 +80,7 @@ class Communicator:
             check_slots(chunk_bytes, nslots)
             check_algorithm(algorithm)
             check_path(path)
+            table = _tuning.load(tuning, self.device)
         except (TypeError, ValueError) as e:
             error = e
             self.device = "?"
@@ -103,6 +107,13 @@ class Communicator:
         self._backend = self._make_backend(self._comm, self._topo)
         # Why the two-level algorithm cannot run here (None: it can); built on first use.
         self._hier_why = hierarchical.applies(self._topo, self.size)
+        # Every rank on one node: the agreement (and oneshot / twoshot data) goes through
+        # node-shared memory, one round per call; across nodes, an MPI allgather.
+        self._exchange = Exchange(self._comm, EXCHANGE_BYTES, self._waiter) \
+            if self._topo.nnodes == 1 else None
+        self._xseq = 0  # rounds of the exchange so far
+        self._rules = _tuning.rules_for(table, self.size, self._topo.nnodes)
+        self.last_algorithm: str | None = None  # what the latest call ran (as RING_DEBUG logs)
 
     def _make_backend(self, comm, topo):
         return devices.backend(self.device, comm, topo, self.nslots, self.chunk_bytes,
@@ -127,10 +138,12 @@ class Communicator:
                 raise
             if self._hier is not None:
                 self._hier.close()
+            if self._exchange is not None:
+                self._exchange.close()
             self._backend.close()
             self._topo.close()
             self._comm.Free()
-        self._backend = self._hier = None
+        self._backend = self._hier = self._exchange = None
 
     def __enter__(self) -> "Communicator":
         return self
@@ -206,8 +219,9 @@ class Communicator:
         except BaseException as e:
             self._broken(e)
             raise
-        debug.call({"rank": self.rank, "call": self._calls, "collective": "barrier",
-                    "algorithm": "mpi"})
+        if debug.enabled():
+            debug.call({"rank": self.rank, "call": self._calls, "collective": "barrier",
+                        "algorithm": "mpi"})
 
     def _usable(self) -> None:
         if self._closed:
@@ -226,29 +240,47 @@ class Communicator:
         c, error = None, None
         try:
             c = prepare(self._backend, self.size, self.rank, collective, x, out, op,
-                        check_chunk(chunk_bytes, self.chunk_bytes),
-                        self._resolve(algorithm, collective), dtype, root)
+                        check_chunk(chunk_bytes, self.chunk_bytes), "ring", dtype, root)
+            c.algorithm = self._resolve(algorithm, collective, c.count * c.dtype.itemsize)
             record.update(c.record())
         except (TypeError, ValueError) as e:
             error = e
         try:
-            self._enter(name, record, error)
+            self._enter(name, record, error, c)
             if c.count:
                 self._run(c)
         except BaseException as e:
             self._broken(e)
             raise
-        debug.call({"rank": self.rank, "call": self._calls, "collective": str(collective),
-                    "algorithm": c.algorithm, "count": c.count, "dtype": c.dtype.name,
-                    **({"op": str(c.op)} if collective.reduces else {}),
-                    **({"root": c.root} if collective.rooted else {})})
+        self.last_algorithm = c.algorithm
+        if debug.enabled():
+            debug.call({"rank": self.rank, "call": self._calls, "collective": str(collective),
+                        "algorithm": c.algorithm, "count": c.count, "dtype": c.dtype.name,
+                        **({"op": str(c.op)} if collective.reduces else {}),
+                        **({"root": c.root} if collective.rooted else {})})
         return Work(c.result) if async_op else c.result
 
-    def _enter(self, name: str, record: dict, error, synchronize: bool = False) -> None:
-        """Start the call's clock and agree on it (or, with check=False, raise this rank's
-        own error; and for a barrier, still wait for every rank)."""
+    def _enter(self, name: str, record: dict, error, c: Call | None = None,
+               synchronize: bool = False) -> None:
+        """Start the call's clock and agree on it: through the exchange window when every
+        rank is on one node (then oneshot / twoshot data rides in the same round), else
+        one MPI allgather. check=False skips the agreement, except for a barrier and for
+        the calls whose data travels in the exchange."""
         self._waiter.start(name)
         self._backend.entered(self._calls)
+        ex = self._exchange
+        rides = error is None and c is not None and c.algorithm in SHARED
+        if ex is not None and (self.check or rides or synchronize):
+            self._xseq += 1
+            seq = self._xseq
+            post = (lambda: oneshot.post(ex, seq, c.x)) if rides and c.count else None
+            try:
+                agree_shared(ex, seq, record, error, name, post)
+            except TimeoutError as e:
+                behind = ex.behind(seq)
+                raise TimeoutError(f"{e}; rank(s) {behind} have not reached this call") \
+                    if behind else e from None
+            return
         if self.check:
             try:
                 agree(self._comm, record, error, self._waiter, name)
@@ -264,6 +296,21 @@ class Communicator:
             self._waiter.until(done.Test, lambda: "waiting for every rank to reach the barrier")
 
     def _run(self, c: Call) -> None:
+        if c.algorithm == "oneshot":
+            oneshot.oneshot(self._exchange, self._xseq, c.op, c.out)
+            return
+        if c.algorithm == "twoshot":
+            oneshot.twoshot(self._exchange, self._xseq, c.op, c.out)
+            return
+        if c.algorithm == "naive":
+            p2p.naive(self._comm, self._waiter, c.op, c.x, c.out)
+            return
+        if c.algorithm == "ps":
+            p2p.ps(self._comm, self._waiter, c.op, c.x, c.out)
+            return
+        if c.algorithm == "tree":
+            p2p.tree(self._comm, self._waiter, c.op, c.x, c.out)
+            return
         x = c.x
         if c.collective is Collective.ALLTOALL and c.in_place:
             x = self._backend.copy_of(x)  # every block is read after others land over it
@@ -282,16 +329,40 @@ class Communicator:
         if isinstance(e, TimeoutError):
             fatal.peer_lost()
 
-    def _resolve(self, algorithm, collective: Collective | None = None) -> str:
+    def _resolve(self, algorithm, collective: Collective, nbytes: int) -> str:
+        """The algorithm a call runs: the one asked for (ValueError if it cannot run
+        here), or for "auto" the tuning table's choice, else the two-level or flat ring."""
         algorithm = self.algorithm if algorithm is None else algorithm
         check_algorithm(algorithm)
-        why = self._hier_why
-        if collective is not None and collective.rooted:
-            why = f"{collective} runs as a chain along the flat ring only"
-        elif collective is Collective.ALLTOALL:
-            why = "alltoall runs on the flat ring only"
         if algorithm == "auto":
-            return "ring" if why else "hierarchical"
-        if algorithm == "hierarchical" and why:
-            raise ValueError(f"algorithm: 'hierarchical' cannot run here: {why}")
+            if collective is Collective.ALLREDUCE:
+                pick = _tuning.choose(self._rules, nbytes,
+                                      lambda a: self._why_not(a, collective, nbytes) is None)
+                if pick is not None:
+                    return pick
+            return "ring" if self._why_not("hierarchical", collective, nbytes) else "hierarchical"
+        why = self._why_not(algorithm, collective, nbytes)
+        if why:
+            raise ValueError(f"algorithm: {algorithm!r} cannot run here: {why}")
         return algorithm
+
+    def _why_not(self, algorithm: str, collective: Collective, nbytes: int) -> str | None:
+        """Why `algorithm` cannot run this call here (None: it can)."""
+        if algorithm == "ring":
+            return None
+        if algorithm == "hierarchical":
+            if collective.rooted:
+                return f"{collective} runs as a chain along the flat ring only"
+            if collective is Collective.ALLTOALL:
+                return "alltoall runs on the flat ring only"
+            return self._hier_why
+        if collective is not Collective.ALLREDUCE and algorithm in ALLREDUCE_ONLY:
+            return f"it is an all-reduce algorithm; {collective} runs on the ring"
+        if self.device != "host":
+            return f"it runs on the host device only (not yet on {self.device})"
+        if algorithm in SHARED:
+            if self._exchange is None:
+                return "it needs every rank of the communicator on one node"
+            if nbytes > EXCHANGE_BYTES:
+                return f"it carries at most {EXCHANGE_BYTES} bytes per rank, got {nbytes}"
+        return None

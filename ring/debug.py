@@ -54,6 +54,11 @@ def configure() -> None:
         log.addHandler(handler)
 
 
+def enabled() -> bool:
+    """Whether per-call records are logged (check before building one: it is not free)."""
+    return log.isEnabledFor(logging.INFO)
+
+
 def call(record: dict) -> None:
     """One line for one collective call (INFO): who, what, and the algorithm that ran."""
     if log.isEnabledFor(logging.INFO):

@@ -13,7 +13,17 @@ DEFAULT_CHUNK_BYTES = 1 << 20
 DEFAULT_SLOTS = 4
 
 
-ALGORITHMS = ("auto", "ring", "hierarchical")
+# How a call runs (the order is part of the agreement's wire format: append only).
+# "auto" picks from the tuning table (tuning.py); the all-reduce algorithms are:
+#   ring          the pipelined ring (schedule.py)       hierarchical  rings in and across nodes
+#   naive, ps     whole-buffer MPI messages (p2p.py)     oneshot, twoshot  node-shared memory
+#   tree          a double binary tree of MPI messages (p2p.py)
+ALGORITHMS = ("auto", "ring", "hierarchical", "naive", "ps", "oneshot", "twoshot", "tree")
+ALLREDUCE_ONLY = ("naive", "ps", "oneshot", "twoshot", "tree")
+SHARED = ("oneshot", "twoshot")  # through the exchange window (transport/exchange.py)
+# Bytes per rank the exchange window carries per call: the largest oneshot / twoshot
+# message (each rank holds 4 x this in shared memory: two calls in flight, data and result).
+EXCHANGE_BYTES = 1 << 20
 # How a GPU rank moves a chunk to its successor (ring/cuda/enqueue.py): "fused", the reduce
 # kernel writes straight into the successor's slot; "copy", into a local slot that the copy
 # engine then copies across. The host device has only the fused path.

@@ -63,22 +63,24 @@ class Collective(Enum):
     ALLTOALL = 7
     BARRIER = 8  # no data: only the agreement step
 
-    @property
-    def rooted(self) -> bool:
-        return self in (Collective.BROADCAST, Collective.REDUCE, Collective.GATHER,
-                        Collective.SCATTER)
-
-    @property
-    def reduces(self) -> bool:
-        return self in (Collective.ALLREDUCE, Collective.REDUCE_SCATTER, Collective.REDUCE)
-
-    @property
-    def divides(self) -> bool:
-        """The input is cut into one equal block per rank (its size must divide)."""
-        return self in (Collective.REDUCE_SCATTER, Collective.SCATTER, Collective.ALLTOALL)
+    # rooted: takes a root; reduces: combines data; divides: the input is cut into one
+    # equal block per rank (its size must divide). Plain attributes, set below once: they
+    # are read on every call, and an Enum property costs a descriptor call each time.
+    rooted: bool
+    reduces: bool
+    divides: bool
+    label: str
 
     def __str__(self) -> str:
-        return self.name.lower()
+        return self.label
+
+
+for _c in Collective:
+    _c.rooted = _c.name in ("BROADCAST", "REDUCE", "GATHER", "SCATTER")
+    _c.reduces = _c.name in ("ALLREDUCE", "REDUCE_SCATTER", "REDUCE")
+    _c.divides = _c.name in ("REDUCE_SCATTER", "SCATTER", "ALLTOALL")
+    _c.label = _c.name.lower()
+del _c
 
 
 @dataclass(frozen=True)

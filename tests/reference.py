@@ -15,6 +15,8 @@ The orders, for K ranks:
   rank j, and the partials are combined in the flat-ring order over nodes starting after
   node c;
 - reduce, a chain along the ring: x[root+1] op x[root+2] op ... op x[root];
+- naive, ps, oneshot, twoshot: rank order, ((x[0] op x[1]) op x[2]) ... op x[K-1];
+- tree: per half of the array, up a binary heap of ranks (tree below);
 - avg: the sum in that order, then one division by K in the dtype.
 Gather, scatter and all-to-all only move data: block j of rank i's input lands at block i
 of rank j's output (gather: all at the root; scatter: the root's blocks, one per rank).
@@ -66,6 +68,34 @@ def _two_level(inputs, op: str, nodes: int, lo: int, hi: int, inner: int, outer:
     node_sums = [fold([x[lo:hi] for x in inputs[a * per:(a + 1) * per]], partial,
                       _after(inner + 1, per)) for a in range(nodes)]
     return fold(node_sums, partial, _after(outer + 1, nodes))
+
+
+def in_rank_order(inputs: list[np.ndarray], op: str) -> np.ndarray:
+    """naive, ps, oneshot and twoshot: every element folded over ranks 0, 1, ..., K-1."""
+    partial = "sum" if op == "avg" else op
+    return _finish(fold(inputs, partial, list(range(len(inputs)))), op, len(inputs))
+
+
+RANK_ORDER = ("naive", "ps", "oneshot", "twoshot")
+
+
+def tree(inputs: list[np.ndarray], op: str) -> np.ndarray:
+    """The double binary tree: the first half of the array reduced over the heap of ranks
+    0, 1, ..., K-1 (children of position p at 2p+1, 2p+2), the second half over the same
+    heap of ranks K-1, K-2, ..., 0; each position's value is (own op left) op right."""
+    k, n = len(inputs), inputs[0].size
+    partial = "sum" if op == "avg" else op
+    out = np.empty_like(inputs[0])
+    for t, (lo, hi) in enumerate([(0, n // 2), (n // 2, n)]):
+        rank_at = (lambda p: k - 1 - p) if t else (lambda p: p)
+
+        def value(p, lo=lo, hi=hi, rank_at=rank_at):
+            parts = [inputs[rank_at(p)][lo:hi]] + [value(c) for c in (2 * p + 1, 2 * p + 2)
+                                                    if c < k]
+            return fold(parts, partial, list(range(len(parts))))
+
+        out[lo:hi] = value(0)
+    return _finish(out, op, k)
 
 
 def allreduce(inputs: list[np.ndarray], op: str, nodes: int = 1, align: int = 1) -> np.ndarray:

@@ -2,10 +2,12 @@
 survivor must raise ring.TimeoutError naming the call, the step and the peer, and find the
 communicator broken afterwards.
 
-    dies_mid_collective.py TIMEOUT [host|cuda]
+    dies_mid_collective.py TIMEOUT [host|cuda] [ALGORITHM]
 
 On 'cuda' the victim dies after enqueuing its fifth chunk for its successor (on a GPU the
-chunks are still in flight on its stream; under Numba's simulator they ran at once)."""
+chunks are still in flight on its stream; under Numba's simulator they ran at once). With
+another all-reduce algorithm (host) it dies where that algorithm needs it: oneshot before
+posting its data, twoshot after the first round, naive, ps and tree before sending."""
 
 import os
 import sys
@@ -17,7 +19,9 @@ import ring
 
 timeout = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
 device = sys.argv[2] if len(sys.argv) > 2 else "host"
-comm = ring.Communicator(device=device, timeout=timeout, chunk_bytes=4096 if device == "host" else 1024)
+algorithm = sys.argv[3] if len(sys.argv) > 3 else "ring"
+comm = ring.Communicator(device=device, timeout=timeout, algorithm=algorithm,
+                         chunk_bytes=4096 if device == "host" else 1024)
 victim = comm.size - 1
 
 
@@ -26,15 +30,23 @@ def die_after(obj, name, count):
     real, calls = getattr(obj, name), [0]
 
     def dying(*args):
+        if count == 0:
+            os._exit(3)  # before doing anything: no MPI_Finalize, no clean-up, as a crash
         real(*args)
         calls[0] += 1
         if calls[0] == count:
-            os._exit(3)  # no MPI_Finalize, no clean-up: as a crash
+            os._exit(3)
     setattr(obj, name, dying)
 
 
 if comm.rank == victim:
-    if device == "host":
+    if algorithm in ("oneshot", "twoshot"):
+        from ring import oneshot
+        die_after(oneshot, "post" if algorithm == "oneshot" else "twoshot", 0)
+    elif algorithm in ("naive", "ps", "tree"):
+        from ring import p2p
+        die_after(p2p, algorithm, 0)
+    elif device == "host":
         die_after(comm._backend.send, "post", 5)
     else:
         die_after(comm._backend.outbound, "mark_written", 5)

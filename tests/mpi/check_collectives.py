@@ -7,13 +7,14 @@ log, that this algorithm is the one that ran."""
 
 import numpy as np
 import pytest
+from mpi4py import MPI
 
 import ring
 import ringtypes
 
 from .. import reference
 from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
-from .conftest import CHUNK, assert_ran, same_everywhere, two_level_nodes
+from .conftest import CHUNK, assert_ran, emulated_nodes, same_everywhere, two_level_nodes
 
 OPS = ["sum", "prod", "min", "max", "avg"]
 TWO_LEVEL = ("allreduce", "reduce_scatter", "allgather")  # "auto" takes two-level for these
@@ -251,3 +252,49 @@ def test_barrier(comm, world):
     for _ in range(3):
         comm.barrier()
         assert_ran("mpi", "barrier")
+
+
+ALGORITHMS = ["naive", "ps", "oneshot", "twoshot", "tree"]  # the ring's are tested above
+
+
+def _runs_here(algorithm) -> bool:
+    """oneshot and twoshot need every rank on one node (worked out from RING_NODES)."""
+    return algorithm not in ("oneshot", "twoshot") or emulated_nodes(MPI.COMM_WORLD.size) == 1
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("dtype,op", list(cases()))
+def test_every_allreduce_algorithm(comm, world, algorithm, dtype, op):
+    """Bit for bit the rank-order reference, the same bits on every rank, in place and
+    out, every count; where the layout has no shared memory, a clear refusal."""
+    k, r = comm.size, comm.rank
+    if not _runs_here(algorithm):
+        with ring.Communicator(device="host", timeout=60) as c:
+            with pytest.raises(ValueError, match=f"'{algorithm}' cannot run here: it needs every "
+                                                 "rank of the communicator on one node"):
+                c.allreduce(np.ones(4), algorithm=algorithm)
+        return  # (the refusal broke c: its close() drops local resources only)
+    for n in counts(k):
+        inputs = [make(q, n, dtype, op=op) for q in range(k)]
+        want = reference.tree(inputs, op) if algorithm == "tree" else \
+            reference.in_rank_order(inputs, op)
+        for in_place in (False, True):
+            x = inputs[r].copy()
+            got = comm.allreduce(x, out=x if in_place else None, op=op, algorithm=algorithm)
+            assert (got is x) == in_place and got.shape == want.shape
+            assert_ran(algorithm, "allreduce")
+            assert got.tobytes() == want.tobytes(), (algorithm, dtype, op, n, in_place)
+        assert same_everywhere(world, got)
+
+
+def test_auto_never_takes_an_algorithm_that_cannot_run(world):
+    """Above the exchange's capacity, or across nodes, "auto" keeps to the ring."""
+    from ring.options import EXCHANGE_BYTES
+    with ring.Communicator(device="host", timeout=60, tuning=None) as c:
+        c._rules = [(1 << 40, "oneshot")]  # a table that asks for oneshot at every size
+        big = np.ones(EXCHANGE_BYTES // 4 + 1, np.float32)
+        c.allreduce(big)
+        assert_ran("hierarchical" if two_level_nodes(c.size) > 1 else "ring", "allreduce")
+        c.allreduce(np.ones(8, np.float32))
+        assert_ran("oneshot" if _runs_here("oneshot") else
+                   ("hierarchical" if two_level_nodes(c.size) > 1 else "ring"), "allreduce")

@@ -207,3 +207,12 @@ def test_a_bad_root_raises_on_every_rank(world):
     with pytest.raises(exc, match="root: must be a rank" if c.rank == 0 else r"rank\(s\) \[0\]"):
         c.scatter(_gpu(np.ones(2 * c.size, np.float32)), root=c.size if c.rank == 0 else 0)
     c.close()
+
+
+@pytest.mark.parametrize("algorithm", ["naive", "ps", "oneshot", "twoshot"])
+def test_host_only_algorithms_are_refused_on_every_rank(world, algorithm):
+    c = ring.Communicator(device="cuda", timeout=60)
+    with pytest.raises(ValueError, match=f"'{algorithm}' cannot run here: it runs on the host "
+                                         "device only"):
+        c.allreduce(_gpu(np.ones(4, np.float32)), algorithm=algorithm)
+    c.close()

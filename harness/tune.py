@@ -1,0 +1,155 @@
+"""Measure ring's all-reduce algorithms on this machine and write the table "auto" reads.
+
+    mpiexec -n K python -m harness tune [-b 8] [-e 64M] [-f 4] [--rounds 5]
+        [--algos ring,naive,ps,oneshot,twoshot] [--merge TABLE] --out TABLE
+
+For every size and every algorithm that can run here: float32 sum with the agreement
+check on (as users call it), interleaved rounds, each a barrier then enough calls for about
+20 ms, the best round's mean per call (the slowest rank's). The fastest algorithm at each
+measured size wins it; consecutive winners make one rule, up to the last size it won.
+Each algorithm's alpha-beta fit (harness/model.py) and the sizes where the fits cross are
+written beside the rules, to read, not to decide: a fit that spans two regimes would
+move a boundary that a measurement puts right. --merge keeps another table's rules for
+the other layouts (rank and node counts), so one file can hold K = 2, 3 and 4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+import ring
+
+from . import meta
+from .model import fit
+from .sizes import parse_size, sizes
+
+ALL = ("ring", "naive", "ps", "oneshot", "twoshot")
+
+
+def per_call_us(comm: ring.Communicator, x, out, algorithm: str) -> float:
+    """Mean µs per call of one timed round (slowest rank), after one call to warm up."""
+    world = comm._comm
+    comm.allreduce(x, out=out, algorithm=algorithm)
+    world.Barrier()
+    t0 = time.perf_counter()
+    comm.allreduce(x, out=out, algorithm=algorithm)
+    one = world.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+    n = int(min(500, max(3, 0.02 / max(one, 1e-6))))
+    world.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        comm.allreduce(x, out=out, algorithm=algorithm)
+    return world.allreduce((time.perf_counter() - t0) / n * 1e6, op=MPI.MAX)
+
+
+def measure(comm, algos, byte_sizes, rounds: int) -> dict[str, dict[int, float]]:
+    """{algorithm: {bytes: best µs}} over interleaved rounds."""
+    best: dict[str, dict[int, float]] = {a: {} for a in algos}
+    for _ in range(rounds):
+        for s in byte_sizes:
+            x = np.ones(max(s // 4, 1), np.float32)
+            out = np.empty_like(x)
+            for a in algos:
+                if comm._why_not(a, ring.schedule.Collective.ALLREDUCE, x.nbytes):
+                    continue
+                t = per_call_us(comm, x, out, a)
+                best[a][x.nbytes] = min(best[a].get(x.nbytes, float("inf")), t)
+    return best
+
+
+def rules(best: dict[str, dict[int, float]], ranks: int, nodes: int) -> list[dict]:
+    """Consecutive sizes with the same winner make one rule, up to the last it won."""
+    measured = sorted({s for times in best.values() for s in times})
+    out: list[dict] = []
+    for s in measured:
+        winner = min((t[s], a) for a, t in best.items() if s in t)[1]
+        if out and out[-1]["algorithm"] == winner:
+            out[-1]["max_bytes"] = s
+        else:
+            out.append({"ranks": ranks, "nodes": nodes, "max_bytes": s, "algorithm": winner})
+    return out
+
+
+def fits(best: dict[str, dict[int, float]]) -> dict[str, dict]:
+    out = {}
+    for a, times in best.items():
+        if len(times) >= 2:
+            s = np.array(sorted(times), float)
+            t = np.array([times[int(v)] for v in s])
+            alpha, beta = fit(s, t)
+            worst = float(np.max(np.abs((alpha + beta * s) / t - 1)))
+            out[a] = {"alpha_us": alpha, "us_per_byte": beta, "worst_error": worst,
+                      "sizes": [int(s[0]), int(s[-1])]}
+    return out
+
+
+def crossovers(f: dict[str, dict]) -> list[dict]:
+    """Where two fitted lines cross (alpha1 + beta1 S = alpha2 + beta2 S), inside both."""
+    out, names = [], sorted(f)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            da, db = f[a]["alpha_us"] - f[b]["alpha_us"], f[b]["us_per_byte"] - f[a]["us_per_byte"]
+            if db != 0 and da / db > 0:
+                s = da / db
+                lo = max(f[a]["sizes"][0], f[b]["sizes"][0])
+                hi = min(f[a]["sizes"][1], f[b]["sizes"][1])
+                if lo <= s <= hi:
+                    out.append({"between": [a, b], "bytes": int(s)})
+    return out
+
+
+def main(argv) -> int:
+    p = argparse.ArgumentParser(prog="python -m harness tune", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-b", "--minbytes", type=parse_size, default=8)
+    p.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("64M"))
+    p.add_argument("-f", "--stepfactor", type=float, default=4)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--algos", default=",".join(ALL))
+    p.add_argument("--merge", metavar="TABLE", help="keep this table's rules for other layouts")
+    p.add_argument("--out", required=True, metavar="TABLE")
+    args = p.parse_args(argv)
+    algos = [a.strip() for a in args.algos.split(",") if a.strip()]
+    if any(a not in ALL for a in algos):
+        raise SystemExit(f"--algos: choose from {ALL}, got {algos}")
+    world = MPI.COMM_WORLD
+    with ring.Communicator(world, device="host") as comm:
+        nodes = comm._topo.nnodes
+        best = measure(comm, algos, sizes(args.minbytes, args.maxbytes, args.stepfactor, 0),
+                       args.rounds)
+    if world.rank != 0:
+        return 0
+    mine = rules(best, world.size, nodes)
+    kept = []
+    if args.merge:
+        with open(args.merge) as f:
+            old = json.load(f)
+        kept = [r for r in old["rules"] if (r["ranks"], r["nodes"]) != (world.size, nodes)]
+    f = fits(best)
+    table = {"device": "host", "machine": meta.gpu().get("gpu") or "host",
+             "host": __import__("platform").node(), "command": "python -m harness tune "
+             + " ".join(argv), "git_commit": meta.git_commit(),
+             "rules": sorted(kept + mine, key=lambda r: (r["nodes"], r["ranks"], r["max_bytes"])),
+             "measured": {f"{world.size} ranks, {nodes} node(s)": {
+                 "us_per_call": {a: {str(s): round(t, 2) for s, t in sorted(v.items())}
+                                 for a, v in best.items()},
+                 "fits": f, "crossovers": crossovers(f)}}}
+    if args.merge:
+        table["measured"] = {**old.get("measured", {}), **table["measured"]}
+    with open(args.out, "w") as fh:
+        json.dump(table, fh, indent=1)
+    print(f"# {world.size} ranks, {nodes} node(s): µs per call (best of {args.rounds} rounds)")
+    print("#" + "".join(f"{a:>11}" for a in best) + "     bytes  winner")
+    for s in sorted({s for t in best.values() for s in t}):
+        row = "".join(f"{best[a][s]:11.1f}" if s in best[a] else f"{'-':>11}" for a in best)
+        winner = min((t[s], a) for a, t in best.items() if s in t)[1]
+        print(f" {row} {s:9d}  {winner}")
+    for c in crossovers(f):
+        print(f"# fits cross: {c['between'][0]} / {c['between'][1]} at {c['bytes']} bytes")
+    print(f"# wrote {args.out}: {len(mine)} rules for this layout")
+    return 0

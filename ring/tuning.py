@@ -1,0 +1,61 @@
+"""Which all-reduce algorithm "auto" picks, from a table measured on the machine
+(`python -m harness tune` writes one), as NCCL's tuner plugins choose per size.
+
+A table is JSON:
+
+    {"device": "host", "command": "...", "machine": "...",
+     "rules": [{"ranks": 2, "nodes": 1, "max_bytes": 16384, "algorithm": "oneshot"}, ...]}
+
+For a call of S bytes per rank on K ranks over N nodes, the first rule with ranks == K (or,
+when no rule names K, the largest ranks below it), nodes == N and S <= max_bytes names the
+algorithm, if it can run here; otherwise the ring (two-level where it applies). ring ships
+one table per device kind (ring/tables/<device>.json); Communicator(tuning=PATH) or the
+RING_TUNING environment variable names another. The choice is a pure function of the call's
+size and the communicator's layout, which every rank shares, so ranks never diverge (and
+the agreement step would catch them if their tables did).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+TABLES = Path(__file__).resolve().parent / "tables"
+
+
+def load(path: str | None, device: str) -> dict:
+    """The table to use: `path`, else RING_TUNING, else the one shipped for `device` (an
+    empty table where none is). ValueError naming the source when it cannot be read."""
+    source = path or os.environ.get("RING_TUNING") or str(TABLES / f"{device}.json")
+    if not path and not os.environ.get("RING_TUNING") and not Path(source).exists():
+        return {"rules": []}
+    try:
+        with open(source) as f:
+            table = json.load(f)
+        rules = table["rules"]
+        for r in rules:
+            int(r["ranks"]), int(r["nodes"]), int(r["max_bytes"]), str(r["algorithm"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        what = "tuning" if path else ("RING_TUNING" if os.environ.get("RING_TUNING") else "tuning table")
+        raise ValueError(f"{what}: cannot read a tuning table from {source!r}: {e}") from None
+    return table
+
+
+def rules_for(table: dict, ranks: int, nodes: int) -> list[tuple[int, str]]:
+    """(max_bytes, algorithm) for this layout, in the table's order."""
+    mine = [r for r in table["rules"] if int(r["nodes"]) == nodes]
+    known = sorted({int(r["ranks"]) for r in mine if int(r["ranks"]) <= ranks})
+    if not known:
+        return []
+    k = ranks if ranks in known else known[-1]
+    return [(int(r["max_bytes"]), str(r["algorithm"])) for r in mine if int(r["ranks"]) == k]
+
+
+def choose(rules: list[tuple[int, str]], nbytes: int, runs) -> str | None:
+    """The algorithm of the first rule that covers nbytes, if it can run here (runs(name)
+    -> bool); None: the ring's. A rule for other sizes is never taken instead."""
+    for max_bytes, algorithm in rules:
+        if nbytes <= max_bytes:
+            return algorithm if runs(algorithm) else None
+    return None

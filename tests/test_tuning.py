@@ -1,0 +1,57 @@
+"""The tuning table "auto" reads (ring/tuning.py): which rules apply to a layout, which
+algorithm covers a size, and clear errors for a table that cannot be read."""
+
+import json
+
+import pytest
+
+from ring import tuning
+
+TABLE = {"rules": [
+    {"ranks": 2, "nodes": 1, "max_bytes": 1024, "algorithm": "oneshot"},
+    {"ranks": 2, "nodes": 1, "max_bytes": 65536, "algorithm": "twoshot"},
+    {"ranks": 4, "nodes": 1, "max_bytes": 512, "algorithm": "naive"},
+    {"ranks": 4, "nodes": 2, "max_bytes": 4096, "algorithm": "ps"},
+]}
+
+
+def test_rules_for_a_layout_fall_back_to_the_largest_measured_rank_count_below():
+    assert tuning.rules_for(TABLE, 2, 1) == [(1024, "oneshot"), (65536, "twoshot")]
+    assert tuning.rules_for(TABLE, 3, 1) == [(1024, "oneshot"), (65536, "twoshot")]
+    assert tuning.rules_for(TABLE, 8, 1) == [(512, "naive")]
+    assert tuning.rules_for(TABLE, 4, 2) == [(4096, "ps")]
+    assert tuning.rules_for(TABLE, 1, 1) == []  # nothing measured at or below one rank
+    assert tuning.rules_for(TABLE, 4, 3) == []
+
+
+def test_the_rule_covering_the_size_decides_and_is_never_replaced_by_another():
+    rules = tuning.rules_for(TABLE, 2, 1)
+    every = lambda a: True  # noqa: E731
+    assert tuning.choose(rules, 8, every) == "oneshot"
+    assert tuning.choose(rules, 1024, every) == "oneshot"
+    assert tuning.choose(rules, 1025, every) == "twoshot"
+    assert tuning.choose(rules, 1 << 20, every) is None  # past every rule: the ring
+    # the covering rule cannot run here: the ring, not the next rule's algorithm
+    assert tuning.choose(rules, 8, lambda a: a != "oneshot") is None
+
+
+def test_a_table_from_a_path_or_the_environment(tmp_path, monkeypatch):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(TABLE))
+    assert tuning.load(str(p), "host") == TABLE
+    monkeypatch.setenv("RING_TUNING", str(p))
+    assert tuning.load(None, "host") == TABLE
+    monkeypatch.delenv("RING_TUNING")
+    assert tuning.load(None, "no-such-device") == {"rules": []}  # none shipped: the ring
+
+
+@pytest.mark.parametrize("text,why", [("{", "Expecting property name"),
+                                      ('{"rules": [{"ranks": 2}]}', "nodes"),
+                                      ('{"rules": 3}', "not iterable")])
+def test_an_unreadable_table_is_a_clear_error(tmp_path, text, why):
+    p = tmp_path / "t.json"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=f"tuning: cannot read a tuning table from .*{why}"):
+        tuning.load(str(p), "host")
+    with pytest.raises(ValueError, match="tuning: cannot read a tuning table from .*missing"):
+        tuning.load(str(tmp_path / "missing.json"), "host")
