@@ -1,4 +1,5 @@
-"""Bus bandwidth against size, per implementation, and ring's speed-up over each baseline.
+"""Time per call (log-log: where the small-message gap shows), bus bandwidth against size,
+per implementation, and ring's speed-up over each baseline; sizes labelled 8 B, 1 KB, 1 MB.
 
     python -m harness plot results/latest.json [more.json ...] --out results/latest.png
 """
@@ -10,10 +11,20 @@ import json
 import math
 from collections import defaultdict
 
+from .sizes import human
+
 
 def _label(meta: dict, many: bool) -> str:
     where = meta.get("gpu") or "host"
     return f"{meta['ranks']} ranks, {where}: " if many else ""
+
+
+def _size_tick(v: float, _pos=None) -> str:
+    """Tick labels at 1, 8, 64 of each unit (8 B, 64 B, 1 KB, 8 KB, ..., 1 GB)."""
+    if v < 1:
+        return ""
+    k = round(math.log2(v))
+    return human(v) if abs(math.log2(v) - k) < 1e-9 and k % 10 in (0, 3, 6) else ""
 
 
 def require() -> None:
@@ -32,8 +43,10 @@ def draw(paths: list[str], out: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 8), sharex=True,
-                                      gridspec_kw={"height_ratios": [3, 2]})
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    fig, (times, top, bottom) = plt.subplots(3, 1, figsize=(9, 11), sharex=True,
+                                             gridspec_kw={"height_ratios": [3, 3, 2]})
     title = []
     for path in paths:
         with open(path) as f:
@@ -50,8 +63,9 @@ def draw(paths: list[str], out: str) -> None:
         for (impl, coll, dtype, op, inplace), pts in sorted(curves.items()):
             pts.sort()
             name = f"{prefix}{labels.get(impl, impl)} {coll} {dtype} {op}" + (" in place" if inplace else "")
-            top.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3,
-                     linestyle="--" if inplace else "-", label=name)
+            style = {"marker": "o", "ms": 3, "linestyle": "--" if inplace else "-", "label": name}
+            top.plot([p[0] for p in pts], [p[1] for p in pts], **style)
+            times.plot([p[0] for p in pts], [p[2] for p in pts], **style)
         for (impl, coll, dtype, op, inplace), pts in sorted(curves.items()):
             if impl == "ring" or inplace:
                 continue
@@ -60,15 +74,21 @@ def draw(paths: list[str], out: str) -> None:
             if xs:
                 ys = [t / ring[s] for s, _, t in sorted(pts) if s in ring]
                 bottom.plot(xs, ys, marker="o", ms=3, label=f"{prefix}ring vs {impl} {coll} {dtype}")
+    times.set_xscale("log", base=2)
+    times.set_yscale("log")
+    times.set_ylabel("time per call (µs)")
+    times.grid(True, which="both", alpha=0.3)
     top.set_xscale("log", base=2)
     top.set_ylabel("bus bandwidth (GB/s)")
     top.grid(True, which="both", alpha=0.3)
     top.legend(fontsize=7)
-    top.set_title("; ".join(dict.fromkeys(title)))
+    times.set_title("; ".join(dict.fromkeys(title)))
     bottom.axhline(1.0, color="grey", lw=1)
     bottom.set_xscale("log", base=2)
     bottom.set_yscale("log", base=2)
-    bottom.set_xlabel("size (bytes)")
+    bottom.set_xlabel("size")
+    bottom.xaxis.set_major_locator(LogLocator(base=2, numticks=40))
+    bottom.xaxis.set_major_formatter(FuncFormatter(_size_tick))
     bottom.set_ylabel("speed-up of ring (x)")
     bottom.grid(True, which="both", alpha=0.3)
     if bottom.lines[1:]:

@@ -18,3 +18,12 @@ def sizes(begin: int, end: int, factor: float, step: int) -> list[int]:
         if step == 0 and factor <= 1:
             break
     return out
+
+
+def human(n: float) -> str:
+    """A size as people read it: 8 B, 1 KB, 64 MB, 1 GB (binary multiples, as -b / -e)."""
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.3g} {unit}"
+    return f"{n:.0f} B"

@@ -58,16 +58,17 @@ def agree(comm: MPI.Comm, record: dict[str, int], error: Exception | None, waite
 
 
 def agree_shared(exchange, seq: int, record: dict[str, int], error: Exception | None,
-                 name: str, before_posting=None) -> None:
+                 name: str, before_posting=None, wait=None) -> None:
     """The same check through node-shared memory (transport/exchange.py): every rank's
     row in its own slot, one round. before_posting() writes what else rides in the round
-    (the one-shot algorithms' data); it is called only when this rank's arguments are good."""
+    (the one-shot algorithms' data); it is called only when this rank's arguments are good.
+    wait(seq): how to wait for the round (default: exchange.wait)."""
     row = mine(record, error)
     exchange.record(exchange.rank, seq)[:row.size] = row
     if error is None and before_posting is not None:
         before_posting()
     exchange.post(seq)
-    exchange.wait(seq)
+    (wait or exchange.wait)(seq)
     everyone = np.stack([exchange.record(q, seq)[:row.size] for q in range(exchange.size)])
     verdict(everyone, row, error, name)
 

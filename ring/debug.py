@@ -62,7 +62,7 @@ def enabled() -> bool:
 def call(record: dict) -> None:
     """One line for one collective call (INFO): who, what, and the algorithm that ran."""
     if log.isEnabledFor(logging.INFO):
-        extra = "".join(f", {k} {record[k]}" for k in ("count", "dtype", "op", "root")
+        extra = "".join(f", {k} {record[k]}" for k in ("count", "dtype", "op", "root", "path")
                         if k in record)
         log.info("rank %d %s call %d: algorithm %s%s", record["rank"], record["collective"],
                  record["call"], record["algorithm"], extra, extra={"ring_call": record})

@@ -88,8 +88,12 @@ class HostBackend:
     # -- who has arrived -----------------------------------------------------------------
     def entered(self, call: int) -> None:
         """Note that this rank entered collective call number `call`."""
-        if self.window is not None:
-            self.window.header(self.topo.local_of[self.comm.rank])[CALLS] = call
+        mine = getattr(self, "_my_header", None)  # every call comes here: keep the view
+        if mine is None:
+            if self.window is None:
+                return
+            mine = self._my_header = self.window.header(self.topo.local_of[self.comm.rank])
+        mine[CALLS] = call
 
     def behind(self, call: int) -> list[int]:
         """Ranks on this node known not to have entered call `call` yet (for messages)."""

@@ -14,7 +14,7 @@ import ringtypes
 
 from .. import reference
 from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
-from .conftest import CHUNK, assert_ran, emulated_nodes, same_everywhere, two_level_nodes
+from .conftest import CHUNK, NO_RULES, assert_ran, emulated_nodes, last_call, same_everywhere, two_level_nodes
 
 OPS = ["sum", "prod", "min", "max", "avg"]
 TWO_LEVEL = ("allreduce", "reduce_scatter", "allgather")  # "auto" takes two-level for these
@@ -158,7 +158,7 @@ def test_many_chunks_through_few_slots(world):
 
 
 def test_check_false_gives_the_same_results(world):
-    with ring.Communicator(device="host", check=False, timeout=60) as c:
+    with ring.Communicator(device="host", check=False, timeout=60, tuning=NO_RULES) as c:
         x = make(c.rank, 777, "float64")
         inputs = [make(q, 777, "float64") for q in range(c.size)]
         _check("allreduce", c.allreduce(x), inputs, "sum", c.rank)
@@ -298,3 +298,73 @@ def test_auto_never_takes_an_algorithm_that_cannot_run(world):
         c.allreduce(np.ones(8, np.float32))
         assert_ran("oneshot" if _runs_here("oneshot") else
                    ("hierarchical" if two_level_nodes(c.size) > 1 else "ring"), "allreduce")
+
+
+FAST_CASES = [("float32", "sum"), ("int32", "max"), ("bfloat16", "avg"), ("int8", "prod")]
+
+
+@pytest.mark.parametrize("dtype,op", FAST_CASES)
+def test_repeated_small_allreduces_take_the_fast_path(world, dtype, op):
+    """From the second call of a oneshot signature on, the fast path (ring/fast.py): new
+    data every call, the rank-order reference's bits, out new, in place and given, and the
+    log marks the call fast. Across nodes there is no exchange and no fast path."""
+    with ring.Communicator(device="host", timeout=60, algorithm="oneshot" if _runs_here("oneshot")
+                           else "ring") as c:
+        k, r = c.size, c.rank
+        if not _runs_here("oneshot"):
+            c.allreduce(np.ones(4))
+            c.allreduce(np.ones(4))
+            assert c._fast is None and "path" not in last_call()
+            return
+        for n in (1, 7, 1000):
+            for kind in ("new", "in place", "given", "in place, another view"):
+                for i in range(3):
+                    inputs = [make(q, n, dtype, seed=i, op=op) for q in range(k)]
+                    want = reference.in_rank_order(inputs, op)
+                    x = inputs[r].copy()
+                    out = {"new": None, "in place": x, "given": np.empty_like(x),
+                           "in place, another view": x[:]}[kind]
+                    # as the harness calls it too: the options named, the same every call
+                    named = {"algorithm": "oneshot", "dtype": dtype} if n == 7 else {}
+                    got = c.allreduce(x, out=out, op=op, **named)
+                    assert got.tobytes() == want.tobytes(), (dtype, op, n, kind, i)
+                    assert got is out if out is not None else got.shape == x.shape
+                    if "in place" in kind:
+                        assert x.tobytes() == want.tobytes()
+                    assert last_call()["algorithm"] == "oneshot"
+                    # another view of x is in place too: that signature is known already
+                    known = i or kind == "in place, another view"
+                    assert last_call().get("path") == ("fast" if known else None), (kind, i)
+        assert same_everywhere(world, got)
+
+
+@pytest.mark.parametrize("change", ["op", "count", "algorithm", "bad out", "overlap"])
+def test_a_rank_leaving_the_fast_path_is_caught_on_every_rank(world, change):
+    """The ranks still on the fast path compare records too: when one rank's next call
+    differs (op, count, algorithm) or has bad arguments, every rank raises, the bad rank its own
+    error and the others MismatchError. (Across nodes: the same through the full path.)"""
+    shared = _runs_here("oneshot")  # else no exchange, no fast path: the full path must do it
+    with ring.Communicator(device="host", timeout=60, algorithm="oneshot" if shared else "ring") as c:
+        x = np.ones(8, np.float32)
+        c.allreduce(x)
+        c.allreduce(x)
+        assert last_call().get("path") == ("fast" if shared else None)
+        odd = c.rank == c.size - 1  # at 1 rank, the only rank
+        args = {"x": np.ones(8, np.float32), "op": "sum", "out": None}
+        if odd and change == "op":
+            args["op"] = "max"
+        if odd and change == "count":
+            args["x"] = np.ones(9, np.float32)
+        if odd and change == "algorithm":
+            args["algorithm"] = "naive"
+        if odd and change == "bad out":
+            args["out"] = np.empty(8, np.float64)
+        if odd and change == "overlap":
+            big = np.ones(9, np.float32)
+            args["x"], args["out"] = big[:8], big[1:]
+        own = {"bad out": TypeError, "overlap": ValueError}.get(change)
+        if c.size == 1 and own is None:
+            assert c.allreduce(**args).tobytes() == args["x"].tobytes()  # nothing to disagree with
+            return
+        with pytest.raises(own if (odd and own) else ring.MismatchError):
+            c.allreduce(**args)

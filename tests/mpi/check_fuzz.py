@@ -16,7 +16,7 @@ from ring.schedule import Collective
 
 from .. import reference
 from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
-from .conftest import last_call
+from .conftest import NO_RULES, last_call
 
 WORLD = MPI.COMM_WORLD
 
@@ -47,7 +47,8 @@ def run_one(coll, dtype, op, k, per, chunk, nslots, in_place, root) -> str:
         r = sub.rank
         n = per * k if coll.divides else per
         inputs = [make(q, n, dtype, seed=7, op=op) for q in range(k)]
-        with ring.Communicator(sub, "host", timeout=60, chunk_bytes=chunk, nslots=nslots) as c:
+        with ring.Communicator(sub, "host", timeout=60, chunk_bytes=chunk, nslots=nslots,
+                               tuning=NO_RULES) as c:  # the flat ring, whatever the size
             x = inputs[r].copy()
             if coll is Collective.BROADCAST:
                 got = c.broadcast(x, root=root)
