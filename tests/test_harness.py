@@ -239,3 +239,16 @@ def test_the_commit_comes_from_the_environment_first(monkeypatch):
         raise OSError("no git here")
     monkeypatch.setattr(subprocess, "run", no_git)
     assert meta.git_commit() is None
+
+
+def test_sizes_read_as_people_write_them():
+    from harness.plot import _size_tick
+    from harness.sizes import human, parse_size
+    assert [human(n) for n in (8, 1000, 1024, 1536, 64 << 20, 1 << 30)] == \
+        ["8 B", "1000 B", "1 KB", "1.5 KB", "64 MB", "1 GB"]
+    for text in ("8", "1K", "64M", "1G"):
+        assert human(parse_size(text)) == text.replace("K", " KB").replace("M", " MB") \
+            .replace("G", " GB") if text != "8" else "8 B"
+    # the plot labels 1, 8 and 64 of each unit and leaves the ticks between them blank
+    assert [_size_tick(float(1 << k)) for k in (3, 4, 6, 10, 13, 20, 30)] == \
+        ["8 B", "", "64 B", "1 KB", "8 KB", "1 MB", "1 GB"]
