@@ -28,7 +28,7 @@ def timed(fn, iters, comm):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="16,64", help="MB (2^20 bytes) per rank, float32")
-    ap.add_argument("--chunks", default=str(DEFAULT_CHUNK_BYTES),
+    ap.add_argument("--chunks", default=str(DEFAULT_CHUNK_BYTES["host"]),
                     help="comma list of chunk_bytes to try (default: the library default)")
     ap.add_argument("--slots", type=int, default=DEFAULT_SLOTS)
     ap.add_argument("--rounds", type=int, default=7)

@@ -48,7 +48,7 @@ class Work:
 class Communicator:
     def __init__(self, mpi_comm: MPI.Comm | None = None, device: str = "auto", *,
                  timeout: float = 300.0, check: bool = True,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, nslots: int = DEFAULT_SLOTS,
+                 chunk_bytes: int | None = None, nslots: int = DEFAULT_SLOTS,
                  algorithm: str = "auto", path: str = "fused", tuning: str | None = None):
         base = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
         if not isinstance(base, MPI.Intracomm):
@@ -75,6 +75,8 @@ class Communicator:
         try:
             debug.level_from_env()
             self.device = devices.resolve(device)
+            if chunk_bytes is None:  # the device kind's measured default
+                chunk_bytes = DEFAULT_CHUNK_BYTES[self.device]
             if not (timeout > 0):
                 raise ValueError(f"timeout: must be positive seconds, got {timeout!r}")
             check_slots(chunk_bytes, nslots)
@@ -84,6 +86,7 @@ class Communicator:
         except (TypeError, ValueError) as e:
             error = e
             self.device = "?"
+            chunk_bytes = DEFAULT_CHUNK_BYTES["host"] if chunk_bytes is None else chunk_bytes
         else:
             debug.configure()
         self.chunk_bytes, self.nslots, self.algorithm = int(chunk_bytes), int(nslots), algorithm

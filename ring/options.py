@@ -3,13 +3,18 @@ place that the Communicator, ring.Group and the agreement step all read."""
 
 from __future__ import annotations
 
-# Bytes per chunk, the unit that travels through one slot. Measured on the host device
-# (results/host-tuning.md: 2 ranks, 16 and 64 MB float32, several runs): 128-256 KiB lose
-# to per-chunk Python overhead (~20 us a chunk on the CI machine); 512 KiB to 4 MiB are
-# within run-to-run noise of each other, and 1 MiB was never worse than 15% off the best.
-DEFAULT_CHUNK_BYTES = 1 << 20
+# Bytes per chunk, the unit that travels through one slot, by device kind.
+#   host: measured on the CI machine (results/host-tuning.md: 2 ranks, 16 and 64 MB float32,
+#     several runs): 128-256 KiB lose to per-chunk Python overhead (~20 us a chunk); 512 KiB
+#     to 4 MiB are within run-to-run noise, and 1 MiB was never worse than 15% off the best.
+#   cuda: measured on an H100 (results/h100/README.md): ring.Group K = 4, 256 MiB, graph
+#     replay, 4 MiB chunks 1.75 ms against 2.35 (1 MiB) and 1.99 (16 MiB); and a plain call
+#     is host-bound at ~340 us of Python per enqueued operation, so there fewer, larger
+#     chunks win at every size.
+DEFAULT_CHUNK_BYTES = {"host": 1 << 20, "cuda": 4 << 20}
 # Slots per link. Two are the minimum that cannot deadlock (schedule.py); more let a fast
-# rank run ahead of a slow neighbour.
+# rank run ahead of a slow neighbour. 2, 4 and 8 were within 4% of each other on both the
+# host (64 MB, 2 ranks) and the H100 (K = 4, 256 MiB).
 DEFAULT_SLOTS = 4
 
 

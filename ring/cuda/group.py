@@ -34,7 +34,7 @@ ALIGNED = (Collective.ALLREDUCE, Collective.REDUCE)
 
 class Group:
     def __init__(self, size: int, *, devices: list[int] | None = None,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, nslots: int = DEFAULT_SLOTS,
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES["cuda"], nslots: int = DEFAULT_SLOTS,
                  path: str = "fused"):
         if int(size) != size or size < 1:
             raise ValueError(f"size: need at least one rank, got {size!r}")

@@ -216,3 +216,15 @@ def test_host_only_algorithms_are_refused_on_every_rank(world, algorithm):
                                          "device only"):
         c.allreduce(_gpu(np.ones(4, np.float32)), algorithm=algorithm)
     c.close()
+
+
+def test_the_default_chunk_is_the_devices(world):
+    """Measured per device kind (ring/options.py): 1 MiB on the host, 4 MiB on a GPU."""
+    with ring.Communicator(device="cuda", timeout=60) as c:
+        assert c.chunk_bytes == 4 << 20
+        got = c.allreduce(_gpu(np.full(10, c.rank + 1, np.float32)))
+        assert np.array_equal(_host(got), np.full(10, c.size * (c.size + 1) / 2, np.float32))
+    with ring.Communicator(device="host", timeout=60) as c:
+        assert c.chunk_bytes == 1 << 20
+    with ring.Group(2) as g:
+        assert g.chunk_bytes == 4 << 20
