@@ -17,8 +17,10 @@ arrays themselves:
 
 The signature is every argument but the arrays' contents and identities: x's dtype and
 shape, op, the kind of out, chunk_bytes, algorithm and dtype as passed. Anything else
-(another algorithm than oneshot, async_op, a broken communicator) takes the full path. RING_DEBUG=INFO logs fast calls too, with "path": "fast". What the fast path skips is work whose
-result is the same for the same signature, so its errors and results are the full path's.
+(another algorithm than oneshot, async_op, a broken communicator) takes the full path.
+RING_DEBUG=INFO logs fast calls too, with "path": "fast". What the fast path skips is work
+whose result is the same for the same signature, so its errors and results are the full
+path's.
 """
 
 from __future__ import annotations
@@ -54,8 +56,6 @@ class Signature:
 
 
 LIMIT = 64  # signatures kept per communicator (a loop has a few; a sweep starts over)
-
-
 PLAIN = (str, int, type(None))  # options whose value is the signature's (op, chunk_bytes, ...)
 
 

@@ -25,12 +25,14 @@ class HostBackend:
         pred, succ = (rank - 1) % size, (rank + 1) % size
         self.window = None
         self.send = self.recv = None
+        self._my_header = None  # where entered() notes this rank's call number
         if size == 1:
             return
         me = topo.local_of[rank]
         receives_shm = topo.same_node(pred, rank)
         # Collective over the node, so every rank takes part even if it needs no slots.
         self.window = ShmWindow(topo.node_comm, nslots, slot_bytes, receives_shm)
+        self._my_header = self.window.header(me)
         if topo.same_node(rank, succ):
             self.send = ShmSend(self.window, me, topo.local_of[succ], waiter, f"rank {succ}")
         else:
@@ -88,12 +90,8 @@ class HostBackend:
     # -- who has arrived -----------------------------------------------------------------
     def entered(self, call: int) -> None:
         """Note that this rank entered collective call number `call`."""
-        mine = getattr(self, "_my_header", None)  # every call comes here: keep the view
-        if mine is None:
-            if self.window is None:
-                return
-            mine = self._my_header = self.window.header(self.topo.local_of[self.comm.rank])
-        mine[CALLS] = call
+        if self._my_header is not None:
+            self._my_header[CALLS] = call
 
     def behind(self, call: int) -> list[int]:
         """Ranks on this node known not to have entered call `call` yet (for messages)."""
@@ -117,4 +115,4 @@ class HostBackend:
                 end.close()
         if self.window is not None:
             self.window.close()
-        self.send = self.recv = self.window = None
+        self.send = self.recv = self.window = self._my_header = None
