@@ -61,13 +61,19 @@ class Ring:
 
     NAMES = {"auto": "ring", "ring": "ring-flat", "hierarchical": "ring-hier"}
 
-    def __init__(self, world: MPI.Comm, bufs, algorithm: str = "auto", **tuning):
+    def __init__(self, world: MPI.Comm, bufs, algorithm: str = "auto", name: str | None = None,
+                 **tuning):
         self.bufs, self.algorithm = bufs, algorithm
-        self.name = self.NAMES.get(algorithm, f"ring-{algorithm}")
+        self.name = name or self.NAMES.get(algorithm, f"ring-{algorithm}")
         self.comm = ring.Communicator(world, device=bufs.name, algorithm="auto", **tuning)
         self.unavailable = None if self.comm.device == bufs.name else \
             f"ring has no {bufs.name} device yet (it resolved to {self.comm.device})"
         self.label = f"ring ({self.comm.device}, {algorithm})"
+        if tuning.get("path") == "kernel":
+            self.label = f"ring ({self.comm.device}, {algorithm}, persistent kernel)"
+            if getattr(self.comm._backend, "kernel", None) is None:
+                self.unavailable = "path='kernel' runs on the cuda device, on one node (MPS when " \
+                                   "processes share a GPU); here it fell back to the stream path"
 
     def runs(self, coll: str) -> None:
         """An algorithm that cannot run this collective here at any size is left out, with
@@ -312,6 +318,7 @@ IMPLS = {
     "ring": Ring,  # the algorithm "auto" picks
     "ring-flat": lambda world, bufs, **kw: Ring(world, bufs, algorithm="ring", **kw),
     "ring-hier": lambda world, bufs, **kw: Ring(world, bufs, algorithm="hierarchical", **kw),
+    "ring-kernel": lambda world, bufs, **kw: Ring(world, bufs, name="ring-kernel", path="kernel", **kw),
     **{f"ring-{a}": (lambda a: lambda world, bufs, **kw: Ring(world, bufs, algorithm=a, **kw))(a)
        for a in ("naive", "ps", "oneshot", "twoshot")},
     "mpi": Mpi,

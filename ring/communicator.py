@@ -26,20 +26,33 @@ from .wait import Waiter, oversubscribed
 
 
 class Work:
-    """Handle of an asynchronous call (async_op=True).
+    """Handle of an asynchronous call (async_op=True), as torch.distributed's.
 
-    On the host device the call runs to completion before the handle is returned: NumPy
-    collectives have no device stream to run behind, so wait() only returns the result.
+    On the cuda device the call returns once its work is queued on the GPU: wait() waits
+    for it under the communicator's timeout (a ring.TimeoutError there breaks the
+    communicator, as it would have in the call) and is_completed() asks without waiting.
+    On the host device the call has run to completion before the handle is returned
+    (NumPy has no stream to run behind): wait() only returns the result.
     """
 
-    def __init__(self, result):
-        self._result = result
+    def __init__(self, result, pending=None, comm: "Communicator | None" = None, name: str = ""):
+        self._result, self._pending, self._comm, self._name = result, pending, comm, name
 
     def wait(self):
+        if self._pending is not None:
+            pending, comm = self._pending, self._comm
+            comm._waiter.start(f"{self._name}, waited on")
+            try:
+                pending.wait(comm._waiter)
+            except BaseException as e:
+                comm._broken(e)
+                raise
+            self._pending = None
         return self._result
 
     def is_completed(self) -> bool:
-        return True
+        """Whether the work has finished (without waiting; its errors come from wait())."""
+        return self._pending is None or self._pending.query()
 
     def result(self):
         return self._result
@@ -263,10 +276,11 @@ class Communicator:
             record.update(c.record())
         except (TypeError, ValueError) as e:
             error = e
+        pending = None
         try:
             self._enter(name, record, error, c)
             if c.count:
-                self._run(c)
+                pending = self._run(c, defer=async_op)
         except BaseException as e:
             self._broken(e)
             raise
@@ -279,7 +293,7 @@ class Communicator:
                         "algorithm": c.algorithm, "count": c.count, "dtype": c.dtype.name,
                         **({"op": str(c.op)} if collective.reduces else {}),
                         **({"root": c.root} if collective.rooted else {})})
-        return Work(c.result) if async_op else c.result
+        return Work(c.result, pending, self, name) if async_op else c.result
 
     def _learn(self, k, record: dict, c: Call) -> None:
         """Keep what this oneshot all-reduce worked out, for the next calls like it."""
@@ -328,7 +342,9 @@ class Communicator:
             done = self._comm.Ibarrier()
             self._waiter.until(done.Test, lambda: "waiting for every rank to reach the barrier")
 
-    def _run(self, c: Call) -> None:
+    def _run(self, c: Call, defer: bool = False):
+        """Run the call; with defer, what is still in flight on the device may be returned
+        (a Pending for Work.wait(); None when nothing is)."""
         if c.algorithm == "oneshot":
             oneshot.oneshot(self._exchange, self._xseq, c.op, c.out)
             return
@@ -355,7 +371,7 @@ class Communicator:
         item = c.dtype.itemsize
         p = plan(c.collective, self.size, self.rank, c.count, item, c.chunk_bytes,
                  self._backend.align(c.collective, item), c.root)
-        self._backend.run(p, c.op, x, c.out, logical=c.dtype)
+        return self._backend.run(p, c.op, x, c.out, logical=c.dtype, defer=defer)
 
     def _broken(self, e: BaseException) -> None:
         self._error = e

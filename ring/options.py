@@ -31,8 +31,10 @@ SHARED = ("oneshot", "twoshot")  # through the exchange window (transport/exchan
 EXCHANGE_BYTES = 1 << 20
 # How a GPU rank moves a chunk to its successor (ring/cuda/enqueue.py): "fused", the reduce
 # kernel writes straight into the successor's slot; "copy", into a local slot that the copy
-# engine then copies across. The host device has only the fused path.
-PATHS = ("fused", "copy")
+# engine then copies across; "kernel", one persistent kernel per call runs the whole plan
+# (ring/cuda/persistent.py; Communicator on one node only, else the stream path with a
+# warning). The host device has only the fused path.
+PATHS = ("fused", "copy", "kernel")
 
 
 def check_slots(chunk_bytes, nslots) -> None:

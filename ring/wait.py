@@ -37,6 +37,10 @@ class Waiter:
             where += f", chunk {self.at[0]} step {self.at[1]}"
         return where
 
+    def failure(self, what: str) -> TimeoutError:
+        """The TimeoutError of this call for `what` it waited for (to raise)."""
+        return TimeoutError(f"{self._where()}: {what}: no progress within {self.timeout:g} s")
+
     def until(self, ready: Callable[[], bool], describe: Callable[[], str]) -> None:
         """Return once ready() is true; raise TimeoutError(describe()) at the deadline."""
         for _ in range(self.spins):
@@ -45,8 +49,7 @@ class Waiter:
         n = 0
         while not ready():
             if time.monotonic() > self.deadline:
-                raise TimeoutError(
-                    f"{self._where()}: {describe()}: no progress within {self.timeout:g} s")
+                raise self.failure(describe())
             if n < YIELDS:
                 os.sched_yield()
                 n += 1

@@ -42,7 +42,10 @@ def _report(out: str, r: int) -> str | None:
 # step and peer; the cuda device the counter it spun on (simulator) or the GPU stream the
 # host polled (GPU: the enqueue was long done when the peer died).
 STUCK = {"host": r"chunk \d+ step \d+: waiting for data from rank \d+",
-         "cuda": r"waiting for (the chunks posted to rank \d+|the GPU to finish the call)"}
+         "cuda": r"waiting for (the chunks posted to rank \d+|the GPU to finish the call)",
+         # the persistent kernel's error word: where it spun, and on which counter
+         "cuda-kernel": r"ring kernel channel \d+, chunk \d+ step \d+: waiting for (the chunks "
+                        r"posted to rank \d+ by rank \d+|rank \d+ to free a slot)"}
 
 
 # ... and where the other all-reduce algorithms say they were stuck when a peer died
@@ -57,7 +60,8 @@ STUCK_IN = {"oneshot": r"waiting for rank \d+ to join the call",
 
 
 @pytest.mark.parametrize("device,algorithm", [("host", "ring"),
-                                              pytest.param("cuda", "ring", marks=CUDA_OR_SIM)]
+                                              pytest.param("cuda", "ring", marks=CUDA_OR_SIM),
+                                              pytest.param("cuda-kernel", "ring", marks=CUDA_OR_SIM)]
                          + [("host", a) for a in STUCK_IN])
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
 def test_a_rank_dies_in_the_middle_of_an_allreduce(nprocs, device, algorithm):

@@ -52,6 +52,27 @@ def test_cuda_device_processes_sharing_a_gpu(nprocs):
 
 @pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
 @pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
+def test_cuda_kernel_path(nprocs):
+    """path="kernel": every collective in one persistent kernel per rank, waiting on
+    counters in the neighbours' segments (under the simulator: in MPI shared memory, each
+    process's kernel spinning on the others'). The collective tests of check_cuda.py."""
+    env = {**ENV, "RING_TEST_PATH": "kernel"}
+    # every op x dtype on 2 processes; a cross-section on 1, 3 and 4 (under the simulator
+    # every call is a handful of Python threads per process waiting on each other: slow)
+    wide = "matches_the_exact or gather_scatter or broadcast_and"
+    narrow = ("(matches_the_exact and (float32-sum or bfloat16-avg or int8-prod or float64-max"
+              " or uint64-min)) or (gather_scatter and float32) or "
+              "(broadcast_and and bfloat16)")
+    select = (f"({wide if nprocs == 2 else narrow}) or scatter_and_allgather or in_place or "
+              f"two_slots or async_op")
+    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420,
+                                        env=env, extra=["-k", select])
+    assert_inner_passed(rc, out, reports, nprocs)
+
+
+@pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
+@pytest.mark.mpi
 @pytest.mark.parametrize("nprocs,nodes,aware", [
     (4, 2, None), (6, 3, None), (2, 2, None),
     # device buffers straight to MPI: only the simulator's "device memory" is host memory

@@ -7,7 +7,8 @@
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d .whl numpy==2.4.6 mpich==5.0.2
 # At most 8 files come back from $OUT: run a few steps per call (results/h100/README.md).
-# Steps: kernels group cuda cudanodes faults lifetime where profile groupbench sweep sweep4 nodes colls mps all
+# Steps: kernels group cuda cudanodes faults lifetime where profile groupbench sweep sweep4 nodes colls mps
+#        kernelpath all
 . tools/gpu-env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
@@ -48,6 +49,16 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               sleep 1; echo get_server_list | nvidia-cuda-mps-control 2>&1 | head -3
               TAIL=20 step 300 sweep${NP:-2}-mps mpiexec -n ${NP:-2} python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 8 \
                   -n 10 -w 2 --device cuda --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-${NP:-2}ranks-mps-$GPU.json
+              echo quit | nvidia-cuda-mps-control ;;
+  kernelpath) # path="kernel" (issue 14): compiles, its tests, then beside the stream path and NCCL,
+              # under MPS (processes sharing the GPU run persistent kernels concurrently only there)
+              step 300 ptx python3 tools/compile_kernels.py
+              nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
+              step 420 kernelpath python3 -m pytest tests/test_mpi.py tests/test_faults.py -q -p no:cacheprovider \
+                  --durations=0 -k "cuda_kernel_path or cuda-kernel"
+              TAIL=30 step 420 sweep-kernel mpiexec -n ${NP:-2} python3 -m harness allreduce -b 8 -e ${MAX:-1G} -f 4 \
+                  -n ${ITERS:-10} -w 2 --device cuda --impl ring-kernel,ring,nccl,mpi --nccl-hostid \
+                  --json $OUT/allreduce-${NP:-2}ranks-kernel-mps-$GPU.json
               echo quit | nvidia-cuda-mps-control ;;
   all)        step 580 all python3 -m pytest tests -x -q -p no:cacheprovider ;;
 esac; done

@@ -1,8 +1,17 @@
 """The CUDA device: rings of GPU buffers, driven by Numba kernels and stream ordering.
 
-    arrays.py    objects with __cuda_array_interface__ in, results of the same kind out
-    enqueue.py   one process driving several ranks: a plan's chunks for every rank, put on
-                 the ranks' streams in an order that respects the slot protocol, with CUDA
-                 events for every dependency (no host synchronisation per chunk)
-    group.py     ring.Group: that mode's public face (NCCL's single-process multi-GPU mode)
+    arrays.py      objects with __cuda_array_interface__ in, results of the same kind out
+    enqueue.py     the stream path: a plan's chunks put on the ranks' streams in an order
+                   that respects the slot protocol, with CUDA events (one process) or
+                   stream memory operations (ipc.py, across processes) for every dependency
+    group.py       ring.Group: one process driving K ranks (NCCL's single-process mode)
+    backend.py     the Communicator's cuda device: one rank per process
+    ipc.py         segments (counters + slots) shared with the neighbours by CUDA IPC;
+    simipc.py      the same in MPI shared memory, for Numba's simulator
+    staged.py      links across nodes, staged through pinned host memory over MPI
+    program.py     the kernel path: a plan as a table of integers
+    persistent.py  the kernel path: one persistent kernel runs the table, channels waiting
+                   on counters in the neighbours' segments
+    kernel_path.py the kernel path's host side: one launch per call, its error word
+    graphs.py      CUDA graph capture and replay
 """

@@ -5,11 +5,13 @@ per-chunk code as ring.Group (enqueue.py). Between ranks of a node the order is 
 GPU; across nodes the host hands chunks to MPI as their copies finish.
 
 A call returns when its work is done on the GPU: the host polls an event under the
-communicator's timeout, so a lost peer costs a ring.TimeoutError, not a hang. (async_op=True
-still returns a finished Work for now: letting the poll move into Work.wait() is next.)
+communicator's timeout, so a lost peer costs a ring.TimeoutError, not a hang. With
+async_op=True the call returns once its work is queued, and Work.wait() does that poll.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 from mpi4py import MPI
@@ -21,7 +23,7 @@ from ringtypes import Op
 from ..schedule import Collective, Plan
 from ..topology import Topology
 from ..wait import Waiter
-from . import ipc, staged
+from . import ipc, kernel_path, staged
 from .arrays import SIMULATED, DeviceArrays
 from .enqueue import Rank, Slots, _copy, _unit, event
 from .group import ALIGNED, SLOT_PAD, _align
@@ -33,25 +35,37 @@ class CudaBackend(DeviceArrays):
     def __init__(self, comm: MPI.Comm, topo: Topology, nslots: int, slot_bytes: int,
                  waiter: Waiter, path: str = "fused"):
         self.comm, self.waiter, self.path = comm, waiter, path
-        self.device = topo.machine_rank % len(cuda.gpus)
+        ngpu = len(cuda.gpus)
+        self.device = topo.machine_rank % ngpu
         cuda.select_device(self.device)
         b = slot_bytes + SLOT_PAD
         self.rank = Rank(cuda.stream(), cuda.stream(), Slots(nslots, b), self.device)
         self.inbound = self.outbound = None
+        self.kernel = None  # path="kernel": the persistent kernel's host side
         self._mapped: list = []
         self.segment = None
         size, r = comm.size, comm.rank
+        shape = kernel_path.shape_from_env() if path == "kernel" else None
+        if shape is not None:
+            b = kernel_path.slot_bytes(b, shape[0])
         if size == 1:
+            if shape is not None:
+                self.kernel = kernel_path.KernelPath(self.rank.stream, None, None, None, nslots,
+                                                     b, *shape, r, size)
             return
         pred, succ = (r - 1) % size, (r + 1) % size
         near_pred, near_succ = topo.same_node(pred, r), topo.same_node(r, succ)
+        sharing = sum(q % ngpu == self.device for q in range(topo.machine_ranks))
+        why = kernel_path.why_not(near_pred and near_succ, sharing, shape[0]) if shape else None
         if SIMULATED:  # IPC emulated in MPI shared memory (simipc.py): collective per node
             from .simipc import Segment
             self.segment = Segment(topo.node_comm, nslots, b, waiter)
         elif near_pred or near_succ:
             self.segment = ipc.Segment(nslots, b)
         handle = self.segment.handle() if self.segment is not None else None
-        everyone = comm.allgather((self.device, handle))
+        everyone = comm.allgather((self.device, handle, why, shape))
+        if shape is not None:
+            self._choose_kernel(everyone)
         ipc.enable_peer_access(self.device, [everyone[q][0] for q, near in
                                              ((pred, near_pred), (succ, near_succ)) if near])
         maps: dict = {}
@@ -74,8 +88,26 @@ class CudaBackend(DeviceArrays):
             self.inbound.progress_too = self.outbound.progress
             self.outbound.progress_too = self.inbound.progress
         self._mapped = list(maps.values())
+        if self.path == "kernel":
+            self.kernel = kernel_path.KernelPath(self.rank.stream, self.segment, mapped(pred),
+                                                 mapped(succ), nslots, b, *shape, r, size)
         cuda.synchronize()  # headers zeroed on every GPU before anyone maps and writes
         comm.Barrier()
+
+    def _choose_kernel(self, everyone) -> None:
+        """path="kernel" on every rank, or the stream path on every rank with one warning
+        (the ranks' counters must match); different kernel shapes are an error everywhere."""
+        shapes = {e[3] for e in everyone}
+        if len(shapes) > 1:
+            raise ValueError(f"path='kernel': ranks disagree on (channels, threads): "
+                             f"{sorted(shapes)} (RING_KERNEL_CHANNELS / RING_KERNEL_THREADS)")
+        refusals = [(q, e[2]) for q, e in enumerate(everyone) if e[2]]
+        if refusals:
+            q, why = refusals[0]
+            if self.comm.rank == 0:
+                warnings.warn(f"ring: path='kernel' cannot run (rank {q}: {why}); "
+                              f"using the stream path 'fused'", RuntimeWarning, stacklevel=4)
+            self.path = "fused"
 
     # -- arrays (and flat, empty_like, address, may_overlap from DeviceArrays) ----------
     @staticmethod
@@ -109,31 +141,36 @@ class CudaBackend(DeviceArrays):
         return []
 
     # -- running ----------------------------------------------------------------------
-    def run(self, plan: Plan, op: Op, x, out, divisor: int | None = None, logical=None) -> None:
+    def run(self, plan: Plan, op: Op, x, out, divisor: int | None = None, logical=None,
+            defer: bool = False):
+        """Put the call on the GPU and wait for it under the timeout; with defer, return a
+        Pending for the GPU work still in flight instead (the host's own part, staged links
+        included, is done either way)."""
         divisor = plan.size if divisor is None else divisor
         storage = np.dtype(x.dtype)
         name = (logical or storage).name
-        if self.inbound is not None:  # None: a ring of one, which neither sends nor receives
-            self.inbound.begin(plan.recvs)
-        for _, step, lo, hi in plan.units:
-            _unit(plan, step, lo, hi, op, x, out, self.rank, self.inbound, self.outbound,
-                  name, storage, divisor, self.path)
-        if self.outbound is not None:
-            self.outbound.flush()
-        self.finish()
+        if self.kernel is not None:  # the whole plan in one launch
+            self.kernel.launch(plan, op, x, out, divisor, name, self.waiter.timeout)
+            # the kernel's own waits are bounded by the timeout: give it the time to say
+            # where it was stuck before the host gives up on it
+            pending = Pending(self.rank, self.kernel, self.waiter.timeout)
+        else:
+            if self.inbound is not None:  # None: a ring of one, which neither sends nor receives
+                self.inbound.begin(plan.recvs)
+            for _, step, lo, hi in plan.units:
+                _unit(plan, step, lo, hi, op, x, out, self.rank, self.inbound, self.outbound,
+                      name, storage, divisor, self.path)
+            if self.outbound is not None:
+                self.outbound.flush()
+            pending = Pending(self.rank)
+        if defer:
+            return pending
+        pending.wait(self.waiter)
+        return None
 
     def finish(self) -> None:
         """Wait, under the timeout, until the GPU has done everything queued so far."""
-        if SIMULATED:  # the simulator has run it all already
-            return
-        marks = []
-        for s in (self.rank.stream, self.rank.copy_stream):
-            ev = event()
-            ev.record(s)
-            marks.append(ev)
-        self.waiter.until(lambda: all(e.query() for e in marks),
-                          lambda: "waiting for the GPU to finish the call (a peer's stream "
-                                  "may be stuck)")
+        Pending(self.rank).wait(self.waiter)
 
     def close(self) -> None:
         self.rank.stream.synchronize()
@@ -147,3 +184,30 @@ class CudaBackend(DeviceArrays):
             self.segment.close()
         self._mapped, self.segment = [], None
         self.inbound = self.outbound = None
+
+
+class Pending:
+    """A call's GPU work in flight: events recorded after it on the rank's streams (and the
+    persistent kernel, whose error word is read once it has finished)."""
+
+    def __init__(self, rank: Rank, kernel=None, extra_s: float = 0.0):
+        self.kernel, self.extra_s = kernel, extra_s
+        self.marks = []
+        if not SIMULATED:  # the simulator has run it all already
+            for s in (rank.stream, rank.copy_stream):
+                ev = event()
+                ev.record(s)
+                self.marks.append(ev)
+
+    def query(self) -> bool:
+        return all(e.query() for e in self.marks)
+
+    def wait(self, waiter) -> None:
+        """Until the work is done, under the waiter's deadline (plus extra_s); then raise
+        the kernel's own timeout, if it had one."""
+        if self.marks:
+            waiter.deadline += self.extra_s
+            waiter.until(self.query, lambda: "waiting for the GPU to finish the call (a peer's "
+                                             "stream may be stuck)")
+        if self.kernel is not None:
+            self.kernel.check(waiter)

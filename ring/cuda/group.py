@@ -40,6 +40,9 @@ class Group:
             raise ValueError(f"size: need at least one rank, got {size!r}")
         check_slots(chunk_bytes, nslots)
         check_path(path)
+        if path == "kernel":  # K persistent kernels in one process: not built yet
+            raise ValueError("path: 'kernel' runs on Communicator(device='cuda') so far; "
+                             "ring.Group takes 'fused' or 'copy'")
         self.size, self.chunk_bytes, self.nslots, self.path = int(size), int(chunk_bytes), int(nslots), path
         ndev = len(cuda.gpus)
         self.devices = list(devices) if devices is not None else [0] * self.size

@@ -2,8 +2,8 @@
 for the order. Nothing on the data path goes through MPI or host memory, and the host never
 waits per chunk.
 
-Each rank allocates one segment on its GPU: a header of two 64-bit counters, each on its own
-128-byte line, then `nslots` slots.
+Each rank allocates one segment on its GPU: a header of 64-bit counters, each on its own
+128-byte line, then `nslots` slots. The stream path uses the first two:
     POSTED  chunks the predecessor has written into my slots  (written by the predecessor)
     ACKED   chunks of mine the successor has consumed         (written by the successor)
 The segment's IPC handle goes once to each ring neighbour over MPI, which maps it. Then:
@@ -15,6 +15,10 @@ Why not IPC events: a wait on an event refers to its last record, and across pro
 host cannot know that the peer's record was enqueued first without a round trip per chunk.
 Several ranks may share one GPU (IPC works between processes of one device); on separate
 GPUs peer access is enabled for the neighbours.
+
+The persistent kernel (persistent.py) keeps its own pair per channel after them, the same
+two counters for each of its channels: channel c's POSTED at int64 index KERNEL_BASE +
+KERNEL_STRIDE * c, its ACKED KERNEL_ACKED further.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from numba import cuda
 
 from ..transport.shm import Typed
 
-HEADER = 256
 POSTED, ACKED = 0, 128  # byte offsets in the header
+KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED = 32, 32, 16  # int64 indices
+MAX_CHANNELS = 32
+HEADER = 8 * (KERNEL_BASE + KERNEL_STRIDE * MAX_CHANNELS)
 
 
 def _drv():
@@ -74,6 +80,14 @@ class _Memory:
 
     def counter(self, offset: int) -> Counter:
         return Counter(self.mem.device_ctypes_pointer.value + offset)
+
+    def header(self):
+        """The counters as int64 (for the persistent kernel)."""
+        return self.mem[:HEADER].view(np.int64)
+
+    def region(self):
+        """All slots as one byte array (for the persistent kernel)."""
+        return self.mem[HEADER:HEADER + self.nslots * self.slot_bytes]
 
 
 class Segment(_Memory):

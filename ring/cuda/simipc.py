@@ -17,7 +17,7 @@ from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
 from ..transport.shm import ShmWindow
 from ..wait import Waiter
-from .ipc import ACKED, POSTED
+from .ipc import ACKED, HEADER, POSTED
 
 
 class HostCounter:
@@ -45,6 +45,12 @@ class _Memory:
     def slots(self) -> list:
         return [FakeCUDAArray(s) for s in self.window.slots(self.owner)]
 
+    def header(self):
+        return FakeCUDAArray(self.window.header(self.owner))
+
+    def region(self):
+        return FakeCUDAArray(self.window.region(self.owner))
+
     def counter(self, offset: int) -> HostCounter:
         name = {POSTED: f"the chunks posted to {self.who}",
                 ACKED: f"the chunks of {self.who} that its successor consumed"}[offset]
@@ -59,7 +65,7 @@ class Segment(_Memory):
     """Collective over comm (one node): every rank's segment in one shared window."""
 
     def __init__(self, comm: MPI.Comm, nslots: int, slot_bytes: int, waiter: Waiter):
-        super().__init__(ShmWindow(comm, nslots, slot_bytes, True), comm.rank, waiter,
+        super().__init__(ShmWindow(comm, nslots, slot_bytes, True, HEADER), comm.rank, waiter,
                          f"rank {comm.rank}")
 
     def handle(self) -> int:

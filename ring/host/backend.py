@@ -103,7 +103,9 @@ class HostBackend:
 
     # -- running ----------------------------------------------------------------------
     def run(self, plan: Plan, op: Op, x: np.ndarray, out: np.ndarray,
-            divisor: int | None = None, logical=None) -> None:
+            divisor: int | None = None, logical=None, defer: bool = False) -> None:
+        """Run the plan to completion (NumPy has nothing to leave in flight: defer or not,
+        nothing is pending afterwards)."""
         executor.run(plan, op, x, out, self.send, self.recv, self.waiter, divisor)
 
     def finish(self) -> None:

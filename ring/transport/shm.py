@@ -25,9 +25,10 @@ POSTED, ACKED, CALLS = 0, 16, 32  # int64 indices into the header, 128 bytes apa
 
 
 class ShmWindow:
-    def __init__(self, node_comm: MPI.Comm, nslots: int, slot_bytes: int, receives: bool):
-        self.nslots, self.slot_bytes = nslots, slot_bytes
-        size = HEADER + (nslots * slot_bytes if receives else 0)
+    def __init__(self, node_comm: MPI.Comm, nslots: int, slot_bytes: int, receives: bool,
+                 header_bytes: int = HEADER):
+        self.nslots, self.slot_bytes, self.header_bytes = nslots, slot_bytes, header_bytes
+        size = header_bytes + (nslots * slot_bytes if receives else 0)
         info = MPI.Info.Create()
         info.Set("alloc_shared_noncontig", "true")
         self.win = MPI.Win.Allocate_shared(size, 1, info=info, comm=node_comm)
@@ -35,7 +36,7 @@ class ShmWindow:
         self.win.Lock_all(MPI.MODE_NOCHECK)
         self._segments: dict[int, np.ndarray] = {}
         mine = self.segment(node_comm.rank)
-        mine[:HEADER] = 0
+        mine[:header_bytes] = 0
         self.win.Sync()
         node_comm.Barrier()
 
@@ -47,11 +48,16 @@ class ShmWindow:
         return seg
 
     def header(self, local_rank: int) -> np.ndarray:
-        return self.segment(local_rank)[:HEADER].view(np.int64)
+        return self.segment(local_rank)[:self.header_bytes].view(np.int64)
 
     def slots(self, local_rank: int) -> list[np.ndarray]:
-        seg, b = self.segment(local_rank), self.slot_bytes
-        return [seg[HEADER + i * b:HEADER + (i + 1) * b] for i in range(self.nslots)]
+        seg, b, h = self.segment(local_rank), self.slot_bytes, self.header_bytes
+        return [seg[h + i * b:h + (i + 1) * b] for i in range(self.nslots)]
+
+    def region(self, local_rank: int) -> np.ndarray:
+        """All of a rank's slots as one byte array."""
+        h = self.header_bytes
+        return self.segment(local_rank)[h:h + self.nslots * self.slot_bytes]
 
     def sync(self) -> None:
         self.win.Sync()

@@ -2,10 +2,12 @@
 survivor must raise ring.TimeoutError naming the call, the step and the peer, and find the
 communicator broken afterwards.
 
-    dies_mid_collective.py TIMEOUT [host|cuda] [ALGORITHM]
+    dies_mid_collective.py TIMEOUT [host|cuda|cuda-kernel] [ALGORITHM]
 
 On 'cuda' the victim dies after enqueuing its fifth chunk for its successor (on a GPU the
-chunks are still in flight on its stream; under Numba's simulator they ran at once). With
+chunks are still in flight on its stream; under Numba's simulator they ran at once). On
+'cuda-kernel' (path="kernel") it dies instead of launching its kernel, while the others'
+kernels spin on it. With
 another all-reduce algorithm (host) it dies where that algorithm needs it: oneshot before
 posting its data, twoshot after the first round, naive, ps and tree before sending."""
 
@@ -20,7 +22,8 @@ import ring
 timeout = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
 device = sys.argv[2] if len(sys.argv) > 2 else "host"
 algorithm = sys.argv[3] if len(sys.argv) > 3 else "ring"
-comm = ring.Communicator(device=device, timeout=timeout, algorithm=algorithm,
+device, path = ("cuda", "kernel") if device == "cuda-kernel" else (device, "fused")
+comm = ring.Communicator(device=device, timeout=timeout, algorithm=algorithm, path=path,
                          chunk_bytes=4096 if device == "host" else 1024)
 victim = comm.size - 1
 
@@ -48,6 +51,8 @@ if comm.rank == victim:
         die_after(p2p, algorithm, 0)
     elif device == "host":
         die_after(comm._backend.send, "post", 5)
+    elif path == "kernel":
+        die_after(comm._backend.kernel, "launch", 0)
     else:
         die_after(comm._backend.outbound, "mark_written", 5)
 

@@ -3,7 +3,13 @@ stream memory operations, CuPy arrays in and out, sizes up to 64 K elements. Und
 simulator: the same backend and per-chunk code with IPC emulated in MPI shared memory
 (ring/cuda/simipc.py), Numba device arrays, tiny sizes. Results are compared bit for bit
 with the exact reference of the flat ring's order (tests/reference.py, independent of
-ring/), with the GPU's 16-byte block alignment."""
+ring/), with the GPU's 16-byte block alignment.
+
+RING_TEST_PATH picks the data path of the shared communicator (default "fused"):
+test_mpi.py runs the collectives again with "kernel", the persistent kernel."""
+
+import os
+import warnings
 
 import numpy as np
 import pytest
@@ -26,10 +32,16 @@ else:
     CHUNK, SIZES, PER = 4096, (0, 1, 37, 3001, 1 << 16 | 5), (0, 1, 7, 5000)
 
 
+PATH = os.environ.get("RING_TEST_PATH", "fused")
+
+
 @pytest.fixture(scope="module")
 def gcomm():
-    c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the kernel path must not fall back unseen
+        c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH)
     assert c.device == "cuda"
+    assert (c._backend.kernel is not None) == (PATH == "kernel")
     yield c
     c.close()
 
@@ -96,6 +108,20 @@ def test_in_place_and_out(gcomm):
     assert np.array_equal(_host(out), np.ones(1000, np.float32))
 
 
+def test_async_op_returns_work_to_wait_on(gcomm):
+    """async_op=True: the call returns once queued; wait() gives the result. Several calls
+    in flight, waited on in reverse order."""
+    k, r = gcomm.size, gcomm.rank
+    xs = [_gpu(np.full(300, r + i, np.float32)) for i in range(3)]
+    works = [gcomm.allreduce(x, async_op=True) for x in xs]
+    for i in reversed(range(3)):
+        got = works[i].wait()
+        assert works[i].is_completed()
+        assert np.array_equal(_host(got), np.full(300, sum(range(k)) + k * i, np.float32))
+    w = gcomm.allgather(_gpu(np.full(5, r, np.int32)), async_op=True)
+    assert np.array_equal(_host(w.wait()), np.repeat(np.arange(k, dtype=np.int32), 5))
+
+
 def test_ranks_disagreeing_on_count_all_raise(world):
     c = ring.Communicator(device="cuda", timeout=60)
     with pytest.raises(ring.MismatchError):
@@ -138,7 +164,7 @@ def test_many_communicators_release_their_slots(world):
             f"device memory in use grew by {grown} bytes over the last {cycles - cycles // 4 - 1} cycles"
 
 
-@pytest.mark.parametrize("path", ["fused", "copy"])
+@pytest.mark.parametrize("path", ["fused", "copy", "kernel"])
 def test_two_slots_and_many_chunks(world, path):
     """The tightest flow control: two slots per link, dozens of chunks in flight."""
     c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=64, nslots=2, path=path)

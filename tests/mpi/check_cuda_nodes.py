@@ -42,6 +42,26 @@ def test_links_cross_nodes(dev):
     assert dev._topo.nnodes > 1, "run with RING_NODES"
 
 
+def test_the_kernel_path_falls_back_on_every_rank_with_one_warning(world):
+    """path="kernel" needs every ring neighbour on this node: across nodes every rank takes
+    the stream path (their counters must match), and rank 0 says so once."""
+    import warnings
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path="kernel",
+                              algorithm="ring")
+    said = [w for w in seen if "path='kernel' cannot run" in str(w.message)]
+    assert len(said) == (1 if c.rank == 0 else 0), [str(w.message) for w in seen]
+    if said:
+        assert "crosses nodes" in str(said[0].message)
+    assert c._backend.kernel is None and c._backend.path == "fused"
+    x = make(c.rank, 100, "float32")
+    got = c.allreduce(_gpu(x)).copy_to_host()
+    inputs = [make(q, 100, "float32") for q in range(c.size)]
+    assert got.tobytes() == reference.allreduce(inputs, "sum", align=_align(4)).tobytes()
+    c.close()
+
+
 def test_two_level_runs_exactly_where_the_layout_admits_it():
     c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK)
     x = _gpu(np.ones(8, np.float32))

@@ -1,0 +1,148 @@
+"""The host side of path="kernel": one persistent kernel launch per call (persistent.py).
+
+The host encodes each plan once (program.py; kept on the device per plan), launches the
+kernel on the rank's stream with the links' running counter totals, and afterwards reads
+the kernel's error word: a wait that timed out on the GPU becomes a ring.TimeoutError
+naming the channel, chunk, step and the counter the kernel spun on. No per-chunk Python.
+
+The links are the same segments as the stream path's (ipc.py across processes of a node;
+under Numba's simulator simipc.py's shared memory): the kernel reads the predecessor's
+chunks from this rank's slots and writes straight into the successor's, with its own
+counters per channel in the segments' headers.
+
+Where it cannot run, the communicator falls back to the stream path with one warning,
+decided on every rank together (why_not): links across nodes (MPI in between), or several
+processes on one GPU without MPS (their persistent kernels would time-slice, not run
+concurrently), or more channels than the GPU can keep resident beside its neighbours.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from numba import cuda
+
+from kernels.dtypes import kernel_dtype
+from ringtypes import Op
+from ..schedule import Plan
+from .arrays import SIMULATED
+from .ipc import MAX_CHANNELS
+from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ERR_SEEN,
+                         ERR_STEP, WAIT_DATA, ring_kernel)
+
+# Channels x threads per channel. Under the simulator every thread is a Python thread: two
+# small channels still run the channel split. On a GPU a first guess, to be measured.
+SHAPE = (2, 4) if SIMULATED else (8, 512)
+# The dtype whose kernel moves the bits of a non-reducing collective, by element width
+MOVER = {n: np.dtype(t) for n, t in ((1, np.uint8), (2, np.int16), (4, np.uint32), (8, np.uint64))}
+
+
+def shape_from_env() -> tuple[int, int]:
+    """(channels, threads): RING_KERNEL_CHANNELS / RING_KERNEL_THREADS override SHAPE."""
+    c = int(os.environ.get("RING_KERNEL_CHANNELS", SHAPE[0]))
+    t = int(os.environ.get("RING_KERNEL_THREADS", SHAPE[1]))
+    if not 1 <= c <= MAX_CHANNELS:
+        raise ValueError(f"RING_KERNEL_CHANNELS: need 1..{MAX_CHANNELS}, got {c}")
+    if not 1 <= t <= 1024:
+        raise ValueError(f"RING_KERNEL_THREADS: need 1..1024, got {t}")
+    return c, t
+
+
+def slot_bytes(chunk_slot_bytes: int, channels: int) -> int:
+    """A slot of the kernel path: room for each channel's ceil(n / C) elements of any chunk
+    in its own sub-slot (8 bytes per channel more than the stream path's slot)."""
+    return chunk_slot_bytes + 8 * channels
+
+
+def mps_running() -> bool:
+    """Whether an MPS control daemon is up (its control pipe exists)."""
+    pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps")
+    return os.path.exists(os.path.join(pipe, "control"))
+
+
+def why_not(one_node: bool, ranks_on_my_gpu: int, channels: int) -> str | None:
+    """Why the persistent kernel cannot run on this rank (None: it can)."""
+    if not one_node:
+        return "a ring link crosses nodes (the kernel path needs every neighbour on this node)"
+    if SIMULATED:
+        return None
+    if ranks_on_my_gpu > 1 and not mps_running():
+        return (f"{ranks_on_my_gpu} processes share this GPU without MPS: their persistent "
+                f"kernels would time-slice (start nvidia-cuda-mps-control -d)")
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    if channels * ranks_on_my_gpu > sms:
+        return (f"{channels} channels x {ranks_on_my_gpu} ranks on this GPU exceed its {sms} "
+                f"multiprocessors: the ranks' kernels could not all be resident")
+    return None
+
+
+class KernelPath:
+    def __init__(self, stream, mine, pred, succ, nslots: int, slot_bytes: int,
+                 channels: int, threads: int, rank: int, size: int):
+        """mine / pred / succ: this rank's segment and its neighbours' (header() and
+        region()); None for a ring of one."""
+        self.stream, self.nslots, self.slot_bytes = stream, nslots, slot_bytes
+        self.channels, self.threads, self.rank, self.size = channels, threads, rank, size
+        if mine is None:  # a ring of one: nothing is sent or received
+            hdr, region = cuda.to_device(np.zeros(1, np.int64)), cuda.device_array(0, np.uint8)
+            self.headers, self.regions = (hdr, hdr, hdr), (region, region)
+        else:
+            self.headers = (mine.header(), pred.header(), succ.header())
+            self.regions = (mine.region(), succ.region())
+        self.err = cuda.to_device(np.zeros(ERR_LEN, np.int64))
+        self.base_in = self.base_out = 0  # chunks received / sent by kernels so far
+        self._programs: dict = {}
+        self._empty: dict = {}
+
+    def _program(self, p: Plan):
+        prog = self._programs.get(p)
+        if prog is None:
+            from .program import encode
+            if len(self._programs) >= 256:
+                self._programs.clear()
+            prog = self._programs[p] = cuda.to_device(encode(p))
+        return prog
+
+    def launch(self, p: Plan, op: Op, x, out, divisor: int, dtype_name: str,
+               timeout_s: float) -> None:
+        """Put the whole plan on the stream: one kernel launch, whose every wait gives up
+        after timeout_s."""
+        if p.collective.reduces:  # in the kernel dtype's storage (16-bit floats: bits)
+            storage = kernel_dtype(dtype_name).storage
+            kernel = ring_kernel(op, dtype_name)
+        else:  # only copies: any dtype of the width moves the bits
+            storage = MOVER[np.dtype(out.dtype).itemsize]
+            kernel = ring_kernel(Op.SUM, storage.name)
+        x, out = (None if a is None else a.view(storage) for a in (x, out))
+        if x is None:  # scatter away from the root reads no input
+            x = self._empty.get(storage)
+            if x is None:
+                x = self._empty[storage] = cuda.device_array(0, storage)
+        stride = self.slot_bytes // storage.itemsize
+        q = -(-p.max_chunk() // self.channels)
+        if q > stride // self.channels:  # slots are sized for it (slot_bytes)
+            raise AssertionError(f"a channel's part of a chunk ({q}) exceeds its sub-slot")
+        inslots, outslots = (r.view(storage) for r in self.regions)
+        mine, pred, succ = self.headers
+        kernel[self.channels, self.threads, self.stream](
+            self._program(p), x, out, inslots, outslots, mine, pred, succ, self.err,
+            self.base_in, self.base_out, self.nslots, stride,
+            int(timeout_s * 1e9), float(divisor))
+        self.base_in += p.recvs
+        self.base_out += p.sends
+
+    def check(self, waiter) -> None:
+        """After the launch has finished: raise the kernel's timeout, if it had one."""
+        err = self.err.copy_to_host()
+        if err[ERR_CODE] == 0:
+            return
+        pred, succ = (self.rank - 1) % self.size, (self.rank + 1) % self.size
+        need, seen = int(err[ERR_NEED]), int(err[ERR_SEEN])
+        what = (f"waiting for the chunks posted to rank {self.rank} by rank {pred} to reach "
+                f"{need} (at {seen})" if err[ERR_CODE] == WAIT_DATA else
+                f"waiting for rank {succ} to free a slot: the chunks of rank {self.rank} it "
+                f"consumed to reach {need} (at {seen})")
+        raise waiter.failure(f"ring kernel channel {int(err[ERR_CHANNEL])}, chunk "
+                             f"{int(err[ERR_CHUNK])} step {int(err[ERR_STEP])}: {what}")
+

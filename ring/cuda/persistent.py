@@ -1,0 +1,147 @@
+"""The persistent ring kernel: one launch runs a rank's whole plan (program.py's table).
+
+The grid is C channels of one thread block each. Channel c owns elements
+[c q, (c+1) q) of every chunk of n elements (q = ceil(n / C)), kept in sub-slot c of the
+slot (stride // C elements from c (stride // C); a slot holds C x q elements or more), and
+has its own pair of counters on each link: the channels are C independent rings over
+disjoint parts of the same slots (NCCL's channels).
+For every unit of the program, channel c:
+
+    thread 0: wait until POSTED_c (mine) >= base_in + UIN + 1       the chunk has arrived
+              wait until ACKED_c (mine) >= base_out + UOUT + 1 - S  the successor's slot is free
+    all:      reduce or copy its part: received op own -> successor's slot and/or output
+    thread 0: fence (system scope), then ACKED_c (pred) := .. + 1, POSTED_c (succ) := .. + 1
+
+POSTED counts chunks written into a rank's slots (written by its predecessor), ACKED the
+chunks of a rank that its successor has consumed (written by the successor), as in ipc.py;
+counters only grow over the communicator's life, so the host passes the running totals
+(base_in, base_out) and never resets them. A wait that outlasts `timeout_ns` writes the
+error word (ERR_* below: the first failure wins) and the whole grid stops; the other
+channels see the word and stop too.
+
+Numba's simulator runs blocks one after another, which is fine across processes (channel c
+of every rank only waits on channel c of its neighbours) and is how `make test` runs it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from numba import cuda, types
+
+from kernels.dtypes import kernel_dtype
+from kernels.reduce import OPS
+from kernels.spin import wait_geq
+from ringtypes import Op
+
+from .ipc import KERNEL_ACKED, KERNEL_BASE, KERNEL_STRIDE
+from .program import CHUNK, FINAL, FLAGS, N, OUT, RECV, REDUCE, SEND, STEP, UIN, UOUT, WRITE_OUT, X
+
+# Counters of the kernel path in a segment's header (ipc.py): channel c's POSTED at
+# BASE + STRIDE c, its ACKED ACKED_AT further
+BASE, STRIDE, ACKED_AT = KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED
+
+# The error word: int64[ERR_LEN]
+ERR_CODE, ERR_CHANNEL, ERR_UNIT, ERR_CHUNK, ERR_STEP, ERR_NEED, ERR_SEEN = range(7)
+ERR_LEN = 8
+WAIT_DATA, WAIT_CREDIT = 1, 2  # ERR_CODE: what the kernel waited for
+
+
+@lru_cache(maxsize=None)
+def ring_kernel(op: Op, dtype_name: str):
+    """The compiled kernel for (op, dtype) (compiled on first request and kept)."""
+    return cuda.jit(signature(dtype_name))(source(op, dtype_name))
+
+
+def signature(dtype_name: str):
+    arr, i64 = kernel_dtype(dtype_name).numba_type[::1], types.int64[::1]
+    return types.void(types.int64[:, ::1], arr, arr, arr, arr, i64, i64, i64, i64,
+                      types.int64, types.int64, types.int64, types.int64, types.int64,
+                      types.float64)
+
+
+def source(op: Op, dtype_name: str):
+    """The kernel for (op, dtype), uncompiled: arguments (program, x, out, inslots, outslots, mine, pred,
+    succ, err, base_in, base_out, nslots, stride, timeout_ns, divisor), where the slots are
+    1-D (nslots x stride elements) and mine / pred / succ the int64 headers of this rank's,
+    its predecessor's and its successor's segments."""
+    kd = kernel_dtype(dtype_name)
+    if op is Op.AVG and not kd.floating:
+        raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
+    final = OPS[op](kd)
+    middle = OPS[Op.SUM if op is Op.AVG else op](kd)  # avg divides at the final step only
+
+    def kernel(prog, x, out, inslots, outslots, mine, pred, succ, err, base_in, base_out,
+               nslots, stride, timeout_ns, div):
+        c, nch = cuda.blockIdx.x, cuda.gridDim.x
+        t, nt = cuda.threadIdx.x, cuda.blockDim.x
+        ok = cuda.shared.array(1, types.int64)
+        p_in, a_out = BASE + STRIDE * c, BASE + STRIDE * c + ACKED_AT
+        for i in range(prog.shape[0]):
+            f, n = prog[i, FLAGS], prog[i, N]
+            uin, uout = base_in + prog[i, UIN], base_out + prog[i, UOUT]
+            if t == 0:
+                good = 1
+                if f & RECV:
+                    seen = wait_geq(mine, p_in, uin + 1, timeout_ns, err)
+                    if seen < uin + 1:
+                        good = 0
+                        _fail(err, WAIT_DATA, c, i, prog[i, CHUNK], prog[i, STEP], uin + 1, seen)
+                if good == 1 and f & SEND and uout >= nslots:
+                    seen = wait_geq(mine, a_out, uout + 1 - nslots, timeout_ns, err)
+                    if seen < uout + 1 - nslots:
+                        good = 0
+                        _fail(err, WAIT_CREDIT, c, i, prog[i, CHUNK], prog[i, STEP],
+                              uout + 1 - nslots, seen)
+                ok[0] = good
+                cuda.threadfence_system()  # acquire: the slot is read after the counter
+            cuda.syncthreads()
+            if ok[0] == 0:
+                return
+            # this channel's part of the chunk, and where it sits in a slot: at the same
+            # place for every chunk (a fixed sub-slot per channel), so that a channel that
+            # runs ahead never writes where a slower channel still reads
+            q = (n + nch - 1) // nch
+            lo = min(n, c * q)
+            hi = min(n, lo + q)
+            at = c * (stride // nch) - lo
+            rs, ss = (uin % nslots) * stride + at, (uout % nslots) * stride + at
+            xo, oo = prog[i, X], prog[i, OUT]
+            e = lo + t
+            while e < hi:
+                if f & RECV:
+                    v = inslots[rs + e]
+                    if f & REDUCE:
+                        if f & FINAL:
+                            v = final(v, x[xo + e], div)
+                        else:
+                            v = middle(v, x[xo + e], div)
+                else:
+                    v = x[xo + e]
+                if f & WRITE_OUT:
+                    out[oo + e] = v
+                if f & SEND:
+                    outslots[ss + e] = v
+                e += nt
+            cuda.syncthreads()
+            if t == 0:
+                cuda.threadfence_system()  # release: the data before the counter
+                if f & RECV:
+                    cuda.atomic.max(pred, a_out, uin + 1)
+                if f & SEND:
+                    cuda.atomic.max(succ, p_in, uout + 1)
+
+    return kernel
+
+
+@cuda.jit(device=True)
+def _fail(err, code, channel, unit, chunk, step, need, seen):
+    """Record the first failure of the grid (later ones keep the first)."""
+    if cuda.atomic.cas(err, ERR_CODE, 0, code) == 0:
+        err[ERR_CHANNEL] = channel
+        err[ERR_UNIT] = unit
+        err[ERR_CHUNK] = chunk
+        err[ERR_STEP] = step
+        err[ERR_NEED] = need
+        err[ERR_SEEN] = seen
+

@@ -1,0 +1,75 @@
+"""The persistent kernel's program (ring/cuda/program.py): a plan as a table of integers,
+checked as pure data against schedule.py and the host executor's slicing, and across the
+ranks of a ring: what a rank sends on its link is what its successor receives, chunk for
+chunk, in the same order."""
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ring.cuda.program import decode, encode
+from ring.host.executor import local_slices
+from ring.schedule import Collective, plan
+
+ALL = [c for c in Collective if c is not Collective.BARRIER]
+
+
+def _plans(collective, k, count, itemsize, chunk, align, root):
+    if collective.divides or collective in (Collective.ALLGATHER, Collective.GATHER):
+        count -= count % k
+    return [plan(collective, k, r, count, itemsize, chunk, align, root) for r in range(k)]
+
+
+cases = st.tuples(st.sampled_from(ALL), st.integers(1, 8), st.integers(0, 3000),
+                  st.sampled_from([1, 2, 4, 8]), st.sampled_from([64, 128, 1024, 4096]),
+                  st.sampled_from([1, 4, 8]), st.integers(0, 7))
+
+
+@settings(max_examples=300, deadline=None)
+@given(cases)
+def test_the_program_is_the_plan(case):
+    collective, k, count, itemsize, chunk, align, root = case
+    for p in _plans(collective, k, count, itemsize, chunk, align, root % k):
+        rows = decode(encode(p))
+        assert len(rows) == len(p.units)
+        recvs = sends = 0
+        for row, (j, step, lo, hi) in zip(rows, p.units):
+            s_in, s_out = local_slices(p, step.block, lo, hi)
+            assert (row["recv"], row["reduce"], row["final"], row["out"], row["send"]) == \
+                (step.recv, step.reduce, step.final, step.out, step.send)
+            assert row["n"] == hi - lo and row["chunk"] == j
+            reads_x = not step.recv or step.reduce
+            assert row["x"] == (s_in.start if reads_x else -1)
+            if reads_x:  # the kernel reads x[X : X + N]: inside the input's share
+                assert s_in.stop - s_in.start == hi - lo
+            assert row["at"] == (s_out.start if step.out else -1)
+            assert row["uin"] == (recvs if step.recv else -1)
+            assert row["uout"] == (sends if step.send else -1)
+            recvs += step.recv
+            sends += step.send
+        assert (recvs, sends) == (p.recvs, p.sends)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cases)
+def test_what_a_rank_sends_its_successor_receives(case):
+    """Link r -> r+1: the n-th send of rank r and the n-th receive of rank r+1 are the same
+    chunk (its length), so slot (base + n) % nslots holds what the receiver expects."""
+    collective, k, count, itemsize, chunk, align, root = case
+    ps = _plans(collective, k, count, itemsize, chunk, align, root % k)
+    if k == 1:
+        assert not any(r["send"] or r["recv"] for r in decode(encode(ps[0])))
+        return
+    for r in range(k):
+        sent = [row["n"] for row in sorted((x for x in decode(encode(ps[r])) if x["send"]),
+                                           key=lambda x: x["uout"])]
+        got = [row["n"] for row in sorted((x for x in decode(encode(ps[(r + 1) % k]))
+                                           if x["recv"]), key=lambda x: x["uin"])]
+        assert sent == got
+
+
+def test_the_table_is_cached_and_read_only():
+    p = plan(Collective.ALLREDUCE, 4, 1, 1000, 4, 256, 4)
+    rows = encode(p)
+    assert encode(p) is rows
+    with pytest.raises(ValueError):
+        rows[0, 0] = 0
