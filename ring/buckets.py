@@ -1,0 +1,130 @@
+"""Gradient buckets: many small gradients packed into a few large all-reduces, each started
+as soon as its gradients are ready, as PyTorch DDP's Reducer does.
+
+    buckets = ring.buckets.GradientBuckets(comm, grads, bucket_bytes=25 << 20, op="avg")
+    for i in reversed(range(len(grads))):   # as the backward pass produces them
+        ...compute grads[i] in place...
+        buckets.ready(i)                     # packs it; a full bucket starts its all-reduce
+    buckets.wait()                           # every bucket done, unpacked into grads
+
+Layout, as DDP's: gradients go into buckets in reverse registration order (the order a
+backward pass produces them), the first bucket capped at `first_bucket_bytes` so that
+communication starts early, the others at `bucket_bytes`; a bucket holds one dtype. Buckets
+start in their order on every rank (a bucket that fills early waits for the ones before it),
+so every rank issues the same collectives in the same order. A gradient never marked ready
+by wait() counts as zeros (DDP's unused parameters): its bucket starts then.
+
+Each all-reduce is async_op=True: on the cuda device it runs behind the host while the
+backward pass goes on; on the host device a call runs to completion when it starts (NumPy
+collectives have no stream to run behind), so there the buckets save calls, not time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FIRST_BUCKET_BYTES = 1 << 20  # DDP's defaults
+BUCKET_BYTES = 25 << 20
+
+
+def _zero(a) -> None:
+    if isinstance(a, np.ndarray):
+        a[...] = 0
+    else:
+        from numba import cuda
+        d = cuda.as_cuda_array(a) if not hasattr(a, "copy_to_device") else a
+        d.copy_to_device(np.zeros(d.shape, d.dtype))
+
+
+def _flat(a):
+    """A 1-D view of a contiguous array (NumPy, or any __cuda_array_interface__ array)."""
+    if isinstance(a, np.ndarray):
+        return a.reshape(-1)
+    from numba import cuda
+    d = a if hasattr(a, "copy_to_device") else cuda.as_cuda_array(a)
+    return d.reshape(d.size)
+
+
+def _copy(dst, src) -> None:
+    if isinstance(dst, np.ndarray):
+        np.copyto(dst, src)
+    else:
+        dst.copy_to_device(src)
+
+
+class GradientBuckets:
+    def __init__(self, comm, grads: list, *, bucket_bytes: int = BUCKET_BYTES,
+                 first_bucket_bytes: int = FIRST_BUCKET_BYTES, op: str = "avg"):
+        if bucket_bytes <= 0 or first_bucket_bytes <= 0:
+            raise ValueError(f"bucket sizes must be positive, got {first_bucket_bytes}, {bucket_bytes}")
+        if op not in ("sum", "avg"):
+            raise ValueError(f"op: gradients are summed or averaged ('sum', 'avg'), got {op!r}")
+        self.comm, self.op, self.grads = comm, op, list(grads)
+        self._views = [_flat(g) for g in self.grads]
+        self.buckets: list[list[int]] = []  # gradient indices, in packing order
+        cap, size, dtype = first_bucket_bytes, 0, None
+        for i in reversed(range(len(self.grads))):
+            g = self._views[i]
+            nbytes = g.size * g.dtype.itemsize
+            if not self.buckets or (size and size + nbytes > cap) or g.dtype != dtype:
+                if self.buckets:
+                    cap = bucket_bytes
+                self.buckets.append([])
+                size, dtype = 0, g.dtype
+            self.buckets[-1].append(i)
+            size += nbytes
+        self._where = {}  # gradient -> (bucket, offset)
+        self._flats = []
+        for b, members in enumerate(self.buckets):
+            offset = 0
+            for i in members:
+                self._where[i] = (b, offset)
+                offset += self._views[i].size
+            self._flats.append(self._empty(self._views[members[0]], offset))
+        self._reset()
+
+    @staticmethod
+    def _empty(like, n: int):
+        if isinstance(like, np.ndarray):
+            return np.empty(n, like.dtype)
+        from numba import cuda
+        return cuda.device_array(n, like.dtype)
+
+    def _reset(self) -> None:
+        self._pending = [len(m) for m in self.buckets]
+        self._marked = [False] * len(self.grads)
+        self._works: list = []  # one per started bucket, in bucket order
+
+    def ready(self, i: int) -> None:
+        """Gradient i holds its value: pack it; start every bucket that is complete and
+        whose predecessors have started."""
+        if self._marked[i]:
+            raise ValueError(f"gradient {i} was marked ready twice in one step")
+        self._marked[i] = True
+        b, off = self._where[i]
+        v = self._views[i]
+        _copy(self._flats[b][off:off + v.size], v)
+        self._pending[b] -= 1
+        self._start_ready()
+
+    def _start_ready(self) -> None:
+        while len(self._works) < len(self.buckets) and self._pending[len(self._works)] == 0:
+            flat = self._flats[len(self._works)]
+            self._works.append(self.comm.allreduce(flat, out=flat, op=self.op, async_op=True))
+
+    def wait(self) -> None:
+        """Start what has not started (unready gradients as zeros), wait for every bucket,
+        and unpack the results into the gradients; then the next step may begin."""
+        for i, marked in enumerate(self._marked):
+            if not marked:
+                b, off = self._where[i]
+                _zero(self._flats[b][off:off + self._views[i].size])
+                self._pending[b] -= 1
+        self._start_ready()
+        for b, work in enumerate(self._works):
+            work.wait()
+            for i in self.buckets[b]:
+                _, off = self._where[i]
+                v = self._views[i]
+                _copy(v, self._flats[b][off:off + v.size])
+        self._reset()

@@ -1,0 +1,84 @@
+"""Gradient buckets (ring/buckets.py) against a recording stand-in for the communicator:
+DDP's layout (reverse order, a smaller first bucket, one dtype per bucket), buckets started
+in order whatever order gradients arrive in, unused gradients as zeros, results unpacked.
+The multi-rank runs are the training examples (tests/test_examples.py)."""
+
+import numpy as np
+import pytest
+
+from ring.buckets import GradientBuckets
+
+
+class Recorder:
+    """allreduce as K identical ranks would sum: x * K; records each start."""
+
+    def __init__(self, k=2):
+        self.k, self.started = k, []
+
+    def allreduce(self, x, out=None, op="sum", async_op=False):
+        self.started.append((x.copy(), op))
+        np.multiply(x, self.k if op == "sum" else 1, out=out)
+
+        class Done:
+            def wait(self_):
+                return out
+        return Done()
+
+
+def grads(sizes, dtype=np.float32):
+    return [np.full(n, i + 1, dtype) for i, n in enumerate(sizes)]
+
+
+def test_reverse_order_and_a_smaller_first_bucket():
+    g = grads([100, 100, 100, 100, 100])  # 400 bytes each
+    b = GradientBuckets(Recorder(), g, first_bucket_bytes=400, bucket_bytes=1000)
+    assert b.buckets == [[4], [3, 2], [1, 0]]
+
+
+def test_a_bucket_holds_one_dtype():
+    g = grads([10, 10]) + [np.ones(10, np.float64)] + grads([10])
+    b = GradientBuckets(Recorder(), g, first_bucket_bytes=1 << 20, bucket_bytes=1 << 20)
+    assert b.buckets == [[3], [2], [1, 0]]
+
+
+def test_buckets_start_in_order_and_results_are_unpacked():
+    rec = Recorder(k=3)
+    g = grads([8, 8, 8, 8])
+    b = GradientBuckets(rec, g, first_bucket_bytes=32, bucket_bytes=64, op="sum")
+    assert b.buckets == [[3], [2, 1], [0]]
+    b.ready(0)  # the last bucket is complete, but the first two have not started
+    assert rec.started == []
+    b.ready(2)
+    b.ready(1)
+    assert rec.started == []
+    b.ready(3)  # now all three start, in order
+    assert [len(x) for x, _ in rec.started] == [8, 16, 8]
+    assert rec.started[1][0][:8].tolist() == [3] * 8  # bucket 1 packs gradient 2 first
+    b.wait()
+    for i, a in enumerate(g):
+        assert np.array_equal(a, np.full(8, 3 * (i + 1), np.float32))
+
+
+def test_unused_gradients_count_as_zeros_and_the_next_step_starts_clean():
+    rec = Recorder()
+    g = grads([4, 4, 4])
+    b = GradientBuckets(rec, g, first_bucket_bytes=16, bucket_bytes=16, op="avg")
+    b.ready(2)
+    b.ready(0)
+    b.wait()  # gradient 1 never became ready
+    assert np.array_equal(g[1], np.zeros(4, np.float32))
+    assert np.array_equal(g[2], np.full(4, 3, np.float32))
+    assert [op for _, op in rec.started] == ["avg"] * 3
+    for i in range(3):  # a second step marks every gradient again
+        b.ready(i)
+    b.wait()
+    with pytest.raises(ValueError, match="twice"):
+        b.ready(1)
+        b.ready(1)
+
+
+def test_bad_options():
+    with pytest.raises(ValueError, match="op"):
+        GradientBuckets(Recorder(), grads([4]), op="max")
+    with pytest.raises(ValueError, match="positive"):
+        GradientBuckets(Recorder(), grads([4]), bucket_bytes=0)

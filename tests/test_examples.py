@@ -1,0 +1,21 @@
+"""The training examples under mpiexec (2 and 4 ranks, host device): each checks its final
+parameters against single-process training with the whole batch and exits non-zero past
+1e-5 relative; here the printed difference is read back and checked too."""
+
+import re
+
+import pytest
+
+from .mpirun import run
+
+pytestmark = pytest.mark.mpi
+
+
+@pytest.mark.parametrize("nprocs", [2, 4])
+@pytest.mark.parametrize("example", ["data_parallel", "zero"])
+def test_training_matches_one_process(example, nprocs):
+    rc, out = run(nprocs, [f"examples/{example}.py", "--steps", "20"], timeout=180)
+    assert rc == 0, out
+    m = re.search(r"largest relative difference from single-process training: (\S+)", out)
+    assert m, out
+    assert float(m.group(1)) <= 1e-5, out
