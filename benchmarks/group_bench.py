@@ -58,12 +58,14 @@ def case(k, nbytes, path, chunk, nslots, graph, iters):
             "moved_GBps": moved / ms / 1e6 if ms else 0.0, "correct": ok}
 
 
-def host_overhead_us(k, graph, calls=2000):
-    g = ring.Group(k, chunk_bytes=1 << 20)
-    xs = [cuda.to_device(np.ones(2, np.float32)) for _ in range(k)]
-    outs = [cuda.device_array(2, np.float32) for _ in range(k)]
+def host_overhead_us(k, graph, calls=2000, path="fused", nbytes=8):
+    """Host time per call (enqueue only; the GPU catches up at the end)."""
+    g = ring.Group(k, chunk_bytes=1 << 20 if nbytes <= 8 else 4 << 20, path=path)
+    n = max(1, nbytes // 4)
+    xs = [cuda.device_array(n, np.float32) for _ in range(k)]
+    outs = [cuda.device_array(n, np.float32) for _ in range(k)]
     fn = g.capture("allreduce", xs, outs).replay if graph else (lambda: g.allreduce(xs, outs=outs))
-    for _ in range(50):
+    for _ in range(50 if nbytes <= 8 else 1):
         fn()
     cuda.synchronize()
     t = time.perf_counter()
@@ -81,6 +83,9 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--ranks", help="comma list of K for the size sweep (default 4 with --quick, "
                     "else 2,4,8); the K=4 chunk and slot sweeps run when 4 is among them")
+    ap.add_argument("--paths", default="fused,copy",
+                    help="comma list of data paths for the acceptance case and the size sweep "
+                         "(fused, copy, kernel); the chunk and slot sweeps use the first")
     a = ap.parse_args()
     dev = cuda.get_current_device()
     name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
@@ -99,26 +104,34 @@ def main():
 
     ks = [int(k) for k in a.ranks.split(",")] if a.ranks else ([4] if a.quick else [2, 4, 8])
     big = 256 << 20
-    for path in ("fused", "copy") if 4 in ks else ():  # the acceptance case first
+    paths = a.paths.split(",")
+    for path in paths if 4 in ks else ():  # the acceptance case first
         run(4, big, path, 4 << 20, 4, True, 5)
     for chunk in () if 4 not in ks else (1 << 20, 16 << 20) if a.quick else (256 << 10, 1 << 20, 4 << 20, 16 << 20):
-        run(4, big, "fused", chunk, 4, True, 5)
+        run(4, big, paths[0], chunk, 4, True, 5)
     for slots in (2, 8) if 4 in ks else ():
-        run(4, big, "fused", 4 << 20, slots, True, 5)
-    if 4 in ks:
-        run(4, big, "fused", 4 << 20, 4, False, 3)  # without a graph: host-bound?
+        run(4, big, paths[0], 4 << 20, slots, True, 5)
+    for path in paths if 4 in ks else ():
+        run(4, big, path, 4 << 20, 4, False, 3)  # without a graph: host-bound?
     sizes = [8 << (3 * i) for i in range(10)]  # 8 B .. 1 GiB
     for k in ks:
         for nbytes in sizes:
-            for path in ("fused", "copy"):
+            for path in paths:
                 if nbytes > (256 << 20) and path == "copy" and a.quick:
                     continue
                 run(k, nbytes, path, 4 << 20, 4, True, 5 if nbytes >= 1 << 26 else 20)
-    for graph in (False, True):
-        us = host_overhead_us(ks[0], graph, calls=200 if not graph else 2000)
-        out["host_overhead_us"][f"K={ks[0]} " + ("graph" if graph else "calls")] = us
-        print(f"host overhead per 8-byte all-reduce, {ks[0]} ranks, {'graph replay' if graph else 'plain call'}:"
-              f" {us:.1f} us", flush=True)
+    for path in paths:
+        for graph in (False, True):
+            us = host_overhead_us(ks[0], graph, calls=200 if not graph else 2000, path=path)
+            out["host_overhead_us"][f"K={ks[0]} {path} " + ("graph" if graph else "calls")] = us
+            print(f"host overhead per 8-byte all-reduce, {ks[0]} ranks, {path}, "
+                  f"{'graph replay' if graph else 'plain call'}: {us:.1f} us", flush=True)
+        # enqueue time against size (issue 14: within 2x from 8 B to 1 GiB on the kernel path)
+        for nbytes in (8, 1 << 30):
+            us = host_overhead_us(2, False, calls=5, path=path, nbytes=nbytes)
+            out.setdefault("enqueue_us", {})[f"K=2 {path} {nbytes} B"] = us
+            print(f"host time to enqueue one all-reduce, 2 ranks, {path}, {nbytes} B: {us:.1f} us",
+                  flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

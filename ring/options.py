@@ -32,8 +32,8 @@ EXCHANGE_BYTES = 1 << 20
 # How a GPU rank moves a chunk to its successor (ring/cuda/enqueue.py): "fused", the reduce
 # kernel writes straight into the successor's slot; "copy", into a local slot that the copy
 # engine then copies across; "kernel", one persistent kernel per call runs the whole plan
-# (ring/cuda/persistent.py; Communicator on one node only, else the stream path with a
-# warning). The host device has only the fused path.
+# (ring/cuda/persistent.py; ring.Group, and the Communicator on one node: elsewhere it falls
+# back to the stream path with a warning). The host device has only the fused path.
 PATHS = ("fused", "copy", "kernel")
 
 

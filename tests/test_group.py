@@ -16,7 +16,7 @@ from ringtypes import FLOATING, parse_dtype
 from ring.schedule import Collective
 
 from . import reference
-from .gpu import SIMULATED, dev, host, needs_gpu
+from .gpu import HAVE_GPU, SIMULATED, dev, host, needs_gpu
 from .inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
 
 # the ring collectives proper (the chains and all-to-all have their own tests below)
@@ -73,7 +73,19 @@ def test_allreduce_every_op_and_dtype(dtype, op):
     run(Collective.ALLREDUCE, 3, 37, dtype, op)
 
 
-@pytest.mark.parametrize("path", ["fused", "copy"])
+@needs_gpu
+@pytest.mark.parametrize("dtype,op", CASES, ids=[f"{d}-{o}" for d, o in CASES])
+def test_the_kernel_path_every_op_and_dtype(dtype, op):
+    run(Collective.ALLREDUCE, 3, 1001, dtype, op, path="kernel")
+
+
+# path="kernel": K persistent kernels that wait on each other need a GPU (the simulator runs
+# one kernel at a time); a group of one runs it anywhere
+KERNEL = pytest.param("kernel", marks=(pytest.mark.gpu, pytest.mark.skipif(
+    not HAVE_GPU, reason="needs a real NVIDIA GPU")))
+
+
+@pytest.mark.parametrize("path", ["fused", "copy", KERNEL])
 @pytest.mark.parametrize("collective", GROUP_COLLECTIVES)
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
 def test_paths_collectives_and_rank_counts(path, collective, k):
@@ -83,7 +95,15 @@ def test_paths_collectives_and_rank_counts(path, collective, k):
         run(collective, k, n, "float32", "sum", path=path)
 
 
-@pytest.mark.parametrize("path", ["fused", "copy"])
+@pytest.mark.parametrize("collective", GROUP_COLLECTIVES)
+def test_the_kernel_path_of_a_group_of_one(collective):
+    """One rank: the persistent kernel's copy-only program, on the simulator too."""
+    for n in (0, 1, 37):
+        run(collective, 1, n, "float32", "sum", path="kernel")
+    run(Collective.ALLREDUCE, 1, 37, "bfloat16", "avg", path="kernel")
+
+
+@pytest.mark.parametrize("path", ["fused", "copy", KERNEL])
 def test_in_place(path):
     run(Collective.ALLREDUCE, 3, 50, "float32", "max", path=path, in_place=True)
     run(Collective.REDUCE_SCATTER, 3, 48, "int32", "sum", path=path, in_place=True)
@@ -125,8 +145,9 @@ def test_bad_calls_name_the_argument():
         g.allreduce([dev(np.ones(4))] * 2, outs=[dev(np.ones(3))] * 2)
     with pytest.raises(ValueError, match="path"):
         ring.Group(2, path="teleport")
-    with pytest.raises(ValueError, match="'kernel' runs on Communicator"):
-        ring.Group(2, path="kernel")  # not built for ring.Group yet (issue 14)
+    if SIMULATED:
+        with pytest.raises(ValueError, match="'kernel' with several ranks in one process needs a GPU"):
+            ring.Group(2, path="kernel")
     with pytest.raises(ValueError, match="nslots"):
         ring.Group(2, nslots=1)
     g.close()
@@ -135,11 +156,12 @@ def test_bad_calls_name_the_argument():
 
 
 @needs_gpu
-@pytest.mark.parametrize("path", ["fused", "copy"])
+@pytest.mark.parametrize("path", ["fused", "copy", "kernel"])
 @pytest.mark.parametrize("called_before", [False, True], ids=["fresh", "after-a-call"])
 def test_captured_graph_replays_the_collective(path, called_before):
     """Also after plain calls on the same group: their events must not leak into the capture
-    (on the H100 that invalidated it: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)."""
+    (on the H100 that invalidated it: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED). On the kernel
+    path each replay starts from the counters the last launch left (kept on the device)."""
     k, n = 4, 100_003
     g = ring.Group(k, chunk_bytes=64 << 10, path=path)
     xs = [dev(make(q, n, np.float32, seed=5)) for q in range(k)]
@@ -162,7 +184,7 @@ def test_captured_graph_replays_the_collective(path, called_before):
     g.close()
 
 
-@pytest.mark.parametrize("path", ["fused", "copy"])
+@pytest.mark.parametrize("path", ["fused", "copy", KERNEL])
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_chains_and_alltoall_move_every_dtype(path, dtype):
     """broadcast, gather, scatter (from every root) and all-to-all, in place and out, on

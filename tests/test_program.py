@@ -73,3 +73,17 @@ def test_the_table_is_cached_and_read_only():
     assert encode(p) is rows
     with pytest.raises(ValueError):
         rows[0, 0] = 0
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_the_kernel_path_moves_what_the_fused_path_does_less_one_read_per_forward(k):
+    """enqueue.traffic, the numerator of "fraction of copy bandwidth": the persistent kernel
+    reads a forwarded chunk once for both its writes (output and successor's slot), where
+    the fused path's two copies read it twice."""
+    from ring.cuda.enqueue import traffic
+    for r in range(k):
+        p = plan(Collective.ALLREDUCE, k, r, 1000 * k, 4, 256, 4)
+        twice = sum(4 * (hi - lo) for _, s, lo, hi in p.units
+                    if s.recv and not s.reduce and s.out and s.send)
+        assert traffic(p, 4, "kernel") == traffic(p, 4, "fused") - twice
+        assert (twice > 0) == (k > 2)

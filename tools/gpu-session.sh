@@ -56,6 +56,9 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
               step 420 kernelpath python3 -m pytest tests/test_mpi.py tests/test_faults.py -q -p no:cacheprovider \
                   --durations=0 -k "cuda_kernel_path or cuda-kernel"
+              step 300 group-kernel python3 -m pytest tests/test_group.py -q -p no:cacheprovider -k kernel
+              TAIL=40 step 420 groupbench-kernel python3 benchmarks/group_bench.py --quick --paths kernel,fused \
+                  --json $OUT/group-kernel-$GPU.json
               TAIL=30 step 420 sweep-kernel mpiexec -n ${NP:-2} python3 -m harness allreduce -b 8 -e ${MAX:-1G} -f 4 \
                   -n ${ITERS:-10} -w 2 --device cuda --impl ring-kernel,ring,nccl,mpi --nccl-hostid \
                   --json $OUT/allreduce-${NP:-2}ranks-kernel-mps-$GPU.json

@@ -257,8 +257,11 @@ def traffic(p: Plan, itemsize: int, path: str = "fused", in_place: bool = False)
             total += (2 * n if local_copy else 0) + (2 * n if step.send else 0)
         elif step.reduce:
             total += 3 * n
-            if step.send:
-                total += n if (path == "fused" and step.out) else (0 if path == "fused" else 2 * n)
+            if step.send:  # the kernel path writes as the fused one does
+                one_pass = path in ("fused", "kernel")
+                total += n if (one_pass and step.out) else (0 if one_pass else 2 * n)
+        elif path == "kernel":  # the persistent kernel reads a forwarded chunk once
+            total += n + (n if step.out else 0) + (n if step.send else 0)
         else:
             total += (2 * n if step.out else 0) + (2 * n if step.send else 0)
     return total

@@ -10,6 +10,10 @@ dependency between ranks is a CUDA event.
 Calls are stream-ordered: each rank's stream waits for the work already queued on `stream`
 (default: the default stream) and `stream` waits for the collective, so results can be used
 there at once, without a host synchronisation.
+
+path="kernel" runs each call as one persistent kernel per rank (persistent.py), the ranks'
+segments allocated here as a process's would be for IPC; a kernel that waits longer than
+`timeout` seconds stops, and synchronize() raises its ring.TimeoutError.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from ..call import prepare
 from ..errors import CommunicatorError
 from ..options import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, check_path, check_slots
 from ..schedule import Collective, plan
-from . import graphs
-from .arrays import DeviceArrays
+from ..wait import Waiter
+from . import graphs, ipc, kernel_path
+from .arrays import SIMULATED, DeviceArrays
 from .enqueue import Link, Rank, Slots, _copy, enqueue, event, on_device
 
 # Aligned chunk boundaries (16 bytes) can make a chunk up to 2 x 15 bytes longer than
@@ -35,14 +40,16 @@ ALIGNED = (Collective.ALLREDUCE, Collective.REDUCE)
 class Group:
     def __init__(self, size: int, *, devices: list[int] | None = None,
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES["cuda"], nslots: int = DEFAULT_SLOTS,
-                 path: str = "fused"):
+                 path: str = "fused", timeout: float = 300.0):
         if int(size) != size or size < 1:
             raise ValueError(f"size: need at least one rank, got {size!r}")
         check_slots(chunk_bytes, nslots)
         check_path(path)
-        if path == "kernel":  # K persistent kernels in one process: not built yet
-            raise ValueError("path: 'kernel' runs on Communicator(device='cuda') so far; "
-                             "ring.Group takes 'fused' or 'copy'")
+        if path == "kernel" and SIMULATED and size > 1:
+            # the simulator runs one kernel at a time, to its end: K persistent kernels that
+            # wait on each other cannot run there (the Communicator's, one per process, can)
+            raise ValueError("path: 'kernel' with several ranks in one process needs a GPU "
+                             "(Numba's simulator runs one kernel at a time)")
         self.size, self.chunk_bytes, self.nslots, self.path = int(size), int(chunk_bytes), int(nslots), path
         ndev = len(cuda.gpus)
         self.devices = list(devices) if devices is not None else [0] * self.size
@@ -53,10 +60,41 @@ class Group:
             with on_device(d):
                 self._ranks.append(Rank(cuda.stream(), cuda.stream(),
                                         Slots(nslots, chunk_bytes + SLOT_PAD), d))
-        for r in range(self.size):  # link r -> r+1 lives in the receiver's memory
+        for r in range(self.size if path != "kernel" else 0):  # link r -> r+1: receiver's memory
             with on_device(self.devices[(r + 1) % self.size]):
                 self._links.append(Link(Slots(nslots, chunk_bytes + SLOT_PAD)))
+        self._kernels = self._kernel_path(nslots, chunk_bytes + SLOT_PAD) if path == "kernel" else None
+        self._waiter = Waiter(float(timeout))
+        self._error: BaseException | None = None
         self._closed = False
+
+    def _kernel_path(self, nslots: int, slot_bytes: int) -> list:
+        """path="kernel": each rank's segment (counters + slots, as a process's, without
+        IPC) and persistent kernel. Every rank's channels must be resident at once."""
+        channels, threads = kernel_path.shape_from_env()
+        if not SIMULATED:
+            for d in set(self.devices):
+                with on_device(d):
+                    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+                    others = [q for q in self.devices if q != d]
+                    ipc.enable_peer_access(d, others)
+                here = self.devices.count(d)
+                if here * channels > sms:
+                    raise ValueError(f"path='kernel': {here} ranks x {channels} channels exceed the "
+                                     f"{sms} multiprocessors of GPU {d} (RING_KERNEL_CHANNELS)")
+        b = kernel_path.slot_bytes(slot_bytes, channels)
+        k, segs = self.size, []
+        for d in self.devices:
+            with on_device(d):
+                segs.append(ipc.Segment(nslots, b))
+        self._segments = segs
+        kernels = []
+        for r in range(k):
+            with on_device(self.devices[r]):
+                ends = (segs[r], segs[r - 1], segs[(r + 1) % k]) if k > 1 else (None, None, None)
+                kernels.append(kernel_path.KernelPath(self._ranks[r].stream, *ends, nslots, b,
+                                                      channels, threads, r, k))
+        return kernels
 
     # -- collectives (xs: one array per rank; the result: one per rank) ----------------
     def allreduce(self, xs, outs=None, op="sum", *, dtype=None, stream=0):
@@ -96,6 +134,10 @@ class Group:
         if outs is None:
             raise ValueError("outs: a captured collective needs its output buffers fixed")
         origin = cuda.stream()
+        programs = ()
+        if self._kernels is not None:  # tables on the device first: a capture cannot upload
+            programs = tuple(kp.program(p) for kp, p in
+                             zip(self._kernels, self._plans(coll, xs, outs, op, dtype, root)[1]))
         # the capture's waits must not refer to events of calls before it: fresh events for
         # the capture (the replay is ordered after earlier calls by its stream), and the old
         # ones back for the plain calls after it
@@ -103,20 +145,31 @@ class Group:
         saved = [sl.swap_events() for sl in slots]
         try:
             return graphs.capture(lambda s: self._call(coll, xs, outs, op, dtype, s, root), origin,
-                                  keep=(tuple(xs), tuple(outs), origin))
+                                  keep=(tuple(xs), tuple(outs), origin, programs))
         finally:
             for sl, events in zip(slots, saved):
                 sl.swap_events(events)
 
     def synchronize(self) -> None:
+        """Wait for every rank's streams; then raise a persistent kernel's timeout, if one
+        gave up (path="kernel"; the group is broken afterwards)."""
         for r in self._ranks:
             r.stream.synchronize()
             r.copy_stream.synchronize()
+        if self._kernels is not None and self._error is None:
+            self._waiter.start(f"ring.Group({self.size})")
+            try:
+                for kp in self._kernels:
+                    kp.check(self._waiter)
+            except BaseException as e:
+                self._error = e
+                raise
 
     def close(self) -> None:
         if not self._closed:
             self.synchronize()
             self._ranks, self._links, self._closed = [], [], True
+            self._kernels, self._segments = None, []
 
     def __enter__(self):
         return self
@@ -126,8 +179,35 @@ class Group:
 
     # -- one call -----------------------------------------------------------------------
     def _call(self, collective, xs, outs, op, dtype, stream, root=0):
+        calls, plans = self._plans(collective, xs, outs, op, dtype, root)
+        first, k = calls[0], self.size
+        if plans:
+            storage = np.dtype(first.x.dtype)
+            self._order_after(stream)
+            views = [self._copy_of(c.x, r) if collective is Collective.ALLTOALL and c.in_place
+                     else c.x for r, c in enumerate(calls)]
+            if self._kernels is not None:  # one launch per rank, all bound before any fires
+                launches = []
+                for r, kp in enumerate(self._kernels):
+                    with on_device(self.devices[r]):
+                        launches.append(kp.bind(plans[r], first.op, views[r], calls[r].out, k,
+                                                first.dtype.name, self._waiter.timeout))
+                for r, fire in enumerate(launches):
+                    with on_device(self.devices[r]):
+                        fire()
+            else:
+                enqueue(plans, first.op, views, [c.out for c in calls], self._ranks, self._links,
+                        first.dtype.name, storage, k, self.path)
+            self._order_before(stream)
+        return [c.result for c in calls]
+
+    def _plans(self, collective, xs, outs, op, dtype, root):
+        """Every rank's checked call and plan ([] when there is no data)."""
         if self._closed:
             raise CommunicatorError("the group is closed")
+        if self._error is not None:
+            raise CommunicatorError(f"the group is broken by an earlier error: "
+                                    f"{type(self._error).__name__}: {self._error}") from self._error
         k = self.size
         if len(xs) != k:
             raise ValueError(f"xs: need one array per rank ({k}), got {len(xs)}")
@@ -143,20 +223,15 @@ class Group:
             if (c.count, c.dtype) != (first.count, first.dtype):
                 raise ValueError(f"xs[{r}]: {c.count} x {c.dtype} for {collective} differs from "
                                  f"xs[0]'s {first.count} x {first.dtype}")
-        if first.count:
-            storage = np.dtype(first.x.dtype)
-            align = _align(storage.itemsize) if collective in ALIGNED else 1
-            plans = [plan(collective, k, r, first.count, storage.itemsize, self.chunk_bytes,
-                          align, first.root) for r in range(k)]
-            if plans[0].max_chunk() * storage.itemsize > self.chunk_bytes + SLOT_PAD:
-                raise AssertionError("a chunk is larger than a slot")  # schedule.py's bound
-            self._order_after(stream)
-            views = [self._copy_of(c.x, r) if collective is Collective.ALLTOALL and c.in_place
-                     else c.x for r, c in enumerate(calls)]
-            enqueue(plans, first.op, views, [c.out for c in calls], self._ranks, self._links,
-                    first.dtype.name, storage, k, self.path)
-            self._order_before(stream)
-        return [c.result for c in calls]
+        if not first.count:
+            return calls, []
+        storage = np.dtype(first.x.dtype)
+        align = _align(storage.itemsize) if collective in ALIGNED else 1
+        plans = [plan(collective, k, r, first.count, storage.itemsize, self.chunk_bytes,
+                      align, first.root) for r in range(k)]
+        if plans[0].max_chunk() * storage.itemsize > self.chunk_bytes + SLOT_PAD:
+            raise AssertionError("a chunk is larger than a slot")  # schedule.py's bound
+        return calls, plans
 
     def _copy_of(self, a, r: int):
         """A copy of rank r's input on its stream: in-place all-to-all reads every block of

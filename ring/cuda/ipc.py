@@ -18,7 +18,9 @@ GPUs peer access is enabled for the neighbours.
 
 The persistent kernel (persistent.py) keeps its own pair per channel after them, the same
 two counters for each of its channels: channel c's POSTED at int64 index KERNEL_BASE +
-KERNEL_STRIDE * c, its ACKED KERNEL_ACKED further.
+KERNEL_STRIDE * c, its ACKED KERNEL_ACKED further, and on a third line (KERNEL_TOTALS
+further) the chunks the channel has received and sent over all calls so far, which only the
+owner reads and writes: each launch starts from them, so a replayed graph does too.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from numba import cuda
 from ..transport.shm import Typed
 
 POSTED, ACKED = 0, 128  # byte offsets in the header
-KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED = 32, 32, 16  # int64 indices
+KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED, KERNEL_TOTALS = 32, 48, 16, 32  # int64 indices
 MAX_CHANNELS = 32
 HEADER = 8 * (KERNEL_BASE + KERNEL_STRIDE * MAX_CHANNELS)
 

@@ -24,10 +24,12 @@ import numpy as np
 from numba import cuda
 
 from kernels.dtypes import kernel_dtype
+from kernels.fastlaunch import BoundLaunch
 from ringtypes import Op
 from ..schedule import Plan
 from .arrays import SIMULATED
-from .ipc import MAX_CHANNELS
+from .ipc import HEADER, MAX_CHANNELS
+from .program import encode
 from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ERR_SEEN,
                          ERR_STEP, WAIT_DATA, ring_kernel)
 
@@ -85,20 +87,21 @@ class KernelPath:
         self.stream, self.nslots, self.slot_bytes = stream, nslots, slot_bytes
         self.channels, self.threads, self.rank, self.size = channels, threads, rank, size
         if mine is None:  # a ring of one: nothing is sent or received
-            hdr, region = cuda.to_device(np.zeros(1, np.int64)), cuda.device_array(0, np.uint8)
+            hdr = cuda.to_device(np.zeros(HEADER // 8, np.int64))  # the totals live here
+            region = cuda.device_array(0, np.uint8)
             self.headers, self.regions = (hdr, hdr, hdr), (region, region)
         else:
             self.headers = (mine.header(), pred.header(), succ.header())
             self.regions = (mine.region(), succ.region())
         self.err = cuda.to_device(np.zeros(ERR_LEN, np.int64))
-        self.base_in = self.base_out = 0  # chunks received / sent by kernels so far
         self._programs: dict = {}
         self._empty: dict = {}
 
-    def _program(self, p: Plan):
+    def program(self, p: Plan):
+        """The plan's table on the device (uploaded once; before a capture, as a capture
+        cannot copy from host memory)."""
         prog = self._programs.get(p)
         if prog is None:
-            from .program import encode
             if len(self._programs) >= 256:
                 self._programs.clear()
             prog = self._programs[p] = cuda.to_device(encode(p))
@@ -108,6 +111,13 @@ class KernelPath:
                timeout_s: float) -> None:
         """Put the whole plan on the stream: one kernel launch, whose every wait gives up
         after timeout_s."""
+        self.bind(p, op, x, out, divisor, dtype_name, timeout_s)()
+
+    def bind(self, p: Plan, op: Op, x, out, divisor: int, dtype_name: str, timeout_s: float):
+        """The launch, ready to fire (kernels.fastlaunch.BoundLaunch: arguments packed, the
+        module loaded). ring.Group binds every rank's launch before firing any: a kernel
+        already spinning on its neighbours must not wait for the host, and an upload, a
+        free or a module load between two launches could synchronise with it."""
         if p.collective.reduces:  # in the kernel dtype's storage (16-bit floats: bits)
             storage = kernel_dtype(dtype_name).storage
             kernel = ring_kernel(op, dtype_name)
@@ -125,12 +135,9 @@ class KernelPath:
             raise AssertionError(f"a channel's part of a chunk ({q}) exceeds its sub-slot")
         inslots, outslots = (r.view(storage) for r in self.regions)
         mine, pred, succ = self.headers
-        kernel[self.channels, self.threads, self.stream](
-            self._program(p), x, out, inslots, outslots, mine, pred, succ, self.err,
-            self.base_in, self.base_out, self.nslots, stride,
-            int(timeout_s * 1e9), float(divisor))
-        self.base_in += p.recvs
-        self.base_out += p.sends
+        args = (self.program(p), x, out, inslots, outslots, mine, pred, succ, self.err,
+                p.recvs, p.sends, self.nslots, stride, int(timeout_s * 1e9), float(divisor))
+        return BoundLaunch(kernel, args, self.channels, self.threads, self.stream)
 
     def check(self, waiter) -> None:
         """After the launch has finished: raise the kernel's timeout, if it had one."""

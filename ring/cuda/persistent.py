@@ -7,15 +7,17 @@ has its own pair of counters on each link: the channels are C independent rings 
 disjoint parts of the same slots (NCCL's channels).
 For every unit of the program, channel c:
 
-    thread 0: wait until POSTED_c (mine) >= base_in + UIN + 1       the chunk has arrived
-              wait until ACKED_c (mine) >= base_out + UOUT + 1 - S  the successor's slot is free
+    thread 0: wait until POSTED_c (mine) >= in_c + UIN + 1       the chunk has arrived
+              wait until ACKED_c (mine) >= out_c + UOUT + 1 - S  the successor's slot is free
     all:      reduce or copy its part: received op own -> successor's slot and/or output
     thread 0: fence (system scope), then ACKED_c (pred) := .. + 1, POSTED_c (succ) := .. + 1
 
 POSTED counts chunks written into a rank's slots (written by its predecessor), ACKED the
 chunks of a rank that its successor has consumed (written by the successor), as in ipc.py;
-counters only grow over the communicator's life, so the host passes the running totals
-(base_in, base_out) and never resets them. A wait that outlasts `timeout_ns` writes the
+counters only grow over the communicator's life. in_c and out_c, the chunks channel c has
+received and sent in earlier calls, live in this rank's own header: the channel reads them
+when it starts and adds the call's counts when it ends, so the host keeps no count and a
+captured launch replays correctly. A wait that outlasts `timeout_ns` writes the
 error word (ERR_* below: the first failure wins) and the whole grid stops; the other
 channels see the word and stop too.
 
@@ -34,12 +36,12 @@ from kernels.reduce import OPS
 from kernels.spin import wait_geq
 from ringtypes import Op
 
-from .ipc import KERNEL_ACKED, KERNEL_BASE, KERNEL_STRIDE
+from .ipc import KERNEL_ACKED, KERNEL_BASE, KERNEL_STRIDE, KERNEL_TOTALS
 from .program import CHUNK, FINAL, FLAGS, N, OUT, RECV, REDUCE, SEND, STEP, UIN, UOUT, WRITE_OUT, X
 
 # Counters of the kernel path in a segment's header (ipc.py): channel c's POSTED at
-# BASE + STRIDE c, its ACKED ACKED_AT further
-BASE, STRIDE, ACKED_AT = KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED
+# BASE + STRIDE c, its ACKED ACKED_AT further, its totals (received, sent) TOTALS further
+BASE, STRIDE, ACKED_AT, TOTALS = KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED, KERNEL_TOTALS
 
 # The error word: int64[ERR_LEN]
 ERR_CODE, ERR_CHANNEL, ERR_UNIT, ERR_CHUNK, ERR_STEP, ERR_NEED, ERR_SEEN = range(7)
@@ -61,22 +63,30 @@ def signature(dtype_name: str):
 
 
 def source(op: Op, dtype_name: str):
-    """The kernel for (op, dtype), uncompiled: arguments (program, x, out, inslots, outslots, mine, pred,
-    succ, err, base_in, base_out, nslots, stride, timeout_ns, divisor), where the slots are
-    1-D (nslots x stride elements) and mine / pred / succ the int64 headers of this rank's,
-    its predecessor's and its successor's segments."""
+    """The kernel for (op, dtype), uncompiled: arguments (program, x, out, inslots,
+    outslots, mine, pred, succ, err, recvs, sends, nslots, stride, timeout_ns, divisor),
+    where the slots are 1-D (nslots x stride elements), mine / pred / succ the int64 headers
+    of this rank's, its predecessor's and its successor's segments, and recvs / sends the
+    program's receives and sends (what the call adds to the channel's totals)."""
     kd = kernel_dtype(dtype_name)
     if op is Op.AVG and not kd.floating:
         raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
     final = OPS[op](kd)
     middle = OPS[Op.SUM if op is Op.AVG else op](kd)  # avg divides at the final step only
 
-    def kernel(prog, x, out, inslots, outslots, mine, pred, succ, err, base_in, base_out,
+    def kernel(prog, x, out, inslots, outslots, mine, pred, succ, err, recvs, sends,
                nslots, stride, timeout_ns, div):
         c, nch = cuda.blockIdx.x, cuda.gridDim.x
         t, nt = cuda.threadIdx.x, cuda.blockDim.x
         ok = cuda.shared.array(1, types.int64)
+        totals = cuda.shared.array(2, types.int64)
         p_in, a_out = BASE + STRIDE * c, BASE + STRIDE * c + ACKED_AT
+        tot = BASE + STRIDE * c + TOTALS
+        if t == 0:  # written by this rank's earlier launches only, on the same stream
+            totals[0] = mine[tot]
+            totals[1] = mine[tot + 1]
+        cuda.syncthreads()
+        base_in, base_out = totals[0], totals[1]
         for i in range(prog.shape[0]):
             f, n = prog[i, FLAGS], prog[i, N]
             uin, uout = base_in + prog[i, UIN], base_out + prog[i, UOUT]
@@ -130,6 +140,9 @@ def source(op: Op, dtype_name: str):
                     cuda.atomic.max(pred, a_out, uin + 1)
                 if f & SEND:
                     cuda.atomic.max(succ, p_in, uout + 1)
+        if t == 0:
+            mine[tot] = base_in + recvs
+            mine[tot + 1] = base_out + sends
 
     return kernel
 
