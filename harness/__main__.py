@@ -2,7 +2,7 @@
     COLLECTIVE: allreduce reduce_scatter allgather broadcast reduce gather scatter alltoall
     (nccl-tests' names work too: all_reduce, all_gather_perf, alltoall_perf, ...)
 python -m harness plot FILE... --out PNG
-python -m harness model FILE [--min-bytes B] [--predict SIZE --ranks K --link-GBps B]
+python -m harness model FILE... [--min-bytes B] [--segments N] [--predict SIZE --ranks K --link-GBps B]
 mpiexec -n K python -m harness tune --out TABLE      (the table algorithm="auto" reads)
 
 Flags follow nccl-tests: -b/-e/-f sizes (K/M/G suffixes), -n iterations, -w warm-up,

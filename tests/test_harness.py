@@ -92,6 +92,27 @@ def test_model_report_reads_a_sweep(tmp_path):
     assert f"-> {want:.1f} us" in out
 
 
+def test_two_lines_recover_two_regimes_and_crossovers_are_named(tmp_path):
+    """A floor below 4 KB and a slope above (two regimes), and a second implementation that
+    overtakes it from 128 KB: the split, both lines and the crossover come back."""
+    sizes = [8 << (2 * i) for i in range(12)]  # 8 B .. 32 MB
+    recs = []
+    for s in sizes:
+        ring_t = 30.0 + s / 500.0 if s < 4096 else 5.0 + s / 200.0
+        mpi_t = 40.0 + s / 100.0 if s < 65536 else 1.0 + s / 300.0
+        for impl, t in (("ring", ring_t), ("mpi", mpi_t)):
+            recs.append({"impl": impl, "collective": "allreduce", "nbytes": s, "count": s // 4,
+                         "dtype": "float32", "op": "sum", "in_place": False, "time_us": t,
+                         "busbw": 0.0, "skipped": None})
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps({"meta": {"ranks": 2}, "results": recs}))
+    out = report(str(path), 0, 1 << 40, None, None, None, segments=2)
+    assert "line for 8 .. 2048 B: alpha = 30.00 us" in out
+    assert "line for 8192 .. 33554432 B: alpha = 5.00 us" in out
+    assert "worst error 0.0% (within 15%)" in out
+    assert "mpi vs ring: ring faster 8 .. 32768 B, then mpi faster 131072 .. 33554432 B" in out
+
+
 def test_plot_without_matplotlib_says_what_to_install(tmp_path):
     import subprocess
     import sys
