@@ -8,7 +8,7 @@
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d .whl numpy==2.4.6 mpich==5.0.2
 # At most 8 files come back from $OUT: run a few steps per call (results/h100/README.md).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench sweep sweep4 nodes colls mps
-#        kernelpath all
+#        kernelpath kernelbench kernelsweep all
 . tools/gpu-env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
@@ -50,18 +50,22 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               TAIL=20 step 300 sweep${NP:-2}-mps mpiexec -n ${NP:-2} python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 8 \
                   -n 10 -w 2 --device cuda --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-${NP:-2}ranks-mps-$GPU.json
               echo quit | nvidia-cuda-mps-control ;;
-  kernelpath) # path="kernel" (issue 14): compiles, its tests, then beside the stream path and NCCL,
-              # under MPS (processes sharing the GPU run persistent kernels concurrently only there)
+  kernelpath) # path="kernel" (issue 14), one call each: kernelpath (compiles, tests under MPS),
+              # kernelbench (ring.Group: the 256 MiB acceptance case, host cost, enqueue time),
+              # kernelsweep (2 and 4 processes beside the stream path and NCCL, under MPS:
+              # processes sharing the GPU run persistent kernels concurrently only there)
               step 300 ptx python3 tools/compile_kernels.py
               nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
-              step 420 kernelpath python3 -m pytest tests/test_mpi.py tests/test_faults.py -q -p no:cacheprovider \
-                  --durations=0 -k "cuda_kernel_path or cuda-kernel"
-              step 300 group-kernel python3 -m pytest tests/test_group.py -q -p no:cacheprovider -k kernel
-              TAIL=40 step 420 groupbench-kernel python3 benchmarks/group_bench.py --quick --paths kernel,fused \
-                  --json $OUT/group-kernel-$GPU.json
-              TAIL=30 step 420 sweep-kernel mpiexec -n ${NP:-2} python3 -m harness allreduce -b 8 -e ${MAX:-1G} -f 4 \
+              step 420 kernelpath python3 -m pytest tests/test_mpi.py tests/test_faults.py tests/test_group.py -q \
+                  -p no:cacheprovider --durations=0 -k "cuda_kernel_path or cuda-kernel or kernel"
+              echo quit | nvidia-cuda-mps-control ;;
+  kernelbench) TAIL=40 step 540 groupbench-kernel python3 benchmarks/group_bench.py --quick --paths kernel,fused \
+                  --json $OUT/group-kernel-$GPU.json ;;
+  kernelsweep) nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
+              for np in ${NPS:-2 4}; do
+                TAIL=30 step 270 sweep-kernel-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 4 \
                   -n ${ITERS:-10} -w 2 --device cuda --impl ring-kernel,ring,nccl,mpi --nccl-hostid \
-                  --json $OUT/allreduce-${NP:-2}ranks-kernel-mps-$GPU.json
+                  --json $OUT/allreduce-${np}ranks-kernel-mps-$GPU.json; done
               echo quit | nvidia-cuda-mps-control ;;
   all)        step 580 all python3 -m pytest tests -x -q -p no:cacheprovider ;;
 esac; done
