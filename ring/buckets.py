@@ -28,21 +28,20 @@ BUCKET_BYTES = 25 << 20
 
 
 def _zero(a) -> None:
+    """Zero a slice of a bucket (a NumPy or Numba device array: the buckets' own)."""
     if isinstance(a, np.ndarray):
         a[...] = 0
     else:
-        from numba import cuda
-        d = cuda.as_cuda_array(a) if not hasattr(a, "copy_to_device") else a
-        d.copy_to_device(np.zeros(d.shape, d.dtype))
+        a.copy_to_device(np.zeros(a.shape, a.dtype))
 
 
 def _flat(a):
-    """A 1-D view of a contiguous array (NumPy, or any __cuda_array_interface__ array)."""
+    """A 1-D view of a contiguous gradient (NumPy, or any __cuda_array_interface__ array,
+    as the cuda device takes it: ring/cuda/arrays.as_device)."""
     if isinstance(a, np.ndarray):
         return a.reshape(-1)
-    from numba import cuda
-    d = a if hasattr(a, "copy_to_device") else cuda.as_cuda_array(a)
-    return d.reshape(d.size)
+    from .cuda.arrays import as_device
+    return as_device(a, "grads")[0]
 
 
 def _copy(dst, src) -> None:

@@ -75,13 +75,10 @@ class Group:
         if not SIMULATED:
             for d in set(self.devices):
                 with on_device(d):
-                    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-                    others = [q for q in self.devices if q != d]
-                    ipc.enable_peer_access(d, others)
-                here = self.devices.count(d)
-                if here * channels > sms:
-                    raise ValueError(f"path='kernel': {here} ranks x {channels} channels exceed the "
-                                     f"{sms} multiprocessors of GPU {d} (RING_KERNEL_CHANNELS)")
+                    why = kernel_path.not_resident(channels, self.devices.count(d))
+                    if why:
+                        raise ValueError(f"path='kernel' on GPU {d}: {why} (RING_KERNEL_CHANNELS)")
+                    ipc.enable_peer_access(d, [q for q in self.devices if q != d])
         b = kernel_path.slot_bytes(slot_bytes, channels)
         k, segs = self.size, []
         for d in self.devices:

@@ -1,8 +1,8 @@
 """The host side of path="kernel": one persistent kernel launch per call (persistent.py).
 
 The host encodes each plan once (program.py; kept on the device per plan), launches the
-kernel on the rank's stream with the links' running counter totals, and afterwards reads
-the kernel's error word: a wait that timed out on the GPU becomes a ring.TimeoutError
+kernel on the rank's stream (the links' running counts live on the device, in the
+segments: the host keeps none), and afterwards reads the kernel's error word: a wait that timed out on the GPU becomes a ring.TimeoutError
 naming the channel, chunk, step and the counter the kernel spun on. No per-chunk Python.
 
 The links are the same segments as the stream path's (ipc.py across processes of a node;
@@ -72,9 +72,15 @@ def why_not(one_node: bool, ranks_on_my_gpu: int, channels: int) -> str | None:
     if ranks_on_my_gpu > 1 and not mps_running():
         return (f"{ranks_on_my_gpu} processes share this GPU without MPS: their persistent "
                 f"kernels would time-slice (start nvidia-cuda-mps-control -d)")
+    return not_resident(channels, ranks_on_my_gpu)
+
+
+def not_resident(channels: int, ranks: int) -> str | None:
+    """Why `ranks` kernels of `channels` blocks each might not all be resident on the
+    current GPU at once (None: one block per multiprocessor fits them)."""
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-    if channels * ranks_on_my_gpu > sms:
-        return (f"{channels} channels x {ranks_on_my_gpu} ranks on this GPU exceed its {sms} "
+    if channels * ranks > sms:
+        return (f"{channels} channels x {ranks} ranks on this GPU exceed its {sms} "
                 f"multiprocessors: the ranks' kernels could not all be resident")
     return None
 
