@@ -1,0 +1,226 @@
+"""torch.distributed with backend "ring" (ring/torch.py), on every rank of an mpiexec job,
+beside gloo on the same processes: every collective's result, a DDP step's gradients, the
+DDP communication hook, and errors raised on every rank."""
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+
+import ring.torch  # noqa: E402,F401  (registers the backend)
+import ring  # noqa: E402
+from ring import MismatchError  # noqa: E402
+
+W = MPI.COMM_WORLD
+K, RANK = W.size, W.rank
+RO = dist.ReduceOp
+OPS = {"sum": RO.SUM, "prod": RO.PRODUCT, "min": RO.MIN, "max": RO.MAX}
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32,
+          torch.int64, torch.int8, torch.uint8]
+
+
+@pytest.fixture(scope="module")
+def gloo():
+    """The default group on ring; a gloo group over the same ranks to compare with."""
+    where = W.bcast(tempfile.mkdtemp(prefix="ring-torch-") if RANK == 0 else None)
+    dist.init_process_group("ring", init_method=f"file://{os.path.join(where, 'store')}",
+                            rank=RANK, world_size=K)
+    g = dist.new_group(backend="gloo")
+    yield g
+    dist.destroy_process_group()
+
+
+def data(dtype, n=37, seed=0):
+    """Rank-dependent values small enough that a product of K of them stays exact."""
+    gen = torch.Generator().manual_seed(1000 * seed + RANK)
+    if dtype.is_floating_point:
+        return (torch.rand(n, generator=gen) * 2 + 0.5).to(dtype)
+    return torch.randint(1, 3, (n,), generator=gen).to(dtype)
+
+
+RTOL = {torch.float16: 1e-2, torch.bfloat16: 3e-2}  # a few roundings apart
+
+
+def same(a, b, exact=True):
+    """Bitwise, or (when the reduction orders differ) within a few roundings."""
+    if exact:
+        assert torch.equal(a, b), (a, b)
+    else:
+        torch.testing.assert_close(a, b, rtol=RTOL.get(a.dtype, 1e-5), atol=0)
+
+
+@pytest.mark.parametrize("op,dtype", [(o, d) for o in OPS for d in DTYPES
+                                      if (o, d) != ("prod", torch.bfloat16)],  # gloo has none
+                         ids=str)
+def test_all_reduce_is_gloos(gloo, op, dtype):
+    x = data(dtype, seed=1)
+    ours, theirs = x.clone(), x.clone()
+    dist.all_reduce(ours, op=OPS[op])
+    dist.all_reduce(theirs, op=OPS[op], group=gloo)
+    # two operands: one rounding, whatever the order; more: the orders differ
+    same(ours, theirs, exact=K <= 2 or op in ("min", "max") or not dtype.is_floating_point)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_avg_and_prod_in_low_precision(gloo, dtype):
+    """AVG (gloo has none): the float32 sum of the inputs over K, rounded once;
+    a bfloat16 product against float32's."""
+    x = data(dtype, seed=2)
+    ours = x.clone()
+    dist.all_reduce(ours, op=RO.AVG)
+    total = x.float().clone()
+    dist.all_reduce(total, group=gloo)
+    torch.testing.assert_close(ours.float(), total / K, rtol=1e-2 if dtype != torch.float32
+                               else 1e-6, atol=0)
+    p = x.clone()
+    dist.all_reduce(p, op=RO.PRODUCT)
+    q = x.float().clone()
+    dist.all_reduce(q, op=RO.PRODUCT, group=gloo)
+    torch.testing.assert_close(p.float(), q, rtol=2e-2 if dtype != torch.float32 else 1e-6,
+                               atol=0)
+
+
+@pytest.mark.parametrize("root", sorted({0, K - 1}))
+def test_rooted_collectives_are_gloos(gloo, root):
+    x = data(torch.float32, seed=3)
+    a, b = x.clone(), x.clone()
+    dist.broadcast(a, src=root)
+    dist.broadcast(b, src=root, group=gloo)
+    same(a, b)
+    a, b = x.clone(), x.clone()
+    dist.reduce(a, dst=root)
+    dist.reduce(b, dst=root, group=gloo)
+    if RANK == root:
+        same(a, b, exact=K <= 2)
+    ga = [torch.empty_like(x) for _ in range(K)] if RANK == root else None
+    gb = [torch.empty_like(x) for _ in range(K)] if RANK == root else None
+    dist.gather(x, ga, dst=root)
+    dist.gather(x, gb, dst=root, group=gloo)
+    if RANK == root:
+        for u, v in zip(ga, gb):
+            same(u, v)
+    parts = [data(torch.float32, n=5, seed=10 + r) for r in range(K)] if RANK == root else None
+    sa, sb = torch.empty(5), torch.empty(5)
+    dist.scatter(sa, parts, src=root)
+    dist.scatter(sb, parts, src=root, group=gloo)
+    same(sa, sb)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_gathers_and_scatters_are_gloos(gloo, dtype):
+    x = data(dtype, n=6, seed=4)
+    la = [torch.empty_like(x) for _ in range(K)]
+    lb = [torch.empty_like(x) for _ in range(K)]
+    dist.all_gather(la, x)
+    dist.all_gather(lb, x, group=gloo)
+    for u, v in zip(la, lb):
+        same(u, v)
+    fa = torch.empty(K * 6, dtype=dtype)
+    dist.all_gather_into_tensor(fa, x)
+    same(fa, torch.cat(lb))
+    big = data(dtype, n=6 * K, seed=5)
+    oa, ob = torch.empty(6, dtype=dtype), torch.empty(6, dtype=dtype)
+    dist.reduce_scatter_tensor(oa, big)
+    total = big.clone()
+    dist.all_reduce(total, group=gloo)
+    same(oa, total[RANK * 6:(RANK + 1) * 6], exact=K <= 2 or not dtype.is_floating_point)
+    dist.reduce_scatter(ob, list(big.chunk(K)))
+    same(ob, oa)
+    ta, tb = torch.empty(6 * K, dtype=dtype), torch.empty(6 * K, dtype=dtype)
+    dist.all_to_all_single(ta, big)
+    dist.all_to_all_single(tb, big, group=gloo)
+    same(ta, tb)
+    dist.all_to_all_single(ta, big, [6] * K, [6] * K)  # equal splits, written out
+    same(ta, tb)
+    dist.barrier()
+
+
+def model(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
+
+
+def batch():
+    g = torch.Generator().manual_seed(50 + RANK)
+    return torch.randn(10, 8, generator=g), torch.randn(10, 3, generator=g)
+
+
+def ddp_grads(process_group=None, hook_state=None):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    m = DDP(model(), process_group=process_group, bucket_cap_mb=0.0005)  # several buckets
+    if hook_state is not None:
+        m.register_comm_hook(hook_state, ring.torch.allreduce_hook)
+    x, y = batch()
+    torch.nn.functional.mse_loss(m(x), y).backward()
+    return [p.grad.clone() for p in m.parameters()]
+
+
+def test_ddp_step_gives_gloos_gradients(gloo):
+    ours, theirs = ddp_grads(), ddp_grads(gloo)
+    single = model()
+    x, y = batch()
+    torch.nn.functional.mse_loss(single(x), y).backward()
+    for a, b, local in zip(ours, theirs, single.parameters()):
+        same(a, b, exact=K <= 2)
+        assert not torch.equal(a, local.grad) or K == 1  # the gradients were averaged
+
+
+def test_ddp_hook_gives_gloos_gradients(gloo):
+    with ring.Communicator(device="host", timeout=60) as comm:
+        ours = ddp_grads(gloo, hook_state=comm)
+    theirs = ddp_grads(gloo)
+    for a, b in zip(ours, theirs):
+        same(a, b, exact=K <= 2)
+
+
+def test_subgroup(gloo):
+    """A group of every other rank: its own MPI sub-communicator, in torch's rank order."""
+    members = list(range(0, K, 2))
+    g = dist.new_group(members, backend="ring")
+    x = data(torch.float64, seed=6)
+    everyone = W.allgather(x.numpy())
+    if RANK in members:
+        dist.all_reduce(x, group=g)
+        same(x, torch.as_tensor(sum(everyone[m] for m in members)), exact=len(members) <= 2)
+
+
+BAD = {
+    "op": (ValueError, lambda g, x: dist.all_reduce(x, op=RO.BAND if RANK == 0 else RO.SUM,
+                                                    group=g)),
+    "count": (MismatchError, lambda g, x: dist.all_reduce(torch.ones(4 + (RANK == K - 1)),
+                                                          group=g)),
+    "non-contiguous": (ValueError, lambda g, x: dist.all_reduce(
+        torch.ones(4, 2).t() if RANK == 0 else torch.ones(8), group=g)),
+}
+
+
+@pytest.mark.parametrize("what", list(BAD))
+def test_a_bad_call_raises_on_every_rank_and_breaks_the_group(gloo, what):
+    """ring's agreement: every rank raises (the culprit its own error, the others a
+    MismatchError naming it), and the group is broken from then on, as a Communicator."""
+    exc, call = BAD[what]
+    g = dist.new_group(backend="ring")
+    with pytest.raises(ValueError) as info:
+        call(g, torch.ones(4))
+    assert isinstance(info.value, MismatchError if RANK != 0 else exc), repr(info.value)
+    with pytest.raises(ring.CommunicatorError):
+        dist.all_reduce(torch.ones(4), group=g)
+
+
+def test_wrong_lists_raise_on_every_rank_and_the_group_goes_on(gloo):
+    """torch's argument lists, which ring's agreement does not see: checked on each rank
+    and agreed on; the group stays usable, as gloo's does."""
+    x = torch.ones(4)
+    with pytest.raises(ValueError, match="tensor list must hold|another rank"):
+        dist.all_gather([torch.empty(4)] * (K + (RANK == 0)), x)
+    with pytest.raises(ValueError, match="equal splits|another rank"):
+        dist.all_to_all_single(torch.empty(4 * K), torch.ones(4 * K),
+                               [4 * K] + [0] * (K - 1) if RANK == 0 else None)
+    y = x.clone()
+    dist.all_reduce(y)
+    same(y, torch.full((4,), float(K)))

@@ -1,0 +1,26 @@
+"""torch.distributed with backend "ring" (ring/torch.py): the inner tests of
+tests/mpi/check_torch.py on 2 and 4 ranks beside gloo; skipped where torch is not installed
+(.ci/run installs the CPU build when the machine has its wheel)."""
+
+import pytest
+
+from .mpirun import assert_inner_passed, pytest_under_mpi
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [2, 4])
+def test_backend_beside_gloo(nprocs):
+    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_torch.py", timeout=240)
+    assert_inner_passed(rc, out, reports, nprocs)
+
+
+def test_ranks_must_be_mpis():
+    """Started without mpiexec (torchrun, say) every process is MPI rank 0 of 1: refused,
+    naming both numberings, instead of each rank reducing alone."""
+    import ring.torch
+    with pytest.raises(ValueError, match="torch rank 1 of 2, MPI rank 0 of 1"):
+        ring.torch._mpi_comm([0, 1], 1, 2)
+    with pytest.raises(ValueError, match="mpiexec"):
+        ring.torch._mpi_comm([0, 1], 0, 2)
