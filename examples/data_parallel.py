@@ -8,8 +8,8 @@ the matrix products differs).
     mpiexec -n 4 python examples/data_parallel.py [--steps 30] [--batch 64] [--device host|cuda]
 
 At the end it prints the time per step with the buckets started during the backward pass
-(overlap) and with every bucket started after it. On the host device a collective runs to
-completion when it starts, so there the two are the same work in a different order.
+(overlap) and with every bucket started after it. On the host device the buckets run on
+the communicator's progress thread, which gains only where a core is free meanwhile.
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ start in their order on every rank (a bucket that fills early waits for the ones
 so every rank issues the same collectives in the same order. A gradient never marked ready
 by wait() counts as zeros (DDP's unused parameters): its bucket starts then.
 
-Each all-reduce is async_op=True: on the cuda device it runs behind the host while the
-backward pass goes on; on the host device a call runs to completion when it starts (NumPy
-collectives have no stream to run behind), so there the buckets save calls, not time.
+Each all-reduce is async_op=True, so it runs behind the backward pass: on the cuda device
+on the GPU's streams, on the host device on the communicator's progress thread
+(ring/progress.py). On the host that saves time only where a core is free while the
+backward pass computes (benchmarks/overlap.py: results/README.md).
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ from .options import (ALLREDUCE_ONLY, DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, EXCHAN
 from .schedule import Collective, plan
 from .topology import discover
 from .transport.exchange import Exchange
-from .wait import Waiter, oversubscribed
+from .wait import Waiter, napping, oversubscribed
+from . import progress
 
 
 class Work:
@@ -31,14 +32,18 @@ class Work:
     On the cuda device the call returns once its work is queued on the GPU: wait() waits
     for it under the communicator's timeout (a ring.TimeoutError there breaks the
     communicator, as it would have in the call) and is_completed() asks without waiting.
-    On the host device the call has run to completion before the handle is returned
-    (NumPy has no stream to run behind): wait() only returns the result.
+    On the host device the call runs on the communicator's progress thread, behind the
+    caller and in call order (ring/progress.py): wait() waits for it and raises its error
+    (argument errors included, on every rank, as the call would have).
+    Until wait() returns, the call's buffers belong to it.
     """
 
     def __init__(self, result, pending=None, comm: "Communicator | None" = None, name: str = ""):
         self._result, self._pending, self._comm, self._name = result, pending, comm, name
 
     def wait(self):
+        if isinstance(self._pending, progress.Task):
+            self._result, self._pending = self._pending.wait(), None
         if self._pending is not None:
             pending, comm = self._pending, self._comm
             comm._waiter.start(f"{self._name}, waited on")
@@ -80,6 +85,7 @@ class Communicator:
         self._topo = None
         self._error: BaseException | None = None
         self._closed = False
+        self._progress = None
         self._calls = 0
         self.rank, self.size = self._comm.rank, self._comm.size
         self.check = bool(check)
@@ -132,6 +138,9 @@ class Communicator:
         self._fast = {} if self._exchange is not None and self.device == "host" else None
         self._rules = _tuning.rules_for(table, self.size, self._topo.nnodes)
         self.last_algorithm: str | None = None  # what the latest call ran (as RING_DEBUG logs)
+        # host async_op calls run here, in order (started on the first one)
+        self._progress = progress.Progress(f"ring-progress-{self.rank}") \
+            if self.device == "host" else None
 
     def _make_backend(self, comm, topo):
         return devices.backend(self.device, comm, topo, self.nslots, self.chunk_bytes,
@@ -143,6 +152,8 @@ class Communicator:
         is broken (then only local resources are dropped: peers may be gone)."""
         if self._closed:
             return
+        if self._progress is not None:
+            self._progress.close()  # the calls handed to it end first
         self._closed = True
         if self._error is None:
             # Bounded like any collective: a rank that never closes costs a timeout here.
@@ -178,7 +189,8 @@ class Communicator:
                   chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None):
         """Every rank gets the elementwise reduction of all ranks' x, in x's shape.
         dtype="bfloat16" reads uint16 GPU arrays as bfloat16 (CuPy has no bfloat16)."""
-        if self._fast and not (async_op or self._error is not None or self._closed):
+        if self._fast and not (async_op or self._error is not None or self._closed
+                               or not self._progress.idle()):
             k = fast.key(x, out, op, chunk_bytes, algorithm, dtype)
             known = self._fast.get(k) if k is not None else None
             if known is not None:
@@ -241,6 +253,7 @@ class Communicator:
 
     def barrier(self) -> None:
         """Returns on every rank once every rank has called it (bounded by timeout)."""
+        self._drain()
         self._usable()
         self._calls += 1
         name = f"barrier (call {self._calls}, rank {self.rank})"
@@ -262,8 +275,30 @@ class Communicator:
                 f"rank {self.rank}: the communicator is broken by an earlier error: "
                 f"{type(self._error).__name__}: {self._error}") from self._error
 
+    def _drain(self) -> None:
+        """Calls keep their order: the progress thread's go first."""
+        if self._progress is not None:
+            self._progress.drain()
+
     def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None, dtype=None,
               root=0):
+        if async_op and self._progress is not None:
+            self._usable()
+            return Work(None, self._progress.submit(lambda: self._behind(
+                collective, x, out, op, chunk_bytes, algorithm, dtype, root)), self)
+        self._drain()
+        return self._call_now(collective, x, out, op, chunk_bytes, async_op, algorithm, dtype,
+                              root)
+
+    def _behind(self, *args):
+        """A call on the progress thread: waits that nap, leaving the core to the caller."""
+        with napping(self._waiter):
+            collective, x, out, op, chunk_bytes, algorithm, dtype, root = args
+            return self._call_now(collective, x, out, op, chunk_bytes, False, algorithm, dtype,
+                                  root)
+
+    def _call_now(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None,
+                  dtype=None, root=0):
         self._usable()
         self._calls += 1
         name = f"{collective} (call {self._calls}, rank {self.rank})"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 from typing import Callable
 
 from .errors import TimeoutError
@@ -22,6 +23,7 @@ class Waiter:
     def __init__(self, timeout: float, oversubscribed: bool = False):
         self.timeout = timeout
         self.spins = 0 if oversubscribed else SPINS
+        self.yields = YIELDS
         self.deadline = float("inf")
         self.context = ""  # the call being waited in, for error messages
         self.at: tuple[int, int] | None = None  # (chunk, step) the executor is at
@@ -50,11 +52,24 @@ class Waiter:
         while not ready():
             if time.monotonic() > self.deadline:
                 raise self.failure(describe())
-            if n < YIELDS:
+            if n < self.yields:
                 os.sched_yield()
                 n += 1
             else:
                 time.sleep(NAP_S)
+
+
+@contextmanager
+def napping(waiter: Waiter):
+    """Wait by sleeping only, for calls that run behind the caller (ring/progress.py):
+    there a spinning or yielding wait takes the core from the caller's own compute, which
+    is what the call was put behind (measured: benchmarks/overlap.py)."""
+    spins, yields = waiter.spins, waiter.yields
+    waiter.spins = waiter.yields = 0
+    try:
+        yield
+    finally:
+        waiter.spins, waiter.yields = spins, yields
 
 
 def oversubscribed(local_ranks: int) -> bool:

@@ -137,6 +137,31 @@ def test_ops_as_constants_and_async(comm):
     assert (work.wait() == np.arange(10) + comm.size - 1).all() and work.is_completed()
 
 
+def test_async_calls_run_behind_the_caller_in_order(comm, world):
+    """Host async_op: the call returns before its peers have even arrived (it runs on the
+    communicator's progress thread), several may be in flight, mixed with a blocking call
+    that waits for them; every result is right."""
+    k, r = comm.size, comm.rank
+    if r == 0:
+        first = comm.allreduce(np.full(7, 1.0), async_op=True)
+        assert not first.is_completed()  # nobody else has called yet
+        for q in range(1, k):
+            world.send(None, dest=q, tag=77)
+    else:
+        world.recv(source=0, tag=77)  # rank 0's call has returned: it did not block
+        first = comm.allreduce(np.full(7, 1.0), async_op=True)
+    x = np.arange(12, dtype=np.int64) + r
+    works = [comm.allgather(x, async_op=True), comm.allreduce(x, op="max", async_op=True),
+             comm.broadcast(x.copy(), root=k - 1, async_op=True)]
+    now = comm.allreduce(np.ones(3, np.float32))  # after the three, in call order
+    assert (now == k).all()
+    assert all(w.is_completed() for w in works)
+    g, m, b = (w.wait() for w in works)
+    assert (first.wait() == k).all()
+    assert (g == np.concatenate([np.arange(12) + q for q in range(k)])).all()
+    assert (m == np.arange(12) + k - 1).all() and (b == np.arange(12) + k - 1).all()
+
+
 def test_repeated_calls_give_the_same_bits(comm, world):
     x = make(comm.rank, 1001, "float32")
     a = comm.allreduce(x)

@@ -39,6 +39,13 @@ def expect_everywhere(call, culprit_exc, culprit, match=None):
     c.close()
 
 
+def test_async_bad_call_raises_at_wait_on_every_rank():
+    """Host async_op: the bad argument's error comes from wait(), on every rank."""
+    expect_everywhere(
+        lambda c: c.allreduce(np.ones(8), out=np.empty(8 - (c.rank == 0)), async_op=True).wait(),
+        ValueError, 0, match="out: needs 8 elements")
+
+
 def test_non_contiguous_on_one_rank():
     expect_everywhere(
         lambda c: c.allreduce(np.ones(20)[:: 2 if c.rank == c.size - 1 else 1][:10]),
