@@ -62,6 +62,17 @@ class Work:
     def result(self):
         return self._result
 
+    def _on_done(self, fn) -> None:
+        """fn(result, error) once the call has run (ring.torch completes torch's futures
+        so): at once, or on the progress thread for a host call still running."""
+        if isinstance(self._pending, progress.Task):
+            self._pending.on_done(fn)
+        else:
+            try:
+                fn(self.wait(), None)
+            except BaseException as e:
+                fn(None, e)
+
 
 class Communicator:
     def __init__(self, mpi_comm: MPI.Comm | None = None, device: str = "auto", *,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import traceback
 
 
 class Task:
@@ -21,6 +22,8 @@ class Task:
     def __init__(self, fn):
         self._fn, self._done = fn, threading.Event()
         self._value = self._error = None
+        self._callbacks: list = []
+        self._lock = threading.Lock()
 
     def run(self) -> None:
         try:
@@ -29,7 +32,23 @@ class Task:
             self._error = e
         finally:
             self._fn = None
-            self._done.set()
+            with self._lock:
+                callbacks, self._callbacks = self._callbacks, None  # None: run at once
+            for fn in callbacks:
+                try:
+                    fn(self._value, self._error)
+                except BaseException:  # a callback's bug must not stop the thread
+                    traceback.print_exc()
+            self._done.set()  # after the callbacks: wait() returns with them done
+
+    def on_done(self, fn) -> None:
+        """fn(value, error) once the task has run: on the progress thread, or here at once
+        when it already has."""
+        with self._lock:
+            if self._callbacks is not None:
+                self._callbacks.append(fn)
+                return
+        fn(self._value, self._error)
 
     def query(self) -> bool:
         return self._done.is_set()

@@ -15,8 +15,10 @@ MPI rank r of MPI.COMM_WORLD (checked when the group is made). A group holds one
 ring.Communicator per device kind its tensors live on: "host" for CPU tensors (NumPy views
 of the tensors' memory), "cuda" for CUDA tensors (through __cuda_array_interface__; made on
 the first CUDA call, by every rank of the group at once as torch's collectives are called).
-Calls run to completion before they return: on CUDA the torch stream is synchronised first,
-and ring's own stream has finished when the call returns, so the Work handle is done.
+all_reduce of a CPU tensor runs behind the caller on the host communicator's progress thread
+(ring/progress.py), so DDP's bucket all-reduces overlap its backward pass; its Work completes
+when the call has run. Every other call runs to completion before it returns: on CUDA the
+torch stream is synchronised first, and ring's own stream has finished when the call returns.
 
 Collectives: all_reduce (SUM, PRODUCT, MIN, MAX, AVG), broadcast, reduce, all_gather,
 all_gather_into_tensor, reduce_scatter, reduce_scatter_tensor, gather, scatter,
@@ -78,6 +80,27 @@ def _done(result) -> dist.Work:
     return _create_work_from_future(f)
 
 
+class _Behind(dist._Work):
+    """torch's Work for a ring call still running on the progress thread: wait() raises
+    its error (a Work made from a future would drop it), get_future() is what DDP chains on."""
+
+    def __init__(self, work, result):
+        super().__init__()
+        self._work, self._future = work, Future()
+        work._on_done(lambda _, e: self._future.set_exception(e) if e is not None
+                      else self._future.set_result(result))
+
+    def wait(self, timeout=None) -> bool:
+        self._work.wait()
+        return True
+
+    def is_completed(self) -> bool:
+        return self._work.is_completed()
+
+    def get_future(self):
+        return self._future
+
+
 def _mpi_comm(ranks: list[int], group_rank: int, world: int):
     """MPI.COMM_WORLD, or the sub-communicator of `ranks` (torch's global ranks, in group
     order), after checking that torch's ranks are MPI's."""
@@ -131,7 +154,13 @@ class ProcessGroup(dist.ProcessGroup):
     # each method: torch's argument lists in, a finished Work out
 
     def allreduce(self, tensors, opts):
+        """On CPU tensors behind the caller, on the host communicator's progress thread
+        (so DDP's bucket all-reduces overlap its backward pass); the Work completes there."""
         op = _op(opts.reduceOp)
+        if len(tensors) == 1 and not tensors[0].is_cuda:
+            x, dt = _array(tensors[0])
+            return _Behind(self._comm(tensors[0]).allreduce(x, out=x, op=op, dtype=dt,
+                                                            async_op=True), tensors)
         for t in tensors:
             x, dt = _array(t)
             self._comm(t).allreduce(x, out=x, op=op, dtype=dt)

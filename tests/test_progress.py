@@ -42,3 +42,17 @@ def test_napping_waits_only_sleep_and_restores():
         w.start("test")
         w.until(lambda: True, lambda: "")
     assert (w.spins, w.yields) == before
+
+
+def test_callbacks_run_before_wait_returns_and_a_bad_one_stops_nothing():
+    p = Progress("test")
+    gate, got = threading.Event(), []
+    task = p.submit(lambda: gate.wait(5) and 3)
+    task.on_done(lambda v, e: 1 / 0)
+    task.on_done(lambda v, e: got.append((v, e)))
+    gate.set()
+    assert task.wait() == 3 and got == [(3, None)]
+    task.on_done(lambda v, e: got.append("late"))  # already run: at once
+    assert got[-1] == "late"
+    assert p.submit(lambda: 4).wait() == 4  # the thread lives on
+    p.close()

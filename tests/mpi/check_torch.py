@@ -140,6 +140,23 @@ def test_gathers_and_scatters_are_gloos(gloo, dtype):
     dist.barrier()
 
 
+def test_all_reduce_runs_behind_the_caller(gloo):
+    """On CPU tensors all_reduce returns before the peers have called it (ring's progress
+    thread), so DDP's bucket all-reduces overlap its backward pass."""
+    x = torch.full((5,), float(RANK))
+    if RANK == 0:
+        work = dist.all_reduce(x, async_op=True)
+        assert not work.is_completed()
+        for q in range(1, K):
+            W.send(None, dest=q, tag=78)
+    else:
+        W.recv(source=0, tag=78)
+        work = dist.all_reduce(x, async_op=True)
+    work.wait()
+    same(x, torch.full((5,), float(K * (K - 1) // 2)))
+    assert work.get_future().value()[0] is x
+
+
 def model(seed=0):
     torch.manual_seed(seed)
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
