@@ -17,7 +17,7 @@ import numpy as np
 
 from ringtypes import Op
 
-from .host.reduce import UFUNC
+from .host.reduce import combine, divide
 from .schedule import split
 from .transport.exchange import ROUND2, Exchange
 
@@ -30,11 +30,10 @@ def post(ex: Exchange, seq: int, x: np.ndarray) -> None:
 def fold(parts, op: Op, k: int, out: np.ndarray) -> None:
     """out = ((parts(0) op parts(1)) op ...) op parts(k-1), avg divided by k."""
     np.copyto(out, parts(0))
-    f = UFUNC[op]
     for q in range(1, k):
-        f(out, parts(q), out=out)
+        combine(op, out, parts(q), out)
     if op is Op.AVG:
-        np.divide(out, k, out=out)
+        divide(out, k)
 
 
 def oneshot(ex: Exchange, seq: int, op: Op, out: np.ndarray) -> None:

@@ -18,6 +18,7 @@ from mpi4py import MPI
 
 from ringtypes import Op
 
+from .host.reduce import divide
 from .oneshot import fold
 from .wait import Waiter
 
@@ -96,7 +97,7 @@ def tree(comm: MPI.Comm, waiter: Waiter, op: Op, x: np.ndarray, out: np.ndarray)
         if parent is not None:
             up_sends.append(comm.Isend(_bytes(out[lo:hi]), parent, TAG + 1 + t))
         elif op is Op.AVG:
-            np.divide(out[lo:hi], k, out=out[lo:hi])
+            divide(out[lo:hi], k)
     _wait_all(up_sends, waiter, "sending the partial sums up (tree)")
     down_sends = []
     for t, (lo, hi) in enumerate(halves):  # the root's bits, from the parent, to the children

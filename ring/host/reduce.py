@@ -1,4 +1,5 @@
-"""The host's "kernels": one ring step applied to one chunk, with NumPy ufuncs.
+"""The host's "kernels": one ring step applied to one chunk, with NumPy ufuncs (sum, avg
+and prod of float16 / bfloat16 through half.py's compiled loops, bit for bit the same).
 
 Used by the host executor and by the in-process simulator, so both compute the same
 function in the same order: partial-from-predecessor op own-input.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ringtypes import Op
+from ringtypes import Op, bfloat16
 from ..schedule import Step
 
 UFUNC = {
@@ -18,6 +19,28 @@ UFUNC = {
     Op.MIN: np.minimum,  # NaN propagates, as in np.minimum
     Op.MAX: np.maximum,
 }
+
+
+HALF = (np.dtype(np.float16), bfloat16)  # through half.py (imported on first use: Numba)
+HALF_OPS = (Op.SUM, Op.AVG, Op.PROD)
+
+
+def combine(op: Op, a, b, out) -> None:
+    """out = a op b, elementwise, as the ufunc (avg: the sum)."""
+    if out.dtype in HALF and op in HALF_OPS:
+        from . import half
+        half.combine(half.PROD if op is Op.PROD else half.SUM, a, b, out)
+    else:
+        UFUNC[op](a, b, out=out)
+
+
+def divide(out, k: int) -> None:
+    """out /= k in place (avg's last step), as np.divide."""
+    if out.dtype in HALF:
+        from . import half
+        half.divide(out, k)
+    else:
+        np.divide(out, k, out=out)
 
 
 def apply_chunk(step: Step, op: Op, nranks: int, src, dst, rbuf, sbuf) -> None:
@@ -35,9 +58,9 @@ def apply_chunk(step: Step, op: Op, nranks: int, src, dst, rbuf, sbuf) -> None:
         return
     target = dst if step.out else sbuf
     if step.reduce:
-        UFUNC[op](rbuf, src, out=target)
+        combine(op, rbuf, src, target)
         if step.final and op is Op.AVG:
-            np.divide(target, nranks, out=target)
+            divide(target, nranks)
     else:
         np.copyto(target, rbuf)
     if step.out and step.send:
