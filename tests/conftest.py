@@ -19,3 +19,13 @@ if "NUMBA_ENABLE_CUDASIM" not in os.environ and not _gpu_visible():
 # tests/mpi holds the inner tests that tests/test_mpi.py runs on every rank under mpiexec;
 # the outer run must not import them (they need MPI ranks).
 collect_ignore = [] if os.environ.get("RING_INNER_MPI") else ["mpi"]
+
+
+def pytest_sessionstart(session):
+    """Compile the host's float16 / bfloat16 loops (ring/host/half.py) once, into Numba's
+    cache, before any mpiexec job: a fresh clone would otherwise compile them (~15 s) in
+    every rank of the first job that reduces 16-bit floats, while its peers wait."""
+    if os.environ.get("RING_INNER_REPORT"):
+        return  # an inner run: the outer one has done it
+    from ring.host import half
+    half.warm()

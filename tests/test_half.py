@@ -70,3 +70,19 @@ def test_combine_and_divide_as_the_ufuncs(dt, op):
             want = np.divide(want, 3)
     assert want.dtype == dt
     assert np.array_equal(bits(out), bits(want))
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=str)
+@pytest.mark.parametrize("into", ["a", "b"])
+def test_combine_in_place(dt, into):
+    """out is one of the inputs (the ring's in-place steps, fold's running result)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = (rng.standard_normal(3001) * 50).astype(dt)
+        b = (rng.standard_normal(3001) * 50).astype(dt)
+        want_sum, want_prod = a + b, a * b
+        for op, want in ((half.SUM, want_sum), (half.PROD, want_prod)):
+            x, y = a.copy(), b.copy()
+            out = x if into == "a" else y
+            half.combine(op, x, y, out)
+            assert np.array_equal(bits(out), bits(want))

@@ -97,52 +97,72 @@ def _narrow(v, kind):
 
 
 @njit(inline="always")
-def _combine(kind, op, a, b, out):
+def _loop(kind, op, a, b, out):
     for i in range(out.size):
         x, y = _wide(a[i], kind), _wide(b[i], kind)
         out[i] = _narrow(x * y if op == PROD else x + y, kind)
 
 
 @njit(inline="always")
-def _divide(kind, out, divisor):
-    d = np.float32(divisor)
+def _loop_into(kind, op, other, acc, acc_first):
+    """acc = acc op other (acc_first) or other op acc: two arrays, so that the compiler's
+    overlap check passes and the loop vectorises (out aliasing an input defeats it: 3x)."""
+    for i in range(acc.size):
+        x, y = (_wide(acc[i], kind), _wide(other[i], kind)) if acc_first \
+            else (_wide(other[i], kind), _wide(acc[i], kind))
+        acc[i] = _narrow(x * y if op == PROD else x + y, kind)
+
+
+# The choice of dtype and op is made once, outside the loops, each loop compiled for its
+# constants (a runtime choice inside the loop keeps it from vectorising).
+@njit(cache=True, nogil=True)
+def _combine(kind, op, a, b, out):
+    if kind == 0:
+        if op == PROD:
+            _loop(0, PROD, a, b, out)
+        else:
+            _loop(0, SUM, a, b, out)
+    elif op == PROD:
+        _loop(1, PROD, a, b, out)
+    else:
+        _loop(1, SUM, a, b, out)
+
+
+@njit(cache=True, nogil=True)
+def _combine_into(kind, op, other, acc, acc_first):
+    if kind == 0:
+        if op == PROD:
+            if acc_first:
+                _loop_into(0, PROD, other, acc, True)
+            else:
+                _loop_into(0, PROD, other, acc, False)
+        elif acc_first:
+            _loop_into(0, SUM, other, acc, True)
+        else:
+            _loop_into(0, SUM, other, acc, False)
+    elif op == PROD:
+        if acc_first:
+            _loop_into(1, PROD, other, acc, True)
+        else:
+            _loop_into(1, PROD, other, acc, False)
+    elif acc_first:
+        _loop_into(1, SUM, other, acc, True)
+    else:
+        _loop_into(1, SUM, other, acc, False)
+
+
+@njit(inline="always")
+def _divide_loop(kind, out, d):
     for i in range(out.size):
         out[i] = _narrow(_wide(out[i], kind) / d, kind)
 
 
-# one compiled loop per (dtype, op), so that each is specialised and vectorised
 @njit(cache=True, nogil=True)
-def _sum_f16(a, b, out):
-    _combine(0, SUM, a, b, out)
-
-
-@njit(cache=True, nogil=True)
-def _prod_f16(a, b, out):
-    _combine(0, PROD, a, b, out)
-
-
-@njit(cache=True, nogil=True)
-def _sum_bf16(a, b, out):
-    _combine(1, SUM, a, b, out)
-
-
-@njit(cache=True, nogil=True)
-def _prod_bf16(a, b, out):
-    _combine(1, PROD, a, b, out)
-
-
-@njit(cache=True, nogil=True)
-def _divide_f16(out, divisor):
-    _divide(0, out, divisor)
-
-
-@njit(cache=True, nogil=True)
-def _divide_bf16(out, divisor):
-    _divide(1, out, divisor)
-
-
-_LOOPS = {(0, SUM): _sum_f16, (0, PROD): _prod_f16, (1, SUM): _sum_bf16, (1, PROD): _prod_bf16}
-_DIVIDE = {0: _divide_f16, 1: _divide_bf16}
+def _divide(kind, out, divisor):
+    if kind == 0:
+        _divide_loop(0, out, np.float32(divisor))
+    else:
+        _divide_loop(1, out, np.float32(divisor))
 
 
 @njit(cache=True, nogil=True)
@@ -160,12 +180,19 @@ def _widen_all(kind, h, out):
 def combine(op: int, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """out = a op b; a, b, out: 1-D float16 or bfloat16 arrays of one length (out may be
     a or b)."""
-    _LOOPS[KINDS[out.dtype], op](a.view(np.uint16), b.view(np.uint16), out.view(np.uint16))
+    kind, o = KINDS[out.dtype], out.view(np.uint16)
+    addr = o.__array_interface__["data"][0]
+    if a.__array_interface__["data"][0] == addr:
+        _combine_into(kind, op, b.view(np.uint16), o, True)
+    elif b.__array_interface__["data"][0] == addr:
+        _combine_into(kind, op, a.view(np.uint16), o, False)
+    else:
+        _combine(kind, op, a.view(np.uint16), b.view(np.uint16), o)
 
 
 def divide(out: np.ndarray, divisor: int) -> None:
     """out /= divisor, in place, rounded once (np.divide's float16 / bfloat16 result)."""
-    _DIVIDE[KINDS[out.dtype]](out.view(np.uint16), divisor)
+    _divide(KINDS[out.dtype], out.view(np.uint16), divisor)
 
 
 def narrow(x: np.ndarray, out: np.ndarray) -> None:
@@ -176,3 +203,17 @@ def narrow(x: np.ndarray, out: np.ndarray) -> None:
 def widen(h: np.ndarray, out: np.ndarray) -> None:
     """out (float32) = h (float16 / bfloat16), exactly."""
     _widen_all(KINDS[h.dtype], h.view(np.uint16), out)
+
+
+def warm() -> None:
+    """Compile (or load from Numba's cache) every loop here."""
+    for dt in KINDS:
+        a, b = np.ones(2, dt), np.ones(2, dt)
+        for op in (SUM, PROD):
+            combine(op, a, b, np.empty_like(a))
+            combine(op, a, b, a)
+            combine(op, a, b, b)
+        divide(a, 3)
+        x = np.ones(2, np.float32)
+        narrow(x, a)
+        widen(a, x)
