@@ -14,6 +14,13 @@ start in their order on every rank (a bucket that fills early waits for the ones
 so every rank issues the same collectives in the same order. A gradient never marked ready
 by wait() counts as zeros (DDP's unused parameters): its bucket starts then.
 
+compression="fp16" | "bf16" puts a float32 bucket on the wire as 16 bits: the bucket is
+rounded to the wire type when it starts, all-reduced (summed) in the wire type, each hop
+rounding its partial sum as the 16-bit all-reduce does, and widened back into float32 on
+wait(), where avg divides (in float32). Half the bytes cross; the error against the float32
+all-reduce is measured in results/ (benchmarks/compression.py). On the host the casts and
+the 16-bit arithmetic cost more than the bytes saved (the wire is memory there too).
+
 Each all-reduce is async_op=True, so it runs behind the backward pass: on the cuda device
 on the GPU's streams, on the host device on the communicator's progress thread
 (ring/progress.py). On the host that saves time only where a core is free while the
@@ -26,6 +33,7 @@ import numpy as np
 
 FIRST_BUCKET_BYTES = 1 << 20  # DDP's defaults
 BUCKET_BYTES = 25 << 20
+WIRE = {"fp16": "float16", "bf16": "bfloat16"}  # compression -> the wire dtype
 
 
 def _zero(a) -> None:
@@ -52,14 +60,45 @@ def _copy(dst, src) -> None:
         dst.copy_to_device(src)
 
 
+def _wire(flat, dtype: str):
+    if isinstance(flat, np.ndarray):
+        from ringtypes import parse_dtype
+        return np.empty(flat.size, parse_dtype(dtype))
+    from numba import cuda
+    return cuda.device_array(flat.size, np.uint16)
+
+
+def _cast(dst, src, wire: str, narrow: bool) -> None:
+    """float32 <-> the 16-bit wire type, rounded to nearest even (bit for bit NumPy's)."""
+    if isinstance(dst, np.ndarray):
+        from .host import half
+        (half.narrow if narrow else half.widen)(src, dst)
+    else:
+        from kernels import cast
+        cast(dst, src, **({"dst": wire} if narrow else {"src": wire}))
+
+
+def _scale(a, factor: float) -> None:
+    if isinstance(a, np.ndarray):
+        a *= np.float32(factor)
+    else:
+        import cupy
+        view = cupy.asarray(a)
+        view *= np.float32(factor)
+
+
 class GradientBuckets:
     def __init__(self, comm, grads: list, *, bucket_bytes: int = BUCKET_BYTES,
-                 first_bucket_bytes: int = FIRST_BUCKET_BYTES, op: str = "avg"):
+                 first_bucket_bytes: int = FIRST_BUCKET_BYTES, op: str = "avg",
+                 compression: str | None = None):
         if bucket_bytes <= 0 or first_bucket_bytes <= 0:
             raise ValueError(f"bucket sizes must be positive, got {first_bucket_bytes}, {bucket_bytes}")
         if op not in ("sum", "avg"):
             raise ValueError(f"op: gradients are summed or averaged ('sum', 'avg'), got {op!r}")
+        if compression is not None and compression not in WIRE:
+            raise ValueError(f"compression: None, 'fp16' or 'bf16', got {compression!r}")
         self.comm, self.op, self.grads = comm, op, list(grads)
+        self.compression = compression
         self._views = [_flat(g) for g in self.grads]
         self.buckets: list[list[int]] = []  # gradient indices, in packing order
         cap, size, dtype = first_bucket_bytes, 0, None
@@ -81,6 +120,16 @@ class GradientBuckets:
                 self._where[i] = (b, offset)
                 offset += self._views[i].size
             self._flats.append(self._empty(self._views[members[0]], offset))
+        if compression is not None:
+            bad = {str(f.dtype) for f in self._flats} - {"float32"}
+            if bad:
+                raise TypeError(f"compression: float32 gradients only, got {sorted(bad)}")
+        # the 16-bit wire copy of each bucket (uint16 bits on a GPU: CuPy has no bfloat16)
+        self._wires = [None if compression is None else _wire(f, WIRE[compression])
+                       for f in self._flats]
+        if compression is not None and isinstance(self._flats[0], np.ndarray):
+            from .host import half
+            half.warm()  # compiled (or loaded) now, not in the first step
         self._reset()
 
     @staticmethod
@@ -109,8 +158,15 @@ class GradientBuckets:
 
     def _start_ready(self) -> None:
         while len(self._works) < len(self.buckets) and self._pending[len(self._works)] == 0:
-            flat = self._flats[len(self._works)]
-            self._works.append(self.comm.allreduce(flat, out=flat, op=self.op, async_op=True))
+            b = len(self._works)
+            flat, wire = self._flats[b], self._wires[b]
+            if wire is None:
+                self._works.append(self.comm.allreduce(flat, out=flat, op=self.op, async_op=True))
+                continue
+            _cast(wire, flat, WIRE[self.compression], narrow=True)
+            self._works.append(self.comm.allreduce(
+                wire, out=wire, op="sum", async_op=True,
+                dtype=None if isinstance(wire, np.ndarray) else WIRE[self.compression]))
 
     def wait(self) -> None:
         """Start what has not started (unready gradients as zeros), wait for every bucket,
@@ -123,6 +179,10 @@ class GradientBuckets:
         self._start_ready()
         for b, work in enumerate(self._works):
             work.wait()
+            if self._wires[b] is not None:
+                _cast(self._flats[b], self._wires[b], WIRE[self.compression], narrow=False)
+                if self.op == "avg":
+                    _scale(self._flats[b], 1.0 / self.comm.size)
             for i in self.buckets[b]:
                 _, off = self._where[i]
                 v = self._views[i]

@@ -43,7 +43,7 @@ class Work:
 
     def wait(self):
         if isinstance(self._pending, progress.Task):
-            self._result, self._pending = self._pending.wait(), None
+            self._result, self._pending = self._pending.wait(self._comm._progress), None
         if self._pending is not None:
             pending, comm = self._pending, self._comm
             comm._waiter.start(f"{self._name}, waited on")
@@ -303,7 +303,7 @@ class Communicator:
 
     def _behind(self, *args):
         """A call on the progress thread: waits that nap, leaving the core to the caller."""
-        with napping(self._waiter):
+        with napping(self._waiter, self._progress.urgent):
             collective, x, out, op, chunk_bytes, algorithm, dtype, root = args
             return self._call_now(collective, x, out, op, chunk_bytes, False, algorithm, dtype,
                                   root)

@@ -12,6 +12,7 @@ GIL, so a backward pass and the bucket all-reduces run at once where cores allow
 from __future__ import annotations
 
 import queue
+from contextlib import contextmanager
 import threading
 import traceback
 
@@ -53,7 +54,10 @@ class Task:
     def query(self) -> bool:
         return self._done.is_set()
 
-    def wait(self):
+    def wait(self, progress: "Progress | None" = None):
+        if progress is not None:
+            with progress.waiting():
+                self._done.wait()
         self._done.wait()  # bounded: the call itself ends by the communicator's timeout
         if self._error is not None:
             raise self._error
@@ -68,6 +72,18 @@ class Progress:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._last: Task | None = None
+        self.waiters = 0  # callers blocked on a task now: its waits yield instead of napping
+
+    @contextmanager
+    def waiting(self):
+        self.waiters += 1
+        try:
+            yield
+        finally:
+            self.waiters -= 1
+
+    def urgent(self) -> bool:
+        return self.waiters > 0
 
     def submit(self, fn) -> Task:
         if self._thread is None:
@@ -84,7 +100,8 @@ class Progress:
     def drain(self) -> None:
         """Until every task submitted so far has run (their errors stay with their Work)."""
         if self._last is not None:
-            self._last._done.wait()
+            with self.waiting():
+                self._last._done.wait()
 
     def _loop(self) -> None:
         while True:

@@ -24,6 +24,7 @@ class Waiter:
         self.timeout = timeout
         self.spins = 0 if oversubscribed else SPINS
         self.yields = YIELDS
+        self.urgent = None  # while napping: a callable, true when someone waits on the call
         self.deadline = float("inf")
         self.context = ""  # the call being waited in, for error messages
         self.at: tuple[int, int] | None = None  # (chunk, step) the executor is at
@@ -52,7 +53,7 @@ class Waiter:
         while not ready():
             if time.monotonic() > self.deadline:
                 raise self.failure(describe())
-            if n < self.yields:
+            if n < self.yields or (self.urgent is not None and self.urgent()):
                 os.sched_yield()
                 n += 1
             else:
@@ -60,16 +61,18 @@ class Waiter:
 
 
 @contextmanager
-def napping(waiter: Waiter):
-    """Wait by sleeping only, for calls that run behind the caller (ring/progress.py):
-    there a spinning or yielding wait takes the core from the caller's own compute, which
-    is what the call was put behind (measured: benchmarks/overlap.py)."""
-    spins, yields = waiter.spins, waiter.yields
+def napping(waiter: Waiter, urgent=None):
+    """Wait by sleeping, for calls that run behind the caller (ring/progress.py): there a
+    spinning or yielding wait takes the core from the caller's own compute, which is what
+    the call was put behind (measured: benchmarks/overlap.py). While urgent() is true (the
+    caller has stopped to wait for the call) it yields instead, as a blocking call would."""
+    saved = waiter.spins, waiter.yields, waiter.urgent
     waiter.spins = waiter.yields = 0
+    waiter.urgent = urgent
     try:
         yield
     finally:
-        waiter.spins, waiter.yields = spins, yields
+        waiter.spins, waiter.yields, waiter.urgent = saved
 
 
 def oversubscribed(local_ranks: int) -> bool:

@@ -13,9 +13,9 @@ class Recorder:
     """allreduce as K identical ranks would sum: x * K; records each start."""
 
     def __init__(self, k=2):
-        self.k, self.started = k, []
+        self.k, self.size, self.started = k, k, []
 
-    def allreduce(self, x, out=None, op="sum", async_op=False):
+    def allreduce(self, x, out=None, op="sum", async_op=False, dtype=None):
         self.started.append((x.copy(), op))
         np.multiply(x, self.k if op == "sum" else 1, out=out)
 
@@ -82,3 +82,27 @@ def test_bad_options():
         GradientBuckets(Recorder(), grads([4]), op="max")
     with pytest.raises(ValueError, match="positive"):
         GradientBuckets(Recorder(), grads([4]), bucket_bytes=0)
+
+
+@pytest.mark.parametrize("compression,wire", [("bf16", "bfloat16"), ("fp16", "float16")])
+def test_compression_sends_16_bits_and_widens_back(compression, wire):
+    """The bucket goes out rounded to the wire type and summed there; wait() widens it and
+    divides (avg) in float32. Values the wire holds exactly come back exactly."""
+    g = [np.full(6, 3.0, np.float32), np.array([1.0, 1 + 2 ** -12, 0.1, -2.5], np.float32)]
+    rec = Recorder(k=4)
+    b = GradientBuckets(rec, g, first_bucket_bytes=1 << 20, op="avg", compression=compression)
+    for i in (1, 0):
+        b.ready(i)
+    b.wait()
+    sent, op = rec.started[0]
+    assert str(sent.dtype) == wire and op == "sum"
+    assert (g[0] == 3.0).all() and g[1][0] == 1.0 and g[1][3] == -2.5
+    assert g[1][1] == 1.0  # 1 + 2^-12 does not survive 16 bits
+    assert g[1][2] != np.float32(0.1) and abs(g[1][2] - 0.1) < 1e-3 * (8 if wire == "bfloat16" else 1)
+
+
+def test_compression_needs_float32_and_a_known_wire():
+    with pytest.raises(TypeError, match="float32 gradients only"):
+        GradientBuckets(Recorder(), [np.ones(4, np.float64)], compression="bf16")
+    with pytest.raises(ValueError, match="compression"):
+        GradientBuckets(Recorder(), grads([4]), compression="int4")

@@ -1,0 +1,81 @@
+"""Wire compression of a float32 gradient all-reduce (ring.buckets, compression="bf16" /
+"fp16"): time against the float32 all-reduce of the same bucket, and the error against
+the float32 result. One bucket per size; op avg; every rank's gradient standard normal
+(its own seed). Time: slowest rank, best of `--reps` after a warm-up, the casts included.
+Error: largest |compressed - float32| / largest |float32|, and the RMS of the same.
+
+    mpiexec -n 2 python benchmarks/compression.py [--sizes 1M,16M,64M] [--reps 8]
+        [--json results/host-compression-2ranks.json]
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import ring  # noqa: E402
+from harness.sizes import parse_size  # noqa: E402
+from ring.buckets import GradientBuckets  # noqa: E402
+
+WIRES = [None, "bf16", "fp16"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1M,16M,64M")
+    ap.add_argument("--reps", type=int, default=8)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    world = MPI.COMM_WORLD
+    comm = ring.Communicator(device="host")
+    rows = []
+    for nbytes in (parse_size(s) for s in a.sizes.split(",")):
+        n = nbytes // 4
+        mine = np.random.default_rng(world.rank).standard_normal(n).astype(np.float32)
+        grad = [np.empty(n, np.float32)]
+        result, times = {}, {}
+        buckets = {w: GradientBuckets(comm, grad, bucket_bytes=nbytes, first_bucket_bytes=nbytes,
+                                      op="avg", compression=w) for w in WIRES}
+        for rep in range(a.reps + 1):
+            for w in WIRES:  # interleaved
+                np.copyto(grad[0], mine)
+                world.Barrier()
+                t = time.perf_counter()
+                buckets[w].ready(0)
+                buckets[w].wait()
+                dt = world.allreduce(time.perf_counter() - t, op=MPI.MAX)
+                if rep:
+                    times[w] = min(times.get(w, 1e9), dt)
+                result[w] = grad[0].copy()
+        ref = result[None].astype(np.float64)
+        scale = np.abs(ref).max()
+        for w in WIRES:
+            err = np.abs(result[w] - ref)
+            rows.append({"bytes": nbytes, "wire": w or "float32", "ms": times[w] * 1e3,
+                         "speedup_vs_float32": times[None] / times[w],
+                         "max_rel_error": float(err.max() / scale),
+                         "rms_rel_error": float(np.sqrt((err ** 2).mean()) / scale)})
+    comm.close()
+    if world.rank:
+        return
+    print(f"{world.size} ranks, host, float32 gradients averaged; error against the float32 "
+          "all-reduce, relative to its largest magnitude")
+    print(f"{'bytes':>10} {'wire':>9} {'ms':>8} {'vs f32':>7} {'max err':>9} {'rms err':>9}")
+    for r in rows:
+        print(f"{r['bytes']:>10} {r['wire']:>9} {r['ms']:8.2f} {r['speedup_vs_float32']:6.2f}x "
+              f"{r['max_rel_error']:9.2e} {r['rms_rel_error']:9.2e}")
+    if a.json:
+        from harness.meta import describe
+        argv = ["mpiexec", "-n", str(world.size), "python", *sys.argv]
+        with open(a.json, "w") as f:
+            json.dump({"meta": describe(argv, cuda=False), "ranks": world.size, "rows": rows},
+                      f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
