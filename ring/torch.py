@@ -57,21 +57,18 @@ def _op(reduce_op) -> str:
 
 
 def _array(t: torch.Tensor):
-    """(what ring takes for tensor t, the dtype to pass): a NumPy view of a CPU tensor's
-    memory, the tensor itself on CUDA (bfloat16 as int16 bits with dtype="bfloat16", since
-    __cuda_array_interface__ has no bfloat16)."""
+    """What ring takes for tensor t: a NumPy view of a CPU tensor's memory, the tensor
+    itself on CUDA (ring/cuda/arrays.py views bfloat16 as its bits)."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"ring: expected a torch.Tensor, got {type(t).__name__}")
     if t.is_cuda:
-        if t.dtype == torch.bfloat16:
-            return t.view(torch.int16), "bfloat16"
-        return t, None
+        return t
     if t.device.type != "cpu":
         raise TypeError(f"ring: tensors on {t.device.type} are not supported (cpu, cuda)")
     t = t.detach()
     if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16), None
-    return t.detach().numpy(), None
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
 
 
 def _done(result) -> dist.Work:
@@ -158,12 +155,12 @@ class ProcessGroup(dist.ProcessGroup):
         (so DDP's bucket all-reduces overlap its backward pass); the Work completes there."""
         op = _op(opts.reduceOp)
         if len(tensors) == 1 and not tensors[0].is_cuda:
-            x, dt = _array(tensors[0])
-            return _Behind(self._comm(tensors[0]).allreduce(x, out=x, op=op, dtype=dt,
+            x = _array(tensors[0])
+            return _Behind(self._comm(tensors[0]).allreduce(x, out=x, op=op,
                                                             async_op=True), tensors)
         for t in tensors:
-            x, dt = _array(t)
-            self._comm(t).allreduce(x, out=x, op=op, dtype=dt)
+            x = _array(t)
+            self._comm(t).allreduce(x, out=x, op=op)
         return _done(tensors)
 
     def allreduce_coalesced(self, tensors, opts):
@@ -171,20 +168,20 @@ class ProcessGroup(dist.ProcessGroup):
 
     def broadcast(self, tensors, opts):
         for t in tensors:
-            x, dt = _array(t)
-            self._comm(t).broadcast(x, root=opts.rootRank, dtype=dt)
+            x = _array(t)
+            self._comm(t).broadcast(x, root=opts.rootRank)
         return _done(tensors)
 
     def reduce(self, tensors, opts):
         op = _op(opts.reduceOp)
         for t in tensors:
-            x, dt = _array(t)
-            self._comm(t).reduce(x, out=x, op=op, root=opts.rootRank, dtype=dt)
+            x = _array(t)
+            self._comm(t).reduce(x, out=x, op=op, root=opts.rootRank)
         return _done(tensors)
 
     def all_gather_single(self, out, x, opts):
-        (a, dt), (o, _) = _array(x), _array(out)
-        self._comm(x).allgather(a, out=o, dtype=dt)
+        a, o = _array(x), _array(out)
+        self._comm(x).allgather(a, out=o)
         return _done([out])
 
     def allgather(self, outs, xs, opts):
@@ -197,8 +194,8 @@ class ProcessGroup(dist.ProcessGroup):
         return _done(outs)
 
     def reduce_scatter_single(self, out, x, opts):
-        (a, dt), (o, _) = _array(x), _array(out)
-        self._comm(x).reduce_scatter(a, out=o, op=_op(opts.reduceOp), dtype=dt)
+        a, o = _array(x), _array(out)
+        self._comm(x).reduce_scatter(a, out=o, op=_op(opts.reduceOp))
         return _done([out])
 
     def reduce_scatter(self, outs, xs, opts):
@@ -213,10 +210,10 @@ class ProcessGroup(dist.ProcessGroup):
         here = self.rank() == root
         self._agree(_blocks(outs, xs, self.size(), "gather list") if here else None)
         for i, x in enumerate(xs):
-            a, dt = _array(x.contiguous())
+            a = _array(x.contiguous())
             flat = x.new_empty((self.size() * x.numel(),)) if here else None
-            o = _array(flat)[0] if here else None
-            self._comm(x).gather(a, out=o, root=root, dtype=dt)
+            o = _array(flat) if here else None
+            self._comm(x).gather(a, out=o, root=root)
             if here:
                 for r, t in enumerate(outs[i]):
                     t.copy_(flat[r * x.numel():(r + 1) * x.numel()].view_as(t))
@@ -227,9 +224,9 @@ class ProcessGroup(dist.ProcessGroup):
         here = self.rank() == root
         self._agree(_blocks(xs, outs, self.size(), "scatter list") if here else None)
         for i, out in enumerate(outs):
-            o, dt = _array(out)
-            a = _array(torch.cat([t.reshape(-1) for t in xs[i]]))[0] if here else None
-            self._comm(out).scatter(a, out=o, root=root, dtype=dt)
+            o = _array(out)
+            a = _array(torch.cat([t.reshape(-1) for t in xs[i]])) if here else None
+            self._comm(out).scatter(a, out=o, root=root)
         return _done(outs)
 
     def all_to_all_single(self, out, x, out_splits, in_splits, opts):
@@ -237,8 +234,8 @@ class ProcessGroup(dist.ProcessGroup):
         even = [x.shape[0] // k] * k if x.dim() else []
         uneven = any(s and list(s) != even for s in (out_splits, in_splits))
         self._agree("all_to_all_single: ring runs equal splits only" if uneven else None)
-        (a, dt), (o, _) = _array(x), _array(out)
-        self._comm(x).alltoall(a, out=o, dtype=dt)
+        a, o = _array(x), _array(out)
+        self._comm(x).alltoall(a, out=o)
         return _done([out])
 
     def alltoall(self, outs, xs, opts):
@@ -287,10 +284,10 @@ def allreduce_hook(comm, bucket) -> torch.futures.Future[torch.Tensor]:
     """A DDP communication hook: the bucket's gradients averaged by ring.Communicator
     `comm` (DDP.register_comm_hook(comm, ring.torch.allreduce_hook))."""
     grads = bucket.buffer()
-    x, dt = _array(grads)
+    x = _array(grads)
     if grads.is_cuda:
         torch.cuda.current_stream(grads.device).synchronize()
-    comm.allreduce(x, out=x, op="avg", dtype=dt)
+    comm.allreduce(x, out=x, op="avg")
     f = Future()
     f.set_result(grads)
     return f

@@ -80,6 +80,23 @@ def test_a_rank_dies_in_the_middle_of_an_allreduce(nprocs, device, algorithm):
     assert _left_behind(script) == []
 
 
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_a_rank_dies_during_an_async_allreduce(nprocs):
+    """async_op=True on the host: the call runs on the progress thread, and its
+    TimeoutError comes out of wait() in every survivor; nothing hangs."""
+    script = "tests/faults/dies_mid_collective.py"
+    rc, out = run(nprocs, [script, "2", "host", "ring", "async"], timeout=120,
+                  mpi_args=["-disable-auto-cleanup"])
+    assert rc not in (0, None), out
+    for r in range(nprocs - 1):
+        m = _report(out, r)
+        assert m, f"rank {r} did not report:\n{out}"
+        assert re.search(STUCK["host"], m), m
+        assert f"rank {r}: BROKEN" in out
+    assert "NO ERROR" not in out
+    assert _left_behind(script) == []
+
+
 @pytest.mark.parametrize("before", [0, 2], ids=["first-call", "after-two-calls"])
 @pytest.mark.parametrize("nprocs", [2, 3])
 def test_a_rank_never_makes_the_call(nprocs, before):

@@ -2,14 +2,16 @@
 survivor must raise ring.TimeoutError naming the call, the step and the peer, and find the
 communicator broken afterwards.
 
-    dies_mid_collective.py TIMEOUT [host|cuda|cuda-kernel] [ALGORITHM]
+    dies_mid_collective.py TIMEOUT [host|cuda|cuda-kernel] [ALGORITHM] [async]
 
 On 'cuda' the victim dies after enqueuing its fifth chunk for its successor (on a GPU the
 chunks are still in flight on its stream; under Numba's simulator they ran at once). On
 'cuda-kernel' (path="kernel") it dies instead of launching its kernel, while the others'
 kernels spin on it. With
 another all-reduce algorithm (host) it dies where that algorithm needs it: oneshot before
-posting its data, twoshot after the first round, naive, ps and tree before sending."""
+posting its data, twoshot after the first round, naive, ps and tree before sending. With
+'async' the survivors make the call with async_op=True and meet the error in wait()
+(on the host: from the communicator's progress thread)."""
 
 import os
 import sys
@@ -22,6 +24,7 @@ import ring
 timeout = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
 device = sys.argv[2] if len(sys.argv) > 2 else "host"
 algorithm = sys.argv[3] if len(sys.argv) > 3 else "ring"
+behind = len(sys.argv) > 4 and sys.argv[4] == "async"
 device, path = ("cuda", "kernel") if device == "cuda-kernel" else (device, "fused")
 comm = ring.Communicator(device=device, timeout=timeout, algorithm=algorithm, path=path,
                          chunk_bytes=4096 if device == "host" else 1024)
@@ -62,7 +65,10 @@ else:
     from numba import cuda
     x = cuda.to_device(np.ones(1 << 14, np.float32))  # 64 KiB: 16 chunks per step
 try:
-    comm.allreduce(x)
+    if behind:
+        comm.allreduce(x, async_op=True).wait()
+    else:
+        comm.allreduce(x)
     print(f"rank {comm.rank}: NO ERROR", flush=True)
 except ring.TimeoutError as e:
     print(f"rank {comm.rank}: SURVIVED TimeoutError: {e}", flush=True)
