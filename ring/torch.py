@@ -15,10 +15,11 @@ MPI rank r of MPI.COMM_WORLD (checked when the group is made). A group holds one
 ring.Communicator per device kind its tensors live on: "host" for CPU tensors (NumPy views
 of the tensors' memory), "cuda" for CUDA tensors (through __cuda_array_interface__; made on
 the first CUDA call, by every rank of the group at once as torch's collectives are called).
-all_reduce of a CPU tensor runs behind the caller on the host communicator's progress thread
-(ring/progress.py), so DDP's bucket all-reduces overlap its backward pass; its Work completes
-when the call has run. Every other call runs to completion before it returns: on CUDA the
-torch stream is synchronised first, and ring's own stream has finished when the call returns.
+Collectives on CPU tensors run behind the caller on the host communicator's progress thread
+(ring/progress.py), in call order, so that DDP's bucket all-reduces (and FSDP's gathers and
+reduce-scatters) overlap the compute; a Work completes when its call has run, and wait()
+raises the call's error. On CUDA a call runs to completion before it returns: the torch
+stream is synchronised first, and ring's own stream has finished when the call returns.
 
 Collectives: all_reduce (SUM, PRODUCT, MIN, MAX, AVG), broadcast, reduce, all_gather,
 all_gather_into_tensor, reduce_scatter, reduce_scatter_tensor, gather, scatter,
@@ -79,16 +80,29 @@ def _done(result) -> dist.Work:
 
 class _Behind(dist._Work):
     """torch's Work for a ring call still running on the progress thread: wait() raises
-    its error (a Work made from a future would drop it), get_future() is what DDP chains on."""
+    its error (a Work made from a future would drop it), get_future() is what DDP chains on;
+    finish() (copies into torch's output lists) runs there once the call is done."""
 
-    def __init__(self, work, result):
+    def __init__(self, work, result, finish=None):
         super().__init__()
-        self._work, self._future = work, Future()
-        work._on_done(lambda _, e: self._future.set_exception(e) if e is not None
-                      else self._future.set_result(result))
+        self._work, self._future, self._error = work, Future(), None
+
+        def done(_, error):
+            if error is None and finish is not None:
+                try:
+                    finish()
+                except BaseException as e:
+                    error = self._error = e
+            if error is not None:
+                self._future.set_exception(error)
+            else:
+                self._future.set_result(result)
+        work._on_done(done)
 
     def wait(self, timeout=None) -> bool:
         self._work.wait()
+        if self._error is not None:
+            raise self._error
         return True
 
     def is_completed(self) -> bool:
@@ -148,106 +162,111 @@ class ProcessGroup(dist.ProcessGroup):
         if bad[0]:
             raise MismatchError("ring: another rank passed wrong arguments to this collective")
 
-    # each method: torch's argument lists in, a finished Work out
+    # Each method: torch's argument lists (one tensor per list: one device per process) in,
+    # a Work out. _issue runs the ring call behind the caller for CPU tensors.
+
+    def _issue(self, t: torch.Tensor, call, result, finish=None):
+        """call(comm, async_op) makes the ring call; finish() (copies into torch's output
+        lists) runs once it is done: on the progress thread for CPU tensors, whose Work
+        completes there, or here for CUDA tensors, whose Work is done on return."""
+        comm = self._comm(t)
+        if t.is_cuda:
+            call(comm, False)
+            if finish is not None:
+                finish()
+            return _done(result)
+        return _Behind(call(comm, True), result, finish)
+
+    def _each(self, tensors, call):
+        """call(comm, array, async_op) on every tensor: behind the caller for one CPU
+        tensor (torch's usual one tensor per process), in turn for several."""
+        if len(tensors) == 1:
+            x = _array(tensors[0])
+            return self._issue(tensors[0], lambda c, a: call(c, x, a), tensors)
+        for t in tensors:
+            call(self._comm(t), _array(t), False)
+        return _done(tensors)
 
     def allreduce(self, tensors, opts):
-        """On CPU tensors behind the caller, on the host communicator's progress thread
-        (so DDP's bucket all-reduces overlap its backward pass); the Work completes there."""
         op = _op(opts.reduceOp)
-        if len(tensors) == 1 and not tensors[0].is_cuda:
-            x = _array(tensors[0])
-            return _Behind(self._comm(tensors[0]).allreduce(x, out=x, op=op,
-                                                            async_op=True), tensors)
+        return self._each(tensors, lambda c, x, a: c.allreduce(x, out=x, op=op, async_op=a))
+
+    def allreduce_coalesced(self, tensors, opts):
+        op = _op(opts.reduceOp)
         for t in tensors:
             x = _array(t)
             self._comm(t).allreduce(x, out=x, op=op)
         return _done(tensors)
 
-    def allreduce_coalesced(self, tensors, opts):
-        return self.allreduce(tensors, opts)
-
     def broadcast(self, tensors, opts):
-        for t in tensors:
-            x = _array(t)
-            self._comm(t).broadcast(x, root=opts.rootRank)
-        return _done(tensors)
+        root = opts.rootRank
+        return self._each(tensors, lambda c, x, a: c.broadcast(x, root=root, async_op=a))
 
     def reduce(self, tensors, opts):
-        op = _op(opts.reduceOp)
-        for t in tensors:
-            x = _array(t)
-            self._comm(t).reduce(x, out=x, op=op, root=opts.rootRank)
-        return _done(tensors)
+        op, root = _op(opts.reduceOp), opts.rootRank
+        return self._each(tensors, lambda c, x, a: c.reduce(x, out=x, op=op, root=root,
+                                                            async_op=a))
 
     def all_gather_single(self, out, x, opts):
         a, o = _array(x), _array(out)
-        self._comm(x).allgather(a, out=o)
-        return _done([out])
+        return self._issue(x, lambda c, b: c.allgather(a, out=o, async_op=b), [out])
 
     def allgather(self, outs, xs, opts):
-        self._agree(_blocks(outs, xs, self.size(), "output tensor list"))
-        for out, x in zip(outs, xs):
-            flat = x.new_empty((self.size() * x.numel(),))
-            self.all_gather_single(flat, x.contiguous(), opts)
-            for r, o in enumerate(out):
-                o.copy_(flat[r * x.numel():(r + 1) * x.numel()].view_as(o))
-        return _done(outs)
+        self._agree(_one(outs, xs) or _blocks(outs, xs, self.size(), "output tensor list"))
+        x, n = xs[0].contiguous(), xs[0].numel()
+        flat = x.new_empty((self.size() * n,))
+        a, o = _array(x), _array(flat)
+        return self._issue(x, lambda c, b: c.allgather(a, out=o, async_op=b), outs,
+                           lambda: _split(flat, outs[0]))
 
     def reduce_scatter_single(self, out, x, opts):
-        a, o = _array(x), _array(out)
-        self._comm(x).reduce_scatter(a, out=o, op=_op(opts.reduceOp))
-        return _done([out])
+        a, o, op = _array(x), _array(out), _op(opts.reduceOp)
+        return self._issue(x, lambda c, b: c.reduce_scatter(a, out=o, op=op, async_op=b), [out])
 
     def reduce_scatter(self, outs, xs, opts):
-        self._agree(_blocks(xs, outs, self.size(), "input tensor list"))
-        for out, x in zip(outs, xs):
-            flat = torch.cat([t.reshape(-1) for t in x])
-            self.reduce_scatter_single(out, flat, opts)
-        return _done(outs)
+        self._agree(_one(outs, xs) or _blocks(xs, outs, self.size(), "input tensor list"))
+        return self.reduce_scatter_single(outs[0], torch.cat([t.reshape(-1) for t in xs[0]]),
+                                          opts)
 
     def gather(self, outs, xs, opts):
         root = opts.rootRank
         here = self.rank() == root
-        self._agree(_blocks(outs, xs, self.size(), "gather list") if here else None)
-        for i, x in enumerate(xs):
-            a = _array(x.contiguous())
-            flat = x.new_empty((self.size() * x.numel(),)) if here else None
-            o = _array(flat) if here else None
-            self._comm(x).gather(a, out=o, root=root)
-            if here:
-                for r, t in enumerate(outs[i]):
-                    t.copy_(flat[r * x.numel():(r + 1) * x.numel()].view_as(t))
-        return _done(outs)
+        self._agree(_one(xs) or (_blocks(outs, xs, self.size(), "gather list") if here
+                                 else None))
+        x = xs[0].contiguous()
+        flat = x.new_empty((self.size() * x.numel(),)) if here else None
+        a, o = _array(x), (_array(flat) if here else None)
+        return self._issue(x, lambda c, b: c.gather(a, out=o, root=root, async_op=b), outs,
+                           (lambda: _split(flat, outs[0])) if here else None)
 
     def scatter(self, outs, xs, opts):
         root = opts.rootRank
         here = self.rank() == root
-        self._agree(_blocks(xs, outs, self.size(), "scatter list") if here else None)
-        for i, out in enumerate(outs):
-            o = _array(out)
-            a = _array(torch.cat([t.reshape(-1) for t in xs[i]])) if here else None
-            self._comm(out).scatter(a, out=o, root=root)
-        return _done(outs)
+        self._agree(_one(outs) or (_blocks(xs, outs, self.size(), "scatter list") if here
+                                   else None))
+        o = _array(outs[0])
+        a = _array(torch.cat([t.reshape(-1) for t in xs[0]])) if here else None
+        return self._issue(outs[0], lambda c, b: c.scatter(a, out=o, root=root, async_op=b),
+                           outs)
 
     def all_to_all_single(self, out, x, out_splits, in_splits, opts):
         k = self.size()
         even = [x.shape[0] // k] * k if x.dim() else []
         uneven = any(s and list(s) != even for s in (out_splits, in_splits))
+        # agreed on every call: a rank may pass splits where the others pass none
         self._agree("all_to_all_single: ring runs equal splits only" if uneven else None)
         a, o = _array(x), _array(out)
-        self._comm(x).alltoall(a, out=o)
-        return _done([out])
+        return self._issue(x, lambda c, b: c.alltoall(a, out=o, async_op=b), [out])
 
     def alltoall(self, outs, xs, opts):
         self._agree(_blocks([xs], [outs[0]] if outs else [], self.size(), "input tensor list")
                     or _blocks([outs], [xs[0]] if xs else [], self.size(), "output tensor list"))
         flat = torch.empty((sum(t.numel() for t in outs),), dtype=outs[0].dtype,
                            device=outs[0].device)
-        self.all_to_all_single(flat, torch.cat([t.reshape(-1) for t in xs]), [], [], opts)
-        n = outs[0].numel()
-        for r, o in enumerate(outs):
-            o.copy_(flat[r * n:(r + 1) * n].view_as(o))
-        return _done(outs)
+        x = torch.cat([t.reshape(-1) for t in xs])
+        a, o = _array(x), _array(flat)
+        return self._issue(x, lambda c, b: c.alltoall(a, out=o, async_op=b), outs,
+                           lambda: _split(flat, outs))
 
     # the names of torch releases before 2.10
     _allgather_base = all_gather_single
@@ -257,6 +276,19 @@ class ProcessGroup(dist.ProcessGroup):
     def barrier(self, opts=None):
         self._comms["host"].barrier()
         return _done([])
+
+
+def _one(*lists) -> str | None:
+    if all(len(x) == 1 for x in lists):
+        return None
+    return "one tensor per argument list (one device per process)"
+
+
+def _split(flat: torch.Tensor, outs) -> None:
+    """Block r of flat into outs[r]."""
+    n = flat.numel() // len(outs)
+    for r, o in enumerate(outs):
+        o.copy_(flat[r * n:(r + 1) * n].view_as(o))
 
 
 def _blocks(lists, tensors, k: int, what: str) -> str | None:

@@ -157,6 +157,32 @@ def test_all_reduce_runs_behind_the_caller(gloo):
     assert work.get_future().value()[0] is x
 
 
+def test_several_collectives_in_flight(gloo):
+    """CPU collectives run behind the caller in call order; each Work finishes its own
+    (the list forms' copies into torch's outputs included)."""
+    x = data(torch.float32, n=6, seed=8)
+    gathered = [torch.empty_like(x) for _ in range(K)]
+    flat, shard, total = torch.empty(6 * K), torch.empty(6), x.clone()
+    big = data(torch.float32, n=6 * K, seed=9)
+    works = [dist.all_gather(gathered, x, async_op=True),
+             dist.all_gather_into_tensor(flat, x, async_op=True),
+             dist.reduce_scatter_tensor(shard, big, async_op=True),
+             dist.all_reduce(total, async_op=True),
+             dist.broadcast(big, src=0, async_op=True)]  # after the reduce-scatter read it
+    for w in works:
+        w.wait()
+    want = [torch.empty_like(x) for _ in range(K)]
+    dist.all_gather(want, x, group=gloo)
+    for u, v in zip(gathered, want):
+        same(u, v)
+    same(flat, torch.cat(want))
+    assert torch.equal(total, sum(want)) or K > 2
+    b0 = data(torch.float32, n=6 * K, seed=9)
+    dist.broadcast(b0, src=0, group=gloo)
+    same(big, b0)
+    assert shard.shape == (6,)
+
+
 def model(seed=0):
     torch.manual_seed(seed)
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
