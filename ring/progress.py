@@ -12,9 +12,9 @@ GIL, so a backward pass and the bucket all-reduces run at once where cores allow
 from __future__ import annotations
 
 import queue
-from contextlib import contextmanager
 import threading
 import traceback
+from contextlib import contextmanager
 
 
 class Task:
@@ -55,10 +55,14 @@ class Task:
         return self._done.is_set()
 
     def wait(self, progress: "Progress | None" = None):
-        if progress is not None:
+        """The result, or the call's error raised; progress: the thread it runs on, told
+        that a caller is blocked (its waits then yield instead of napping). Bounded: the
+        call itself ends by the communicator's timeout."""
+        if progress is None:
+            self._done.wait()
+        else:
             with progress.waiting():
                 self._done.wait()
-        self._done.wait()  # bounded: the call itself ends by the communicator's timeout
         if self._error is not None:
             raise self._error
         return self._value
