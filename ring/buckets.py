@@ -99,6 +99,7 @@ class GradientBuckets:
             raise ValueError(f"compression: None, 'fp16' or 'bf16', got {compression!r}")
         self.comm, self.op, self.grads = comm, op, list(grads)
         self.compression = compression
+        self._wire_dtype = WIRE.get(compression)  # None: float32 on the wire
         self._views = [_flat(g) for g in self.grads]
         self.buckets: list[list[int]] = []  # gradient indices, in packing order
         cap, size, dtype = first_bucket_bytes, 0, None
@@ -125,7 +126,7 @@ class GradientBuckets:
             if bad:
                 raise TypeError(f"compression: float32 gradients only, got {sorted(bad)}")
         # the 16-bit wire copy of each bucket (uint16 bits on a GPU: CuPy has no bfloat16)
-        self._wires = [None if compression is None else _wire(f, WIRE[compression])
+        self._wires = [None if compression is None else _wire(f, self._wire_dtype)
                        for f in self._flats]
         if compression is not None and isinstance(self._flats[0], np.ndarray):
             from .host import half
@@ -163,10 +164,10 @@ class GradientBuckets:
             if wire is None:
                 self._works.append(self.comm.allreduce(flat, out=flat, op=self.op, async_op=True))
                 continue
-            _cast(wire, flat, WIRE[self.compression], narrow=True)
+            _cast(wire, flat, self._wire_dtype, narrow=True)
             self._works.append(self.comm.allreduce(
                 wire, out=wire, op="sum", async_op=True,
-                dtype=None if isinstance(wire, np.ndarray) else WIRE[self.compression]))
+                dtype=None if isinstance(wire, np.ndarray) else self._wire_dtype))
 
     def wait(self) -> None:
         """Start what has not started (unready gradients as zeros), wait for every bucket,
@@ -180,7 +181,7 @@ class GradientBuckets:
         for b, work in enumerate(self._works):
             work.wait()
             if self._wires[b] is not None:
-                _cast(self._flats[b], self._wires[b], WIRE[self.compression], narrow=False)
+                _cast(self._flats[b], self._wires[b], self._wire_dtype, narrow=False)
                 if self.op == "avg":
                     _scale(self._flats[b], 1.0 / self.comm.size)
             for i in self.buckets[b]:

@@ -296,17 +296,16 @@ class Communicator:
         if async_op and self._progress is not None:
             self._usable()
             return Work(None, self._progress.submit(lambda: self._behind(
-                collective, x, out, op, chunk_bytes, algorithm, dtype, root)), self)
+                collective, x, out, op, chunk_bytes, False, algorithm, dtype, root)), self)
         self._drain()
         return self._call_now(collective, x, out, op, chunk_bytes, async_op, algorithm, dtype,
                               root)
 
     def _behind(self, *args):
-        """A call on the progress thread: waits that nap, leaving the core to the caller."""
+        """_call_now(*args) on the progress thread: waits that nap, leaving the core to
+        the caller."""
         with napping(self._waiter, self._progress.urgent):
-            collective, x, out, op, chunk_bytes, algorithm, dtype, root = args
-            return self._call_now(collective, x, out, op, chunk_bytes, False, algorithm, dtype,
-                                  root)
+            return self._call_now(*args)
 
     def _call_now(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None,
                   dtype=None, root=0):

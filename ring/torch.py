@@ -72,10 +72,14 @@ def _array(t: torch.Tensor):
     return t.numpy()
 
 
-def _done(result) -> dist.Work:
+def _ready(value) -> Future:
     f = Future()
-    f.set_result(result)
-    return _create_work_from_future(f)
+    f.set_result(value)
+    return f
+
+
+def _done(result) -> dist.Work:
+    return _create_work_from_future(_ready(result))
 
 
 class _Behind(dist._Work):
@@ -312,30 +316,28 @@ def _create(opts, pg_options=None) -> "ProcessGroup":
                         opts.group_size, timeout)
 
 
+def _hook_allreduce(comm, t: torch.Tensor, op: str) -> None:
+    """t all-reduced in place by ring.Communicator comm, for a DDP hook."""
+    if t.is_cuda:
+        torch.cuda.current_stream(t.device).synchronize()
+    x = _array(t)
+    comm.allreduce(x, out=x, op=op)
+
+
 def allreduce_hook(comm, bucket) -> torch.futures.Future[torch.Tensor]:
     """A DDP communication hook: the bucket's gradients averaged by ring.Communicator
     `comm` (DDP.register_comm_hook(comm, ring.torch.allreduce_hook))."""
     grads = bucket.buffer()
-    x = _array(grads)
-    if grads.is_cuda:
-        torch.cuda.current_stream(grads.device).synchronize()
-    comm.allreduce(x, out=x, op="avg")
-    f = Future()
-    f.set_result(grads)
-    return f
+    _hook_allreduce(comm, grads, "avg")
+    return _ready(grads)
 
 
 def _compress_hook(dtype, comm, bucket) -> torch.futures.Future[torch.Tensor]:
     grads = bucket.buffer()
     wire = grads.to(dtype).div_(comm.size)  # as torch's own compress hooks: divide first
-    if wire.is_cuda:
-        torch.cuda.current_stream(wire.device).synchronize()
-    x = _array(wire)
-    comm.allreduce(x, out=x, op="sum")
+    _hook_allreduce(comm, wire, "sum")
     grads.copy_(wire)
-    f = Future()
-    f.set_result(grads)
-    return f
+    return _ready(grads)
 
 
 def allreduce_bf16_hook(comm, bucket) -> torch.futures.Future[torch.Tensor]:
