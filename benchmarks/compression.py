@@ -1,8 +1,10 @@
 """Wire compression of a float32 gradient all-reduce (ring.buckets, compression="bf16" /
-"fp16"): time against the float32 all-reduce of the same bucket, and the error against
-the float32 result. One bucket per size; op avg; every rank's gradient standard normal
-(its own seed). Time: slowest rank, best of `--reps` after a warm-up, the casts included.
-Error: largest |compressed - float32| / largest |float32|, and the RMS of the same.
+"fp16", both ways of accumulating: "float32" at each hop inside the all-reduce, "wire"
+summed in the 16-bit type between casts): time against the float32 all-reduce of the same
+bucket, and the error against the float32 result. One bucket per size; op avg; every
+rank's gradient standard normal (its own seed). Time: slowest rank, best of `--reps` after
+a warm-up, packing and casts included. Error: largest |compressed - float32| / largest
+|float32|, and the RMS of the same.
 
     mpiexec -n 2 python benchmarks/compression.py [--sizes 1M,16M,64M] [--reps 8]
         [--json results/host-compression-2ranks.json]
@@ -22,7 +24,8 @@ import ring  # noqa: E402
 from harness.sizes import parse_size  # noqa: E402
 from ring.buckets import GradientBuckets  # noqa: E402
 
-WIRES = [None, "bf16", "fp16"]
+WIRES = [(None, None), ("bf16", "float32"), ("bf16", "wire"), ("fp16", "float32"),
+         ("fp16", "wire")]  # (compression, accumulate)
 
 
 def main() -> None:
@@ -40,7 +43,8 @@ def main() -> None:
         grad = [np.empty(n, np.float32)]
         result, times = {}, {}
         buckets = {w: GradientBuckets(comm, grad, bucket_bytes=nbytes, first_bucket_bytes=nbytes,
-                                      op="avg", compression=w) for w in WIRES}
+                                      op="avg", compression=w[0], accumulate=w[1])
+                   for w in WIRES}
         for rep in range(a.reps + 1):
             for w in WIRES:  # interleaved
                 np.copyto(grad[0], mine)
@@ -52,12 +56,13 @@ def main() -> None:
                 if rep:
                     times[w] = min(times.get(w, 1e9), dt)
                 result[w] = grad[0].copy()
-        ref = result[None].astype(np.float64)
+        plain = WIRES[0]
+        ref = result[plain].astype(np.float64)
         scale = np.abs(ref).max()
         for w in WIRES:
             err = np.abs(result[w] - ref)
-            rows.append({"bytes": nbytes, "wire": w or "float32", "ms": times[w] * 1e3,
-                         "speedup_vs_float32": times[None] / times[w],
+            rows.append({"bytes": nbytes, "wire": w[0] or "float32", "accumulate": w[1],
+                         "ms": times[w] * 1e3, "speedup_vs_float32": times[plain] / times[w],
                          "max_rel_error": float(err.max() / scale),
                          "rms_rel_error": float(np.sqrt((err ** 2).mean()) / scale)})
     comm.close()
@@ -65,9 +70,11 @@ def main() -> None:
         return
     print(f"{world.size} ranks, host, float32 gradients averaged; error against the float32 "
           "all-reduce, relative to its largest magnitude")
-    print(f"{'bytes':>10} {'wire':>9} {'ms':>8} {'vs f32':>7} {'max err':>9} {'rms err':>9}")
+    print(f"{'bytes':>10} {'wire':>9} {'sums in':>8} {'ms':>8} {'vs f32':>7} {'max err':>9} "
+          f"{'rms err':>9}")
     for r in rows:
-        print(f"{r['bytes']:>10} {r['wire']:>9} {r['ms']:8.2f} {r['speedup_vs_float32']:6.2f}x "
+        print(f"{r['bytes']:>10} {r['wire']:>9} {r['accumulate'] or '-':>8} {r['ms']:8.2f} "
+              f"{r['speedup_vs_float32']:6.2f}x "
               f"{r['max_rel_error']:9.2e} {r['rms_rel_error']:9.2e}")
     if a.json:
         from harness.meta import describe

@@ -15,12 +15,12 @@ from mpi4py import MPI
 from ringtypes import DTYPES, Op
 
 from .errors import MismatchError
-from .options import ALGORITHMS
+from .options import ALGORITHMS, COMPRESSIONS
 from .schedule import Collective
 from .wait import Waiter
 
 FIELDS = ("call", "collective", "count", "dtype", "op", "root", "in_place", "chunk_bytes",
-          "algorithm")
+          "algorithm", "compression")
 BAD = len(FIELDS)  # extra field: 1 where the rank's own arguments were bad
 NONE = -1
 
@@ -38,6 +38,8 @@ def _describe(field: str, value: int) -> str:
         return str(Collective(value))
     if field == "algorithm":
         return ALGORITHMS[value]
+    if field == "compression":
+        return (None, *COMPRESSIONS)[value] or "none"
     return str(value)
 
 
@@ -83,7 +85,9 @@ def verdict(everyone: np.ndarray, row: np.ndarray, error: Exception | None, name
     bad = [r for r in range(everyone.shape[0]) if everyone[r, BAD]]
     if bad:
         raise MismatchError(f"{name}: rank(s) {bad} passed bad arguments (see their errors)")
-    for i, field in enumerate(FIELDS):
+    # the algorithm last: "auto" resolves it from the other fields, which say more
+    for i in sorted(range(len(FIELDS)), key=lambda i: FIELDS[i] == "algorithm"):
+        field = FIELDS[i]
         column = everyone[:, i]
         if (column != column[0]).any():
             values = ", ".join(f"rank {r}: {_describe(field, int(v))}" for r, v in enumerate(column))

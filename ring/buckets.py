@@ -14,12 +14,20 @@ start in their order on every rank (a bucket that fills early waits for the ones
 so every rank issues the same collectives in the same order. A gradient never marked ready
 by wait() counts as zeros (DDP's unused parameters): its bucket starts then.
 
-compression="fp16" | "bf16" puts a float32 bucket on the wire as 16 bits: the bucket is
-rounded to the wire type when it starts, all-reduced (summed) in the wire type, each hop
-rounding its partial sum as the 16-bit all-reduce does, and widened back into float32 on
-wait(), where avg divides (in float32). Half the bytes cross; the error against the float32
-all-reduce is measured in results/ (benchmarks/compression.py). On the host the casts and
-the 16-bit arithmetic cost more than the bytes saved (the wire is memory there too).
+compression="fp16" | "bf16" puts a float32 bucket on the wire as 16 bits, half the bytes,
+in one of two ways (`accumulate`):
+  "float32"  the Communicator's compression= (host device): every hop widens what it
+             receives, adds its own float32 gradient and rounds the partial sum to the wire
+             type for the next hop; the complete sum is rounded once more so that every
+             rank holds the same value. One pass over memory per step, no casts around it.
+  "wire"     the bucket is rounded to the wire type when it starts, all-reduced as 16-bit
+             data (each hop rounds its sum of two 16-bit values), and widened back into
+             float32 on wait(), where avg divides (in float32). Any device: on a GPU it
+             uses the cast kernels and the 16-bit all-reduce.
+The default (None) is "float32" on the host, where it is both faster and closer to the
+float32 result, and "wire" on the cuda device, where the 16-bit wire of the ring's kernels
+does not exist yet. Speed and error against the float32 all-reduce, both ways: results/
+(benchmarks/compression.py).
 
 Each all-reduce is async_op=True, so it runs behind the backward pass: on the cuda device
 on the GPU's streams, on the host device on the communicator's progress thread
@@ -31,9 +39,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .options import COMPRESSIONS
+
 FIRST_BUCKET_BYTES = 1 << 20  # DDP's defaults
 BUCKET_BYTES = 25 << 20
-WIRE = {"fp16": "float16", "bf16": "bfloat16"}  # compression -> the wire dtype
+WIRE = COMPRESSIONS  # compression -> the wire dtype
+ACCUMULATE = ("float32", "wire")
 
 
 def _zero(a) -> None:
@@ -90,16 +101,24 @@ def _scale(a, factor: float) -> None:
 class GradientBuckets:
     def __init__(self, comm, grads: list, *, bucket_bytes: int = BUCKET_BYTES,
                  first_bucket_bytes: int = FIRST_BUCKET_BYTES, op: str = "avg",
-                 compression: str | None = None):
+                 compression: str | None = None, accumulate: str | None = None):
         if bucket_bytes <= 0 or first_bucket_bytes <= 0:
             raise ValueError(f"bucket sizes must be positive, got {first_bucket_bytes}, {bucket_bytes}")
         if op not in ("sum", "avg"):
             raise ValueError(f"op: gradients are summed or averaged ('sum', 'avg'), got {op!r}")
         if compression is not None and compression not in WIRE:
             raise ValueError(f"compression: None, 'fp16' or 'bf16', got {compression!r}")
+        if accumulate is not None and accumulate not in ACCUMULATE:
+            raise ValueError(f"accumulate: None, 'float32' or 'wire', got {accumulate!r}")
+        if accumulate == "float32" and compression is not None and comm.device != "host":
+            raise ValueError(f"accumulate='float32': on the host device only (not yet on "
+                             f"{comm.device}); use 'wire'")
         self.comm, self.op, self.grads = comm, op, list(grads)
         self.compression = compression
-        self._wire_dtype = WIRE.get(compression)  # None: float32 on the wire
+        self.accumulate = None if compression is None else \
+            accumulate or ("float32" if comm.device == "host" else "wire")
+        # the dtype of a separate 16-bit copy of each bucket ("wire" only)
+        self._wire_dtype = WIRE[compression] if self.accumulate == "wire" else None
         self._views = [_flat(g) for g in self.grads]
         self.buckets: list[list[int]] = []  # gradient indices, in packing order
         cap, size, dtype = first_bucket_bytes, 0, None
@@ -126,7 +145,7 @@ class GradientBuckets:
             if bad:
                 raise TypeError(f"compression: float32 gradients only, got {sorted(bad)}")
         # the 16-bit wire copy of each bucket (uint16 bits on a GPU: CuPy has no bfloat16)
-        self._wires = [None if compression is None else _wire(f, self._wire_dtype)
+        self._wires = [None if self._wire_dtype is None else _wire(f, self._wire_dtype)
                        for f in self._flats]
         if compression is not None and isinstance(self._flats[0], np.ndarray):
             from .host import half
@@ -161,8 +180,10 @@ class GradientBuckets:
         while len(self._works) < len(self.buckets) and self._pending[len(self._works)] == 0:
             b = len(self._works)
             flat, wire = self._flats[b], self._wires[b]
-            if wire is None:
-                self._works.append(self.comm.allreduce(flat, out=flat, op=self.op, async_op=True))
+            if wire is None:  # float32, or compressed inside the all-reduce
+                self._works.append(self.comm.allreduce(
+                    flat, out=flat, op=self.op, async_op=True,
+                    **({"compression": self.compression} if self.compression else {})))
                 continue
             _cast(wire, flat, self._wire_dtype, narrow=True)
             self._works.append(self.comm.allreduce(

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ringtypes import DTYPE_CODE, Op, check_op_dtype, parse_op
+from ringtypes import DTYPE_CODE, Op, check_op_dtype, parse_dtype, parse_op
 
-from .options import ALGORITHMS
+from .options import ALGORITHMS, COMPRESSIONS, check_compression
 from .schedule import Collective, sizes
 
 C = Collective
@@ -42,16 +42,38 @@ class Call:
     chunk_bytes: int
     algorithm: str  # "ring" or "hierarchical", resolved
     root: int = 0  # rooted collectives
+    compression: str | None = None  # a key of options.COMPRESSIONS
+    wire: np.dtype | None = None  # what the slots carry, when compressed
 
     def record(self) -> dict[str, int]:
         rec = {"collective": self.collective.value, "count": self.count,
                "dtype": DTYPE_CODE[self.dtype], "op": int(self.op),
-               "chunk_bytes": self.chunk_bytes, "algorithm": ALGORITHMS.index(self.algorithm)}
+               "chunk_bytes": self.chunk_bytes, "algorithm": ALGORITHMS.index(self.algorithm),
+               "compression": compression_code(self.compression)}
         if self.collective.rooted:
             rec["root"] = self.root  # in place is the root's own business there
         else:
             rec["in_place"] = int(self.in_place)
         return rec
+
+
+def compression_code(compression: str | None) -> int:
+    return 0 if compression is None else list(COMPRESSIONS).index(compression) + 1
+
+
+def check_wire(collective: Collective, compression, op: Op, dtype: np.dtype, xn: str):
+    """The wire dtype of a compressed call (None: not compressed), or the error."""
+    check_compression(compression)
+    if compression is None:
+        return None
+    if collective not in (C.ALLREDUCE, C.REDUCE_SCATTER):
+        raise ValueError(f"compression: all-reduce and reduce-scatter only, not {collective}")
+    if dtype != np.float32:
+        raise TypeError(f"compression: {xn} must be float32 (the wire carries it as 16 bits), "
+                        f"got {dtype}")
+    if op not in (Op.SUM, Op.AVG):
+        raise ValueError(f"compression: op must be sum or avg, got {op}")
+    return parse_dtype(COMPRESSIONS[compression])
 
 
 def check_root(root, size: int) -> int:
@@ -70,10 +92,11 @@ def check_chunk(chunk_bytes, slot_bytes: int) -> int:
 
 
 def prepare(backend, size: int, rank: int, collective: Collective, x, out, op, chunk_bytes: int,
-            algorithm: str, dtype=None, root: int = 0, names=("x", "out")) -> Call:
+            algorithm: str, dtype=None, root: int = 0, names=("x", "out"),
+            compression: str | None = None) -> Call:
     """Check one call's arguments on this rank: TypeError / ValueError naming the argument
     (as `names` calls x and out: ring.Group says xs[r], outs[r]). chunk_bytes and
-    algorithm come checked; root is checked here."""
+    algorithm come checked; root and compression are checked here."""
     xn, on = names
     b = backend
     root = check_root(root, size) if collective.rooted else 0
@@ -89,13 +112,14 @@ def prepare(backend, size: int, rank: int, collective: Collective, x, out, op, c
         n = xf.size
     op = parse_op(op)
     check_op_dtype(op, xdt, collective.reduces)
+    wire = check_wire(collective, compression, op, xdt, xn)
     if collective.divides and n % size:
         raise ValueError(f"{xn}: {collective} needs {xn}.size divisible by {size} ranks, got {n}")
     count, out_n = sizes(collective, n, size)
 
     def call(x_, out_, result, in_place):
         return Call(collective, x_, out_, result, xdt, op, count, in_place, chunk_bytes,
-                    algorithm, root)
+                    algorithm, root, compression, wire)
 
     if collective is C.BROADCAST:
         return call(xf, xf, x, True)

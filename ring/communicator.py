@@ -197,11 +197,14 @@ class Communicator:
 
     # -- collectives --------------------------------------------------------------------
     def allreduce(self, x, out=None, op="sum", *, async_op: bool = False,
-                  chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None):
+                  chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None,
+                  compression: str | None = None):
         """Every rank gets the elementwise reduction of all ranks' x, in x's shape.
-        dtype="bfloat16" reads uint16 GPU arrays as bfloat16 (CuPy has no bfloat16)."""
+        dtype="bfloat16" reads uint16 GPU arrays as bfloat16 (CuPy has no bfloat16).
+        compression="bf16" | "fp16" (float32 sum / avg, ring algorithm, host device): the
+        wire carries 16 bits, each hop sums in float32 (ring/host/reduce.apply_wire)."""
         if self._fast and not (async_op or self._error is not None or self._closed
-                               or not self._progress.idle()):
+                               or compression is not None or not self._progress.idle()):
             k = fast.key(x, out, op, chunk_bytes, algorithm, dtype)
             known = self._fast.get(k) if k is not None else None
             if known is not None:
@@ -214,13 +217,17 @@ class Communicator:
                 if debug.enabled():
                     debug.call({**known.log, "call": self._calls})
                 return result
-        return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype)
+        return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
+                          0, compression)
 
     def reduce_scatter(self, x, out=None, op="sum", *, async_op: bool = False,
-                       chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None):
-        """Rank r gets block r (x.size // size elements, 1-D) of the reduction."""
+                       chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None,
+                       compression: str | None = None):
+        """Rank r gets block r (x.size // size elements, 1-D) of the reduction.
+        compression: as allreduce's (the block each rank keeps is summed in float32 and
+        not rounded to the wire type)."""
         return self._call(Collective.REDUCE_SCATTER, x, out, op, chunk_bytes, async_op, algorithm,
-                          dtype)
+                          dtype, 0, compression)
 
     def allgather(self, x, out=None, *, async_op: bool = False, chunk_bytes: int | None = None,
                   algorithm: str | None = None, dtype=None):
@@ -292,14 +299,15 @@ class Communicator:
             self._progress.drain()
 
     def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None, dtype=None,
-              root=0):
+              root=0, compression=None):
         if async_op and self._progress is not None:
             self._usable()
             return Work(None, self._progress.submit(lambda: self._behind(
-                collective, x, out, op, chunk_bytes, False, algorithm, dtype, root)), self)
+                collective, x, out, op, chunk_bytes, False, algorithm, dtype, root,
+                compression)), self)
         self._drain()
         return self._call_now(collective, x, out, op, chunk_bytes, async_op, algorithm, dtype,
-                              root)
+                              root, compression)
 
     def _behind(self, *args):
         """_call_now(*args) on the progress thread: waits that nap, leaving the core to
@@ -308,7 +316,7 @@ class Communicator:
             return self._call_now(*args)
 
     def _call_now(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None,
-                  dtype=None, root=0):
+                  dtype=None, root=0, compression=None):
         self._usable()
         self._calls += 1
         name = f"{collective} (call {self._calls}, rank {self.rank})"
@@ -316,8 +324,10 @@ class Communicator:
         c, error = None, None
         try:
             c = prepare(self._backend, self.size, self.rank, collective, x, out, op,
-                        check_chunk(chunk_bytes, self.chunk_bytes), "ring", dtype, root)
-            c.algorithm = self._resolve(algorithm, collective, c.count * c.dtype.itemsize)
+                        check_chunk(chunk_bytes, self.chunk_bytes), "ring", dtype, root,
+                        compression=compression)
+            c.algorithm = self._resolve(algorithm, collective, c.count * c.dtype.itemsize,
+                                        c.compression)
             record.update(c.record())
         except (TypeError, ValueError) as e:
             error = e
@@ -413,9 +423,11 @@ class Communicator:
                 self._hier = hierarchical.Hierarchical(self._comm, self._topo, self._make_backend)
             self._hier.run(c.collective, c.op, x, c.out, c.dtype.itemsize, c.chunk_bytes, c.dtype)
             return
-        item = c.dtype.itemsize
+        item = c.dtype.itemsize if c.wire is None else c.wire.itemsize
         p = plan(c.collective, self.size, self.rank, c.count, item, c.chunk_bytes,
                  self._backend.align(c.collective, item), c.root)
+        if c.wire is not None:  # the host backend's (_resolve refuses it elsewhere)
+            return self._backend.run(p, c.op, x, c.out, wire=c.wire)
         return self._backend.run(p, c.op, x, c.out, logical=c.dtype, defer=defer)
 
     def _broken(self, e: BaseException) -> None:
@@ -423,11 +435,21 @@ class Communicator:
         if isinstance(e, TimeoutError):
             fatal.peer_lost()
 
-    def _resolve(self, algorithm, collective: Collective, nbytes: int) -> str:
+    def _resolve(self, algorithm, collective: Collective, nbytes: int,
+                 compression: str | None = None) -> str:
         """The algorithm a call runs: the one asked for (ValueError if it cannot run
-        here), or for "auto" the tuning table's choice, else the two-level or flat ring."""
+        here), or for "auto" the tuning table's choice, else the two-level or flat ring.
+        A compressed call runs on the flat ring of the host device."""
         algorithm = self.algorithm if algorithm is None else algorithm
         check_algorithm(algorithm)
+        if compression is not None:
+            if self.device != "host":
+                raise ValueError(f"compression: runs on the host device only (not yet on "
+                                 f"{self.device}; ring.buckets.GradientBuckets casts there)")
+            if algorithm not in ("auto", "ring"):
+                raise ValueError(f"algorithm: {algorithm!r} cannot run with compression "
+                                 "(the ring's slots carry the compressed wire)")
+            return "ring"
         if algorithm == "auto":
             if collective is Collective.ALLREDUCE:
                 pick = _tuning.choose(self._rules, nbytes,

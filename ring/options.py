@@ -37,6 +37,16 @@ EXCHANGE_BYTES = 1 << 20
 PATHS = ("fused", "copy", "kernel")
 
 
+# Wire compression of a float32 sum / avg (ring/host/reduce.apply_wire): the name -> the
+# 16-bit type the slots carry. The position + 1 is the agreement's code (0: none): append.
+COMPRESSIONS = {"fp16": "float16", "bf16": "bfloat16"}
+
+
+def check_compression(compression) -> None:
+    if compression is not None and compression not in COMPRESSIONS:
+        raise ValueError(f"compression: None, 'fp16' or 'bf16', got {compression!r}")
+
+
 def check_slots(chunk_bytes, nslots) -> None:
     """The slot geometry every ring takes: ValueError naming the option if it is off."""
     if int(nslots) != nslots or nslots < 2:

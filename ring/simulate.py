@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .host.executor import local_slices
-from .host.reduce import apply_chunk
+from .host.reduce import apply_chunk, apply_wire
 from ringtypes import Op
 from .schedule import Collective, plan, sizes
 
@@ -57,17 +57,20 @@ class _Link:
 
 def run(collective: Collective, inputs: list[np.ndarray], op: Op = Op.SUM,
         chunk_bytes: int = 1 << 20, nslots: int = 2, align: int = 1,
-        root: int = 0) -> list[np.ndarray]:
+        root: int = 0, wire=None) -> list[np.ndarray]:
     """Execute `collective` over len(inputs) ranks; return each rank's output (broadcast:
     every rank's array after the call; reduce and gather: only the root's output means
-    anything; scatter: only the root's input is read)."""
+    anything; scatter: only the root's input is read). wire: the 16-bit dtype the slots
+    carry for float32 inputs (compression=, reduce.apply_wire)."""
     size = len(inputs)
     dtype = inputs[0].dtype
+    carried = dtype if wire is None else np.dtype(wire)
+    step_fn = apply_chunk if wire is None else apply_wire
     count, out_n = sizes(collective, inputs[0].size, size)
-    plans = [plan(collective, size, r, count, dtype.itemsize, chunk_bytes, align, root)
+    plans = [plan(collective, size, r, count, carried.itemsize, chunk_bytes, align, root)
              for r in range(size)]
     cap = max(plans[0].max_chunk(), 1)
-    links = [_Link(nslots, cap, dtype) for _ in range(size)]  # links[r]: r -> r+1
+    links = [_Link(nslots, cap, carried) for _ in range(size)]  # links[r]: r -> r+1
     outs = [np.full(out_n, 123, dtype) for _ in range(size)]  # poisoned
     if collective is Collective.BROADCAST:  # in place: the root's array is its output
         outs = [inputs[root].copy() if r == root else outs[r] for r in range(size)]
@@ -96,7 +99,7 @@ def run(collective: Collective, inputs: list[np.ndarray], op: Op = Op.SUM,
             if step.send:
                 si, sslot = outbound.send_slot()
                 sbuf = sslot[:hi - lo]
-            apply_chunk(step, op, size, src, dst, rbuf, sbuf)
+            step_fn(step, op, size, src, dst, rbuf, sbuf)
             if step.recv:
                 inbound.full[ri] = False
                 inbound.taken += 1

@@ -17,7 +17,10 @@ The orders, for K ranks:
 - reduce, a chain along the ring: x[root+1] op x[root+2] op ... op x[root];
 - naive, ps, oneshot, twoshot: rank order, ((x[0] op x[1]) op x[2]) ... op x[K-1];
 - tree: per half of the array, up a binary heap of ranks (tree below);
-- avg: the sum in that order, then one division by K in the dtype.
+- avg: the sum in that order, then one division by K in the dtype;
+- compression (float32 data, a 16-bit wire): the flat ring's order, the partial rounded
+  to the wire type before every hop and summed in float32 with the next rank's value; an
+  all-reduce rounds the final sum too, a reduce-scatter keeps it (`compressed`).
 Gather, scatter and all-to-all only move data: block j of rank i's input lands at block i
 of rank j's output (gather: all at the root; scatter: the root's blocks, one per rank).
 Every step is `partial op own` in the dtype: np.add / np.multiply / np.minimum /
@@ -127,6 +130,32 @@ def reduce(inputs: list[np.ndarray], op: str, root: int) -> np.ndarray:
     """The root's result of the chain."""
     partial = "sum" if op == "avg" else op
     return _finish(fold(inputs, partial, _after(root + 1, len(inputs))), op, len(inputs))
+
+
+def compressed(inputs: list[np.ndarray], op: str, wire, collective: str = "allreduce"):
+    """compression=: the all-reduce every rank holds, or the list of reduce-scatter blocks.
+    Rounding is NumPy's / ml_dtypes' astype (nearest even); avg divides in float32."""
+    k, n = len(inputs), inputs[0].size
+    f32 = np.float32
+
+    def block(lo, hi, b, settle):
+        order = _after(b + 1, k)
+        if k == 1:
+            return inputs[0][lo:hi].copy()
+        acc = inputs[order[0]][lo:hi].astype(wire)
+        for q in order[1:-1]:
+            acc = (acc.astype(f32) + inputs[q][lo:hi]).astype(wire)
+        total = acc.astype(f32) + inputs[order[-1]][lo:hi]
+        return total.astype(wire).astype(f32) if settle else total
+
+    def finish(a):
+        return np.divide(a, f32(k), dtype=f32) if op == "avg" else a
+
+    if collective == "reduce_scatter":
+        b = n // k
+        return [finish(block(r * b, (r + 1) * b, r, False)) for r in range(k)]
+    bounds = split(n, k)
+    return finish(np.concatenate([block(bounds[b], bounds[b + 1], b, True) for b in range(k)]))
 
 
 def allgather(inputs: list[np.ndarray]) -> np.ndarray:

@@ -12,11 +12,13 @@ from ring.buckets import GradientBuckets
 class Recorder:
     """allreduce as K identical ranks would sum: x * K; records each start."""
 
-    def __init__(self, k=2):
-        self.k, self.size, self.started = k, k, []
+    def __init__(self, k=2, device="host"):
+        self.k, self.size, self.started, self.device = k, k, [], device
+        self.compression = []  # each start's compression= (None: float32 on the wire)
 
-    def allreduce(self, x, out=None, op="sum", async_op=False, dtype=None):
+    def allreduce(self, x, out=None, op="sum", async_op=False, dtype=None, compression=None):
         self.started.append((x.copy(), op))
+        self.compression.append(compression)
         np.multiply(x, self.k if op == "sum" else 1, out=out)
 
         class Done:
@@ -90,7 +92,8 @@ def test_compression_sends_16_bits_and_widens_back(compression, wire):
     divides (avg) in float32. Values the wire holds exactly come back exactly."""
     g = [np.full(6, 3.0, np.float32), np.array([1.0, 1 + 2 ** -12, 0.1, -2.5], np.float32)]
     rec = Recorder(k=4)
-    b = GradientBuckets(rec, g, first_bucket_bytes=1 << 20, op="avg", compression=compression)
+    b = GradientBuckets(rec, g, first_bucket_bytes=1 << 20, op="avg", compression=compression,
+                        accumulate="wire")
     for i in (1, 0):
         b.ready(i)
     b.wait()
@@ -101,7 +104,29 @@ def test_compression_sends_16_bits_and_widens_back(compression, wire):
     assert g[1][2] != np.float32(0.1) and abs(g[1][2] - 0.1) < 1e-3 * (8 if wire == "bfloat16" else 1)
 
 
+@pytest.mark.parametrize("device,accumulate", [("host", None), ("host", "float32"),
+                                               ("cuda", None), ("cuda", "wire")])
+def test_compression_accumulates_in_float32_on_the_host_by_default(device, accumulate):
+    """accumulate="float32" hands the float32 bucket to the all-reduce with compression=
+    (the communicator rounds at each hop); the default on the cuda device is "wire"."""
+    rec = Recorder(device=device)
+    g = grads([4])
+    b = GradientBuckets(rec, g, compression="bf16", accumulate=accumulate)
+    b.ready(0)
+    b.wait()
+    float32 = device == "host"
+    assert b.accumulate == ("float32" if float32 else "wire")
+    assert rec.compression == ["bf16" if float32 else None]
+    assert str(rec.started[0][0].dtype) == ("float32" if float32 else "bfloat16")
+    assert rec.started[0][1] == ("avg" if float32 else "sum")
+
+
 def test_compression_needs_float32_and_a_known_wire():
+    with pytest.raises(ValueError, match="accumulate: None"):
+        GradientBuckets(Recorder(), grads([4]), compression="bf16", accumulate="int")
+    with pytest.raises(ValueError, match="host device only"):
+        GradientBuckets(Recorder(device="cuda"), grads([4]), compression="bf16",
+                        accumulate="float32")
     with pytest.raises(TypeError, match="float32 gradients only"):
         GradientBuckets(Recorder(), [np.ones(4, np.float64)], compression="bf16")
     with pytest.raises(ValueError, match="compression"):

@@ -73,6 +73,53 @@ def test_flat_reference_is_the_simulated_ring_bit_for_bit(k, n, dtype, op, align
         assert want.tobytes() == sims[r].tobytes()
 
 
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(k=st.integers(1, 6), n=st.integers(0, 90), wire=st.sampled_from([F16, BF16]),
+       op=st.sampled_from(["sum", "avg"]), chunk=st.sampled_from([64, 128, 1 << 20]),
+       scale=st.sampled_from([1.0, 1e-6, 1e3]))
+def test_compressed_reference_is_the_simulated_ring_bit_for_bit(k, n, wire, op, chunk, scale):
+    """compression=: float32 data, a 16-bit wire (reduce.apply_wire), against the
+    reference's order and rounding; the same bits on every rank; and within the wire's
+    rounding of the float64 sum (k roundings of at most half an ulp of the partial)."""
+    rng = np.random.default_rng(k * 1000 + n)
+    inputs = [(rng.standard_normal(n) * scale).astype(np.float32) for _ in range(k)]
+    outs = simulate.run(Collective.ALLREDUCE, inputs, Op[op.upper()], chunk, 2, wire=wire)
+    want = reference.compressed(inputs, op, wire)
+    for got in outs:
+        assert got.dtype == np.float32 and got.tobytes() == want.tobytes()
+    if n:  # every rank's value is a wire value, divided by k for avg
+        held = want * (k if op == "avg" else 1)
+        assert k == 1 or (held.astype(wire).astype(np.float32) == held).all()
+    exact = np.sum(np.array(inputs, np.float64), axis=0) / (k if op == "avg" else 1)
+    ulp = 2.0 ** (-8 if wire == BF16 else -11)
+    bound = k * ulp * np.sum(np.abs(np.array(inputs, np.float64)), axis=0) + 1e-30
+    if wire == F16:  # float16's subnormals round to a fixed step
+        bound += k * 2.0 ** -25 / (k if op == "avg" else 1)
+    assert (np.abs(want - exact) <= bound).all()
+    per = [x[:n - n % k] for x in inputs]
+    sims = simulate.run(Collective.REDUCE_SCATTER, per, Op[op.upper()], chunk, 2, wire=wire)
+    for r, block in enumerate(reference.compressed(per, op, wire, "reduce_scatter")):
+        assert block.tobytes() == sims[r].tobytes()
+
+
+def test_compressed_rounding_by_hand():
+    """Two ranks, bfloat16 wire: 1 + 2^-9 is not a bfloat16 (8 bits of mantissa), so the
+    hop rounds it (to even: 1), and the float32 sum that follows keeps the other rank's
+    small part only until the seam rounds again."""
+    one, small = np.float32(1.0), np.float32(2.0 ** -9)
+    xs = [np.array([small, one], np.float32), np.array([one, small], np.float32)]
+    # element 0 lies in block 0 (split(2, 2) == [0, 1, 2]), reduced as x[1] then x[0]:
+    # round(1) = 1, 1 + 2^-9 in float32, then the seam rounds to bfloat16: 1
+    got = simulate.run(Collective.ALLREDUCE, xs, Op.SUM, 64, 2, wire=BF16)
+    assert got[0][0] == one and got[1][0] == one
+    # element 1, block 1: x[0] first: round(1) = 1; + 2^-9 = 1 + 2^-9 -> 1 at the seam
+    assert got[0][1] == one
+    # a reduce-scatter keeps its float32 sum: rank 1's block is 1 + 2^-9
+    rs = simulate.run(Collective.REDUCE_SCATTER, xs, Op.SUM, 64, 2, wire=BF16)
+    assert rs[1][0] == np.float32(1 + 2.0 ** -9)
+    assert reference.compressed(xs, "sum", BF16, "reduce_scatter")[1][0] == rs[1][0]
+
+
 @pytest.mark.parametrize("nodes,per", [(2, 2), (2, 3), (3, 2), (4, 1), (1, 4)])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "int32"])
 @pytest.mark.parametrize("op", OPS)

@@ -103,10 +103,11 @@ class HostBackend:
 
     # -- running ----------------------------------------------------------------------
     def run(self, plan: Plan, op: Op, x: np.ndarray, out: np.ndarray,
-            divisor: int | None = None, logical=None, defer: bool = False) -> None:
+            divisor: int | None = None, logical=None, defer: bool = False,
+            wire: np.dtype | None = None) -> None:
         """Run the plan to completion (NumPy has nothing to leave in flight: defer or not,
-        nothing is pending afterwards)."""
-        executor.run(plan, op, x, out, self.send, self.recv, self.waiter, divisor)
+        nothing is pending afterwards). wire: executor.run's."""
+        executor.run(plan, op, x, out, self.send, self.recv, self.waiter, divisor, wire)
 
     def finish(self) -> None:
         """Everything is done when run() returns."""

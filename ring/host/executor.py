@@ -12,7 +12,7 @@ import numpy as np
 
 from ringtypes import Op
 from ..schedule import Collective, Plan
-from .reduce import apply_chunk
+from .reduce import apply_chunk, apply_wire
 
 
 def local_slices(plan: Plan, block: int, lo: int, hi: int):
@@ -28,13 +28,16 @@ def local_slices(plan: Plan, block: int, lo: int, hi: int):
 
 
 def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter,
-        divisor: int | None = None) -> None:
+        divisor: int | None = None, wire: np.dtype | None = None) -> None:
     """x, out: 1-D contiguous. send / recv: transport ends (None when the ring is one rank).
     divisor: what avg divides by (default: this ring's size; the two-level collectives
-    pass the whole job's). waiter.at is kept at the current (chunk, step) so that a
-    timeout can say where."""
+    pass the whole job's). wire: float16 / bfloat16 for float32 data whose slots carry
+    that type (reduce.apply_wire; the plan is cut for the wire's itemsize). waiter.at is
+    kept at the current (chunk, step) so that a timeout can say where."""
     divisor = plan.size if divisor is None else divisor
-    dtype, itemsize = x.dtype, x.dtype.itemsize
+    dtype = x.dtype if wire is None else wire
+    itemsize = dtype.itemsize
+    apply = apply_chunk if wire is None else apply_wire
     if recv is not None:
         recv.begin(plan.recvs)
     for i, (j, step, lo, hi) in enumerate(plan.units):
@@ -42,8 +45,7 @@ def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter,
         s_in, s_out = local_slices(plan, step.block, lo, hi)
         rbuf = recv.wait(dtype)[:hi - lo] if step.recv else None
         sbuf = send.acquire(dtype)[:hi - lo] if step.send else None
-        apply_chunk(step, op, divisor, None if s_in is None else x[s_in], out[s_out],
-                    rbuf, sbuf)
+        apply(step, op, divisor, None if s_in is None else x[s_in], out[s_out], rbuf, sbuf)
         if step.recv:
             recv.release()
         if step.send:

@@ -3,6 +3,13 @@ and prod of float16 / bfloat16 through half.py's compiled loops, bit for bit the
 
 Used by the host executor and by the in-process simulator, so both compute the same
 function in the same order: partial-from-predecessor op own-input.
+
+apply_wire is the same step for float32 data with a 16-bit wire (compression="bf16" /
+"fp16"): what goes into a slot is rounded to the wire type, what comes out of one is
+widened, and the sum runs in float32 at every hop. The final sum of an all-reduce is
+rounded once more, by the rank that completes it, so that every rank's output is the
+same wire value widened (then divided by K for avg); a reduce-scatter's block is never
+sent again and keeps its float32 sum.
 """
 
 from __future__ import annotations
@@ -65,3 +72,24 @@ def apply_chunk(step: Step, op: Op, nranks: int, src, dst, rbuf, sbuf) -> None:
         np.copyto(target, rbuf)
     if step.out and step.send:
         np.copyto(sbuf, dst)
+
+
+def apply_wire(step: Step, op: Op, nranks: int, src, dst, rbuf, sbuf) -> None:
+    """apply_chunk for float32 src / dst and 16-bit rbuf / sbuf; op is sum or avg."""
+    from . import half
+    d = nranks if op is Op.AVG else 1
+    if not step.recv:  # a first send (or one rank alone: a copy)
+        if step.out and not np.may_share_memory(dst, src):
+            np.copyto(dst, src)
+        if step.send:
+            half.narrow(src, sbuf)
+    elif not step.reduce:  # an all-gathered chunk: forward the wire value as it came
+        half.land(rbuf, dst, d)
+        if step.send:
+            np.copyto(sbuf, rbuf)
+    elif not step.final:
+        half.hop(rbuf, src, sbuf)
+    elif step.send:  # all-reduce's seam: every rank will hold this wire value
+        half.settle(rbuf, src, dst, sbuf, d)
+    else:
+        half.accumulate(rbuf, src, dst, d)

@@ -11,6 +11,7 @@ from mpi4py import MPI
 
 import ring
 import ringtypes
+from ring.options import COMPRESSIONS
 
 from .. import reference
 from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
@@ -74,6 +75,31 @@ def test_reduce_scatter(comm, world, dtype, op):
             got = comm.reduce_scatter(x, out=out, op=op)
             assert got.shape == (per_rank,)
             _check("reduce_scatter", got, inputs, op, r)
+
+
+@pytest.mark.parametrize("compression", ["bf16", "fp16"])
+@pytest.mark.parametrize("op", ["sum", "avg"])
+def test_compressed_allreduce_and_reduce_scatter(comm, world, compression, op):
+    """compression=: float32 on a 16-bit wire, bitwise the reference's order and rounding,
+    on the flat ring (across emulated nodes too), in place, async and repeated."""
+    k, r = comm.size, comm.rank
+    wire = ringtypes.BY_NAME[COMPRESSIONS[compression]]
+    for n in counts(k):
+        inputs = [make(q, n, "float32", op=op) * np.float32(1 + q) for q in range(k)]
+        want = reference.compressed(inputs, op, wire)
+        got = comm.allreduce(inputs[r].copy(), op=op, compression=compression)
+        assert_ran("ring", "allreduce")
+        assert got.dtype == np.float32 and got.tobytes() == want.tobytes()
+        x = inputs[r].copy()
+        assert comm.allreduce(x, out=x, op=op, compression=compression) is x
+        assert x.tobytes() == want.tobytes()
+        work = comm.allreduce(inputs[r], op=op, compression=compression, async_op=True)
+        assert work.wait().tobytes() == want.tobytes()
+        per = n - n % k
+        blocks = reference.compressed([x[:per] for x in inputs], op, wire, "reduce_scatter")
+        got = comm.reduce_scatter(inputs[r][:per].copy(), op=op, compression=compression)
+        assert_ran("ring", "reduce_scatter")
+        assert got.tobytes() == blocks[r].tobytes()
 
 
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)

@@ -6,6 +6,7 @@ import pytest
 
 import ring
 import ringtypes
+from ring.schedule import Collective
 
 LAST = -1
 
@@ -121,6 +122,44 @@ def test_ranks_disagree(what):
         return
     with pytest.raises(ring.MismatchError, match="disagree"):
         call()
+    c.close()
+
+
+@pytest.mark.parametrize("bad", ["name", "dtype", "op", "algorithm", "collective"])
+def test_bad_compression_on_one_rank(bad):
+    """compression= is checked on every rank: the culprit's own error, MismatchError
+    elsewhere (a 16-bit wire carries float32 sums and averages on the ring only)."""
+    x = np.ones(8, np.float32)
+    culprit = {"name": (ValueError, "compression: None, 'fp16' or 'bf16'"),
+               "dtype": (TypeError, "compression: x must be float32"),
+               "op": (ValueError, "compression: op must be sum or avg"),
+               "algorithm": (ValueError, "cannot run with compression"),
+               "collective": (ValueError, "all-reduce and reduce-scatter only")}[bad]
+
+    def call(c):
+        if c.rank != 0:
+            return c.allreduce(x, compression="bf16")
+        if bad == "name":
+            return c.allreduce(x, compression="int4")
+        if bad == "dtype":
+            return c.allreduce(x.astype(np.float64), compression="bf16")
+        if bad == "op":
+            return c.allreduce(x, op="max", compression="bf16")
+        if bad == "algorithm":
+            return c.allreduce(x, algorithm="oneshot", compression="bf16")
+        return c._call(Collective.REDUCE, x, None, "sum", None, False,
+                       compression="bf16")
+    expect_everywhere(call, culprit[0], 0, match=culprit[1])
+
+
+def test_ranks_disagree_on_compression():
+    c = fresh()
+    x = np.ones(6, np.float32)
+    if c.size == 1:
+        c.close()
+        return
+    with pytest.raises(ring.MismatchError, match=r"disagree on compression \(rank 0: bf16"):
+        c.allreduce(x, compression="bf16" if c.rank == 0 else None)
     c.close()
 
 
