@@ -62,13 +62,18 @@ class Ring:
     NAMES = {"auto": "ring", "ring": "ring-flat", "hierarchical": "ring-hier"}
 
     def __init__(self, world: MPI.Comm, bufs, algorithm: str = "auto", name: str | None = None,
-                 **tuning):
-        self.bufs, self.algorithm = bufs, algorithm
+                 compression: str | None = None, **tuning):
+        self.bufs, self.algorithm, self.compression = bufs, algorithm, compression
         self.name = name or self.NAMES.get(algorithm, f"ring-{algorithm}")
         self.comm = ring.Communicator(world, device=bufs.name, algorithm="auto", **tuning)
         self.unavailable = None if self.comm.device == bufs.name else \
             f"ring has no {bufs.name} device yet (it resolved to {self.comm.device})"
         self.label = f"ring ({self.comm.device}, {algorithm})"
+        if compression:
+            self.label = f"ring ({self.comm.device}, {compression} on the wire, float32 sums)"
+            if self.comm.device != "host":
+                self.unavailable = f"compression runs on the host device only (not yet on " \
+                                   f"{self.comm.device})"
         if tuning.get("path") == "kernel":
             self.label = f"ring ({self.comm.device}, {algorithm}, persistent kernel)"
             if getattr(self.comm._backend, "kernel", None) is None:
@@ -78,12 +83,17 @@ class Ring:
     def runs(self, coll: str) -> None:
         """An algorithm that cannot run this collective here at any size is left out, with
         its reason (two-level on one node, an all-reduce algorithm for broadcast, ...)."""
+        if self.compression and coll not in ("allreduce", "reduce_scatter"):
+            self.unavailable = "compression: all-reduce and reduce-scatter only"
         if self.unavailable is None and self.algorithm != "auto":
             why = self.comm._why_not(self.algorithm, Collective[coll.upper()], 0)
             if why:
                 self.unavailable = f"{self.algorithm!r} cannot run here: {why}"
 
     def available(self, coll: str, dtype, op, in_place: bool, nbytes: int = 0) -> str | None:
+        if self.compression and not self.unavailable and (np.dtype(dtype) != np.float32
+                                                          or op not in ("sum", "avg")):
+            return "compression: float32 sum and avg only"
         if self.unavailable or self.algorithm == "auto":
             return self.unavailable
         return self.comm._why_not(self.algorithm, Collective[coll.upper()], nbytes)
@@ -93,6 +103,8 @@ class Ring:
 
     def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
         kw = {"algorithm": self.algorithm, "dtype": np.dtype(dtype).name}
+        if self.compression:
+            kw["compression"] = self.compression
         c = self.comm
         if coll == "allreduce":
             c.allreduce(x, out=out, op=op, **kw)
@@ -321,6 +333,9 @@ IMPLS = {
     "ring-kernel": lambda world, bufs, **kw: Ring(world, bufs, name="ring-kernel", path="kernel", **kw),
     **{f"ring-{a}": (lambda a: lambda world, bufs, **kw: Ring(world, bufs, algorithm=a, **kw))(a)
        for a in ("naive", "ps", "oneshot", "twoshot")},
+    **{f"ring-{c}": (lambda c: lambda world, bufs, **kw: Ring(world, bufs, name=f"ring-{c}",
+                                                              compression=c, **kw))(c)
+       for c in ("bf16", "fp16")},
     "mpi": Mpi,
     "nccl": Nccl,
 }

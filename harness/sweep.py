@@ -32,6 +32,26 @@ class Result:
     wrong: int  # -1: not checked
     skipped: str | None = None  # why the case did not run
     algo: str | None = None  # the algorithm ring ran (auto picks per size); None: not ring
+    error: float | None = None  # compressed wire: max |got - exact| / max |exact|, normal data
+
+
+def compression_error(impl, coll: Collective, world: MPI.Comm, bufs, in_count: int,
+                      out_count: int, op: str, root: int) -> float:
+    """One call on standard normal float32 inputs (the check's small integers are exact on
+    a 16-bit wire too): the largest error against the exact (float64) result, relative to
+    its largest magnitude, over every rank."""
+    k, rank = world.size, world.rank
+    inputs = [np.random.default_rng(1000 + q).standard_normal(in_count).astype(np.float32)
+              for q in range(k)]
+    x, out = bufs.put(inputs[rank]), bufs.empty(out_count, np.float32)
+    impl(coll.name, x, out, op, np.float32, root)
+    impl.sync()
+    exact = np.sum(np.array(inputs, np.float64), axis=0) / (k if op == "avg" else 1)
+    if coll.name == "reduce_scatter":
+        exact = exact[rank * out_count:(rank + 1) * out_count]
+    got = bufs.get(out, np.float32).astype(np.float64)
+    mine = float(np.abs(got - exact).max() / np.abs(exact).max()) if exact.size else 0.0
+    return world.allreduce(mine, op=MPI.MAX)
 
 
 def count_wrong(got: np.ndarray, want: np.ndarray) -> int:
@@ -83,6 +103,8 @@ def run_case(impl, coll: Collective, world: MPI.Comm, bufs, nbytes: int, dtype, 
         wrong = world.allreduce(mine, op=MPI.SUM)
     algbw = size / dt / 1e9 if dt > 0 else 0.0
     algo = impl.last_algorithm() if hasattr(impl, "last_algorithm") else None
+    error = compression_error(impl, coll, world, bufs, in_count, out_count, op, root) \
+        if getattr(impl, "compression", None) else None
     return Result(impl.name, coll.name, size, count, np.dtype(dtype).name, op,
                   root if coll.rooted else -1, in_place, dt * 1e6, algbw,
-                  algbw * coll.bus_factor(k), wrong, algo=algo)
+                  algbw * coll.bus_factor(k), wrong, algo=algo, error=error)

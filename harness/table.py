@@ -28,6 +28,10 @@ def header(impls: list, ranks: int, device: str) -> str:
             if algo:
                 sub += f" {'algo':>12}"
                 units += f" {'':>12}"
+            if _err(i):
+                top += " " * 10
+                sub += f" {'error':>9}"
+                units += f" {'(rel)':>9}"
     for r, o in _pairs(impls):
         name = f"{r.name}/{o.name}"
         w = max(9, len(name))
@@ -40,6 +44,11 @@ def header(impls: list, ranks: int, device: str) -> str:
 def _algo(impl) -> bool:
     """Whether the block has an algo column: ring's, where "auto" picks per size."""
     return hasattr(impl, "last_algorithm")
+
+
+def _err(impl) -> bool:
+    """Whether the block has an error column: a compressed wire's, against float32."""
+    return bool(getattr(impl, "compression", None))
 
 
 def _pairs(impls: list):
@@ -61,6 +70,8 @@ def row(results: dict[tuple[str, bool], Result], impls: list) -> str:
                             f"{_num(r.busbw, 7, 2)} {wrong:>7}")
             if _algo(i):
                 line += f" {r.algo or '-':>12}"
+            if _err(i):
+                line += f" {'n/a':>9}" if r.error is None else f" {r.error:9.2e}"
     for r, o in _pairs(impls):
         tr, to = results[(r.name, False)].time_us, results[(o.name, False)].time_us
         w = max(9, len(f"{r.name}/{o.name}"))

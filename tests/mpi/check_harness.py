@@ -28,3 +28,27 @@ def test_wrong_elements_are_counted(world):
     assert r.wrong == world.size * len(range(0, n, 7))
     good.close()
     bad.close()
+
+
+def test_a_compressed_wire_is_checked_exactly_and_its_error_measured(world):
+    """ring-bf16: the check's small integers are exact on a 16-bit wire (#wrong 0); the
+    error column comes from normal data, the same on every rank, within bfloat16's
+    rounding over K hops, and absent for float32 implementations."""
+    from harness.impls import IMPLS
+    bufs = HostBuffers()
+    bf16 = IMPLS["ring-bf16"](world, bufs)
+    for coll in ("allreduce", "reduce_scatter"):
+        r = run_case(bf16, COLLECTIVES[coll], world, bufs, 4096 * world.size, np.float32, "avg",
+                     False, 2, 1, True)
+        assert r.wrong == 0 and r.error is not None
+        assert (r.error == 0) == (world.size == 1) and r.error < world.size * 2.0 ** -8
+        assert world.allgather(r.error) == [r.error] * world.size
+    assert bf16.available("allreduce", np.float64, "sum", False) == \
+        "compression: float32 sum and avg only"
+    bf16.runs("allgather")
+    assert bf16.unavailable == "compression: all-reduce and reduce-scatter only"
+    bf16.close()
+    plain = Mpi(world, bufs)
+    assert run_case(plain, COLLECTIVES["allreduce"], world, bufs, 400, np.float32, "sum", False,
+                    1, 0, True).error is None
+    plain.close()
