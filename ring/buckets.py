@@ -181,9 +181,8 @@ class GradientBuckets:
             b = len(self._works)
             flat, wire = self._flats[b], self._wires[b]
             if wire is None:  # float32, or compressed inside the all-reduce
-                self._works.append(self.comm.allreduce(
-                    flat, out=flat, op=self.op, async_op=True,
-                    **({"compression": self.compression} if self.compression else {})))
+                self._works.append(self.comm.allreduce(flat, out=flat, op=self.op, async_op=True,
+                                                       compression=self.compression))
                 continue
             _cast(wire, flat, self._wire_dtype, narrow=True)
             self._works.append(self.comm.allreduce(
