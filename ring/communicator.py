@@ -166,6 +166,7 @@ class Communicator:
         if self._progress is not None:
             self._progress.close()  # the calls handed to it end first
         self._closed = True
+        self._fast = None  # every later call takes the full path, which refuses it
         if self._error is None:
             # Bounded like any collective: a rank that never closes costs a timeout here.
             done = self._comm.Ibarrier()
@@ -203,19 +204,13 @@ class Communicator:
         dtype="bfloat16" reads uint16 GPU arrays as bfloat16 (CuPy has no bfloat16).
         compression="bf16" | "fp16" (float32 sum / avg, ring algorithm, host device): the
         wire carries 16 bits, each hop sums in float32 (ring/host/reduce.apply_wire)."""
-        if self._fast and not (async_op or self._error is not None or self._closed
-                               or compression is not None or not self._progress.idle()):
+        if self._fast and not async_op and compression is None and self._progress.idle():
             k = fast.key(x, out, op, chunk_bytes, algorithm, dtype)
-            known = self._fast.get(k) if k is not None else None
-            if known is not None:
-                try:
-                    result = fast.run(self, known, x, out)
-                except BaseException as e:
-                    self._broken(e)
-                    raise
-                self.last_algorithm = "oneshot"
-                if debug.enabled():
-                    debug.call({**known.log, "call": self._calls})
+            result = self._fast_call(k, x, out)
+            if result is None and k is not None and k[3] == 2:
+                # out may be another view of x's memory: in place
+                result = self._fast_call(fast.in_place(k), x, out)
+            if result is not None:
                 return result
         return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
                           0, compression)
@@ -342,7 +337,7 @@ class Communicator:
         self.last_algorithm = c.algorithm
         if (self._fast is not None and collective is Collective.ALLREDUCE and c.count
                 and c.algorithm == "oneshot" and not async_op):
-            self._learn(fast.key(x, out, op, chunk_bytes, algorithm, dtype), record, c)
+            self._learn(fast.exact_key(x, out, op, chunk_bytes, algorithm, dtype), record, c)
         if debug.enabled():
             debug.call({"rank": self.rank, "call": self._calls, "collective": str(collective),
                         "algorithm": c.algorithm, "count": c.count, "dtype": c.dtype.name,
@@ -350,13 +345,30 @@ class Communicator:
                         **({"root": c.root} if collective.rooted else {})})
         return Work(c.result, pending, self, name) if async_op else c.result
 
+    def _fast_call(self, k, x, out):
+        """The call through ring/fast.py when its signature k is known; else None."""
+        known = self._fast.get(k) if k is not None else None
+        if known is None:
+            return None
+        try:
+            result = fast.run(self, known, x, out)
+        except BaseException as e:
+            self._broken(e)
+            raise
+        if result is not None:
+            self.last_algorithm = "oneshot"
+            if debug.enabled():
+                debug.call({**known.log, "call": self._calls})
+        return result
+
     def _learn(self, k, record: dict, c: Call) -> None:
         """Keep what this oneshot all-reduce worked out, for the next calls like it."""
         if k is None:
             return
         if len(self._fast) >= fast.LIMIT:
             self._fast.clear()
-        self._fast[k] = fast.Signature(self._exchange, record, c.op, c.count, c.x.dtype, self.rank)
+        self._fast[k] = fast.Signature(self._exchange, record, c.op, c.count, c.x.dtype,
+                                      len(k[1]), k[3], self.rank)
 
     def _wait_round(self, seq: int) -> None:
         """Until every rank has posted exchange round seq; a timeout names who has not."""
@@ -432,6 +444,7 @@ class Communicator:
 
     def _broken(self, e: BaseException) -> None:
         self._error = e
+        self._fast = None  # every later call takes the full path, which refuses it
         if isinstance(e, TimeoutError):
             fatal.peer_lost()
 

@@ -4,23 +4,30 @@ A training loop calls all-reduce with the same dtype, shape and op thousands of 
 first call of a signature goes the whole way (call.py's checks, agreement.py, the tuning
 table); when it ran oneshot through the exchange window (transport/exchange.py), what it
 worked out is kept here, and the next calls of that signature do only what depends on the
-arrays themselves:
+arrays themselves, in one compiled call (host/fastround.py) after a few Python checks:
 
     checks     the arrays are NumPy, contiguous, of the signature's dtype and shape, and
                out is new, x (or another view of x's memory), or a writeable array that
-               does not overlap x;
+               does not overlap x (the compiled round compares the addresses before it
+               posts; an out that turns out to be x's memory is looked up again as in
+               place, one that overlaps it goes to the full path, which refuses it);
     agreement  the signature's record, with this call's number, written into this rank's
-               slot beside x; after the round every peer's record compared with this one
-               as bytes. Any difference goes to agreement.verdict, which names it, on
-               every rank, exactly as the full path does;
-    data       the reduction over the posted arrays, in rank order (oneshot.fold).
+               slot beside x; after the round every peer's record compared with this one.
+               Any difference goes to agreement.verdict, which names it, on every rank,
+               exactly as the full path does;
+    data       the reduction over the posted arrays, in rank order (oneshot.fold's order
+               and bits: compiled, or NumPy's loops for float16 / bfloat16 and floating
+               min / max).
+
+A round the compiled poll does not see complete (a late peer, or ranks that outnumber the
+cores) is waited for in Python, under the call's deadline, as every wait is.
 
 The signature is every argument but the arrays' contents and identities: x's dtype and
 shape, op, the kind of out, chunk_bytes, algorithm and dtype as passed. Anything else
 (another algorithm than oneshot, async_op, a broken communicator) takes the full path.
 RING_DEBUG=INFO logs fast calls too, with "path": "fast". What the fast path skips is work
 whose result is the same for the same signature, so its errors and results are the full
-path's.
+path's. Measured in results/host-call-cost.md.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import numpy as np
 from ringtypes import FLOATING, Op
 
 from .agreement import mine, verdict
+from .host import fastround
 from .oneshot import fold
 from .schedule import Collective
 
@@ -38,9 +46,11 @@ class Signature:
     """What a call of one (dtype, shape, op, out kind) worked out, and the window's views
     for it: records and data of every rank, by call parity."""
 
-    __slots__ = ("op", "row", "records", "data", "quiet", "name", "log")
+    __slots__ = ("op", "row", "records", "data", "quiet", "name", "log", "plan", "wire",
+                 "fold", "direct", "memory")
 
-    def __init__(self, ex, record: dict, op: Op, n: int, dtype: np.dtype, rank: int):
+    def __init__(self, ex, record: dict, op: Op, n: int, dtype: np.dtype, ndim: int, kind: int,
+                 rank: int):
         self.op = op
         self.row = mine(record, None)
         width = self.row.size
@@ -53,6 +63,15 @@ class Signature:
         self.log = {"rank": rank, "call": 0, "collective": str(Collective.ALLREDUCE),
                     "algorithm": "oneshot", "count": n, "dtype": dtype.name, "op": str(op),
                     "path": "fast"}
+        # the compiled round (host/fastround.py): the window by address, x and out as its
+        # dtype's bits where Numba has no arithmetic for it; NumPy's own loops fold
+        # float16 / bfloat16 and floating min / max
+        self.wire = fastround.wire(dtype)
+        self.fold = self.wire == dtype and not (dtype in FLOATING and op in (Op.MIN, Op.MAX))
+        self.plan, self.row = fastround.plan(ex.rank, ex.area, op, self.fold, ex.bases, self.row)
+        self.direct = self.wire == dtype and ndim == 1  # x and out as they come
+        # what a given out's memory must be, checked every call (out None or x: nothing)
+        self.memory = fastround.OWN if kind == 2 else fastround.SAME
 
 
 LIMIT = 64  # signatures kept per communicator (a loop has a few; a sweep starts over)
@@ -65,7 +84,9 @@ def _address(a: np.ndarray) -> int:
 
 def key(x, out, op, chunk_bytes=None, algorithm=None, dtype=None):
     """The signature of a call, or None where the fast path cannot take it (arrays not
-    plain contiguous NumPy; out overlapping x other than in place)."""
+    plain contiguous NumPy). An out of its own (another array object) is taken as apart
+    from x's memory: the compiled round checks that before it posts anything (run returns
+    None when it does not hold, and in_place(key) is the other signature to try)."""
     if (type(x) is not np.ndarray or not x.flags.c_contiguous or not isinstance(op, (str, Op))
             or type(chunk_bytes) not in PLAIN or type(algorithm) not in PLAIN
             or type(dtype) not in PLAIN):
@@ -74,48 +95,65 @@ def key(x, out, op, chunk_bytes=None, algorithm=None, dtype=None):
         kind = 0
     elif out is x:
         kind = 1
-    elif (type(out) is np.ndarray and out.dtype == x.dtype and out.shape == x.shape
-          and out.flags.c_contiguous and out.flags.writeable):
-        if not np.may_share_memory(x, out):
-            kind = 2
-        elif _address(out) == _address(x):  # another view of x's memory: in place
-            kind = 1
-        else:
+    elif type(out) is np.ndarray and out.dtype == x.dtype and out.shape == x.shape:
+        flags = out.flags
+        if not (flags.c_contiguous and flags.writeable):
             return None
+        kind = 2
     else:
         return None
     return x.dtype, x.shape, op, kind, chunk_bytes, algorithm, dtype
 
 
+def in_place(k):
+    """The signature of the same call with out another view of x's memory."""
+    return k[:3] + (1,) + k[4:]
+
+
+def exact_key(x, out, op, chunk_bytes=None, algorithm=None, dtype=None):
+    """key, with out's memory looked at (once per signature, when it is learnt): another
+    view of x's memory is in place; an out that overlaps x otherwise has no signature."""
+    k = key(x, out, op, chunk_bytes, algorithm, dtype)
+    if k is None or k[3] != 2 or not np.may_share_memory(x, out):
+        return k
+    return in_place(k) if _address(out) == _address(x) else None
+
+
 def run(comm, s: Signature, x, out):
     """One call of a known signature (comm: the Communicator, usable, every rank on one
-    node); the result, or the full path's error."""
-    ex = comm._exchange
-    comm._calls += 1
-    call = comm._calls
-    result = np.empty(x.shape, x.dtype) if out is None else out
-    flat_out = result.reshape(-1)
-    comm._waiter.start(s.name % call)
+    node); the result, or the full path's error. None: out's memory is not what the
+    signature says (x's, apart from x's); nothing happened, the caller looks further.
+    The call's deadline is armed only when it has to wait in Python (a round that completes
+    in the compiled poll cannot time out)."""
+    call = comm._calls + 1
+    seq = comm._xseq + 1
     comm._backend.entered(call)
-    comm._xseq += 1
-    seq = comm._xseq
-    p = seq & 1
-    row = s.row
-    row[0] = call  # agreement.FIELDS[0]
-    records = s.records[p]
-    me = ex.rank
-    records[me][:] = row
-    data = s.data[p]
-    data[me][:] = x.reshape(-1)
-    ex.post(seq)
-    comm._wait_round(seq)
-    mine_bytes = row.tobytes()
-    for q in range(ex.size):
-        if q != me and records[q].tobytes() != mine_bytes:
-            verdict(np.stack([r.copy() for r in records]), row, None, comm._waiter.context)
-    if s.quiet:
-        with np.errstate(over="ignore", invalid="ignore"):
-            fold(data.__getitem__, s.op, ex.size, flat_out)
+    s.row[0] = call  # agreement.FIELDS[0]
+    result = np.empty(x.shape, x.dtype) if out is None else out
+    if s.direct:
+        flat_x, flat_out = x, result
     else:
-        fold(data.__getitem__, s.op, ex.size, flat_out)
+        flat_x, flat_out = x.reshape(-1).view(s.wire), result.reshape(-1).view(s.wire)
+    waiter = comm._waiter
+    memory = fastround.ANY if out is None or out is x else s.memory
+    status = fastround.call(s.plan, flat_x, flat_out, seq, waiter.spins, memory)
+    if status >= fastround.ALIASED:
+        return None
+    comm._calls, comm._xseq = call, seq
+    if status != fastround.DONE:
+        waiter.start(s.name, call)
+        if status == fastround.WAITING:
+            comm._wait_round(seq)
+            status = fastround.finish(s.plan, flat_out, seq)
+        if status == fastround.MISMATCH:
+            records = s.records[seq & 1]
+            verdict(np.stack([r.copy() for r in records]), s.row, None, waiter.context)
+    if not s.fold:
+        flat_out = result.reshape(-1)
+        data = s.data[seq & 1]
+        if s.quiet:
+            with np.errstate(over="ignore", invalid="ignore"):
+                fold(data.__getitem__, s.op, comm._exchange.size, flat_out)
+        else:
+            fold(data.__getitem__, s.op, comm._exchange.size, flat_out)
     return result

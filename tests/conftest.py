@@ -22,10 +22,12 @@ collect_ignore = [] if os.environ.get("RING_INNER_MPI") else ["mpi"]
 
 
 def pytest_sessionstart(session):
-    """Compile the host's float16 / bfloat16 loops (ring/host/half.py) once, into Numba's
-    cache, before any mpiexec job: a fresh clone would otherwise compile them (~15 s) in
-    every rank of the first job that reduces 16-bit floats, while its peers wait."""
+    """Compile the host's float16 / bfloat16 loops (ring/host/half.py) and the fast path's
+    rounds (ring/host/fastround.py) once, into Numba's cache, before any mpiexec job: a
+    fresh clone would otherwise compile them (~15 s each) in every rank of the first job
+    that uses them, while its peers wait."""
     if os.environ.get("RING_INNER_REPORT"):
         return  # an inner run: the outer one has done it
-    from ring.host import half
+    from ring.host import fastround, half
     half.warm()
+    fastround.warm()  # the fast path's compiled rounds, one per dtype

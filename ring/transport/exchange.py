@@ -46,12 +46,14 @@ class Exchange:
             self.segs.append(np.frombuffer(buf, np.uint8))
         self.segs[self.rank][:HEADER] = 0
         self.heads = [s[:HEADER].view(np.int64) for s in self.segs]
+        # the segments' addresses, for compiled code (host/fastround.py)
+        self.bases = np.array([s.ctypes.data for s in self.segs], np.int64)
         self.win.Sync()
         comm.Barrier()
 
     def close(self) -> None:
         if self.win != MPI.WIN_NULL:
-            self.segs, self.heads = [], []
+            self.segs, self.heads, self.bases = [], [], self.bases[:0]
             self.win.Unlock_all()
             self.win.Free()
 

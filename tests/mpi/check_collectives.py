@@ -351,7 +351,10 @@ def test_auto_never_takes_an_algorithm_that_cannot_run(world):
                    ("hierarchical" if two_level_nodes(c.size) > 1 else "ring"), "allreduce")
 
 
-FAST_CASES = [("float32", "sum"), ("int32", "max"), ("bfloat16", "avg"), ("int8", "prod")]
+# compiled folds (host/fastround.py) and NumPy's (16-bit floats, floating min / max)
+FAST_CASES = [("float32", "sum"), ("int32", "max"), ("bfloat16", "avg"), ("int8", "prod"),
+              ("float32", "avg"), ("float64", "avg"), ("uint64", "min"), ("float32", "min"),
+              ("float16", "prod"), ("uint8", "sum")]
 
 
 @pytest.mark.parametrize("dtype,op", FAST_CASES)
@@ -389,19 +392,23 @@ def test_repeated_small_allreduces_take_the_fast_path(world, dtype, op):
         assert same_everywhere(world, got)
 
 
-@pytest.mark.parametrize("change", ["op", "count", "algorithm", "bad out", "overlap"])
+@pytest.mark.parametrize("change", ["op", "count", "algorithm", "bad out", "overlap",
+                                    "overlap, out given before"])
 def test_a_rank_leaving_the_fast_path_is_caught_on_every_rank(world, change):
     """The ranks still on the fast path compare records too: when one rank's next call
     differs (op, count, algorithm) or has bad arguments, every rank raises, the bad rank its own
-    error and the others MismatchError. (Across nodes: the same through the full path.)"""
+    error and the others MismatchError. (Across nodes: the same through the full path.)
+    "overlap, out given before": the signature of an out of its own is known, and the
+    overlap is seen only by the compiled round (host/fastround.py), before it posts."""
     shared = _runs_here("oneshot")  # else no exchange, no fast path: the full path must do it
     with ring.Communicator(device="host", timeout=60, algorithm="oneshot" if shared else "ring") as c:
         x = np.ones(8, np.float32)
-        c.allreduce(x)
-        c.allreduce(x)
+        given = np.empty(8, np.float32) if change == "overlap, out given before" else None
+        c.allreduce(x, out=given)
+        c.allreduce(x, out=given)
         assert last_call().get("path") == ("fast" if shared else None)
         odd = c.rank == c.size - 1  # at 1 rank, the only rank
-        args = {"x": np.ones(8, np.float32), "op": "sum", "out": None}
+        args = {"x": np.ones(8, np.float32), "op": "sum", "out": given}
         if odd and change == "op":
             args["op"] = "max"
         if odd and change == "count":
@@ -410,10 +417,11 @@ def test_a_rank_leaving_the_fast_path_is_caught_on_every_rank(world, change):
             args["algorithm"] = "naive"
         if odd and change == "bad out":
             args["out"] = np.empty(8, np.float64)
-        if odd and change == "overlap":
+        if odd and change.startswith("overlap"):
             big = np.ones(9, np.float32)
             args["x"], args["out"] = big[:8], big[1:]
-        own = {"bad out": TypeError, "overlap": ValueError}.get(change)
+        own = {"bad out": TypeError, "overlap": ValueError,
+               "overlap, out given before": ValueError}.get(change)
         if c.size == 1 and own is None:
             assert c.allreduce(**args).tobytes() == args["x"].tobytes()  # nothing to disagree with
             return

@@ -1,0 +1,147 @@
+"""The fast path's exchange round (ring/fast.py), compiled: one call from Python does what
+an 8-byte all-reduce needs, so that its cost is a Numba dispatch, not a dozen NumPy calls.
+
+    post     this call's record row and x into this rank's slot of the exchange window
+             (transport/exchange.py's layout), then its round counter, store-release
+    poll     every peer's counter, load-acquire, up to `spins` times in all; a peer not
+             there by then leaves the rest to Python (WAITING), whose wait is bounded by
+             the communicator's timeout and names who is late
+    compare  every peer's record with this one, field by field (MISMATCH: Python's
+             agreement.verdict names the difference, on every rank)
+    fold     out = ((x0 op x1) op ...) op x(K-1), avg divided by K once: oneshot.fold's
+             order, and the same values (float32 avg divides in float64 and rounds once,
+             which gives the correctly rounded float32 quotient)
+
+fold=False stops after compare (dtypes and ops whose NumPy loops the caller keeps:
+float16 / bfloat16, floating min / max, whose signed zeros NumPy orders its own way).
+The window's segments are addressed by their base addresses (`bases`, one per rank).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import carray, njit
+
+from ringtypes import Op
+
+from .reduce import HALF
+from ..transport.atomic import load_acquire, pointer, store_release
+from ..transport.exchange import HEADER, RECORD, ROUND1
+
+DONE, WAITING, MISMATCH, ALIASED, APART, OVERLAP = 0, 1, 2, 3, 4, 5
+ANY, OWN, SAME = 0, 1, 2  # what out's memory must be: unchecked, apart from x's, x's
+SUM, PROD, MIN, MAX, AVG = int(Op.SUM), int(Op.PROD), int(Op.MIN), int(Op.MAX), int(Op.AVG)
+# a signature's plan: one int64 array (one argument is cheaper to pass than several)
+ME, AREA, OP, FOLD, K, BASES = range(6)  # then K segment addresses, then the record row
+
+
+def plan(rank: int, area: int, op: Op, fold: bool, bases: np.ndarray, row: np.ndarray):
+    """The plan of a signature, and its record row (a view into it: the caller writes the
+    call number into row[0] before each call)."""
+    k = bases.size
+    p = np.concatenate([[rank, area, int(op), int(fold), k], bases, row]).astype(np.int64)
+    return p, p[BASES + k:]
+
+
+@njit(inline="always")
+def _slot(plan, seq):
+    return HEADER + (seq & 1) * plan[AREA]
+
+
+@njit(inline="always")
+def _part(base, slot, like, n):
+    """The data of the slot at base + slot, as n elements of like's dtype."""
+    return carray(pointer(base + slot + RECORD * 8), n * like.itemsize, np.uint8).view(like.dtype)
+
+
+@njit(inline="always")
+def _combine(op, a, b):
+    if op == PROD:
+        return a * b
+    if op == MIN:
+        return a if a < b else b
+    if op == MAX:
+        return a if a > b else b
+    return a + b
+
+
+@njit(nogil=True, cache=True)
+def finish(plan, out, seq):
+    """compare, then fold (after every peer has posted round seq)."""
+    k, me, op = plan[K], plan[ME], plan[OP]
+    row = plan[BASES + k:]
+    slot = _slot(plan, seq)
+    for q in range(k):
+        if q == me:
+            continue
+        theirs = carray(pointer(plan[BASES + q] + slot), row.size, np.int64)
+        for i in range(row.size):
+            if theirs[i] != row[i]:
+                return MISMATCH
+    if not plan[FOLD]:
+        return DONE
+    n = out.size
+    first = _part(plan[BASES], slot, out, n)
+    for i in range(n):
+        out[i] = first[i]
+    for q in range(1, k):
+        part = _part(plan[BASES + q], slot, out, n)
+        for i in range(n):
+            out[i] = _combine(op, out[i], part[i])
+    if op == AVG:
+        for i in range(n):
+            out[i] = out[i] / k
+    return DONE
+
+
+@njit(nogil=True, cache=True)
+def call(plan, x, out, seq, spins, memory):
+    """post, poll, then finish; WAITING when a peer had not posted within `spins` polls.
+    memory: what the signature says of out (ANY: nothing to check; OWN: apart from x's;
+    SAME: x's own, in place). Where out says otherwise (ALIASED: x's memory, APART: not
+    x's, OVERLAP: a part of it), nothing is posted."""
+    if memory != ANY:
+        xa, oa, nbytes = x.ctypes.data, out.ctypes.data, x.size * x.itemsize
+        if memory == SAME and oa != xa:
+            return APART
+        if memory == OWN and oa == xa:
+            return ALIASED
+        if oa != xa and oa < xa + nbytes and xa < oa + nbytes:
+            return OVERLAP
+    k, me = plan[K], plan[ME]
+    row = plan[BASES + k:]
+    slot = _slot(plan, seq)
+    mine = plan[BASES + me]
+    record = carray(pointer(mine + slot), row.size, np.int64)
+    for i in range(row.size):
+        record[i] = row[i]
+    data = _part(mine, slot, x, x.size)
+    for i in range(x.size):
+        data[i] = x[i]
+    store_release(mine + ROUND1 * 8, seq)
+    for q in range(k):
+        if q == me:
+            continue
+        while load_acquire(plan[BASES + q] + ROUND1 * 8) < seq:
+            spins -= 1
+            if spins < 0:
+                return WAITING
+    return finish(plan, out, seq)
+
+
+def warm() -> None:
+    """Compile (or load from Numba's cache) the rounds of every dtype the fast path takes,
+    on a private buffer laid out as one rank's segment."""
+    from ringtypes import DTYPES, REDUCIBLE
+    seg = np.zeros(HEADER + 2 * (RECORD * 8 + 64), np.uint8)
+    p, _ = plan(0, RECORD * 8 + 64, Op.SUM, True, np.array([seg.ctypes.data]), np.zeros(4))
+    for dt in DTYPES:
+        if dt in REDUCIBLE:
+            x = np.zeros(2, wire(dt))
+            call(p, x, x.copy(), 1, 0, OWN)
+
+
+def wire(dtype: np.dtype) -> np.dtype:
+    """The dtype the compiled round sees dtype's elements as: float16 and bfloat16 as their
+    bits (Numba has no bfloat16; their arithmetic is half.py's)."""
+    return np.dtype(np.uint16) if dtype in HALF else dtype

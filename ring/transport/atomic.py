@@ -1,0 +1,47 @@
+"""Memory ordering for compiled code that shares memory with other processes (Numba CPU).
+
+Numba has no atomics on the CPU, and a loop that polls an array element can be compiled to
+read it once. These three intrinsics give compiled code what a lock-free handshake needs,
+on raw addresses (an MPI shared-memory window's, for instance):
+
+    load_acquire(addr)          the int64 at addr; reads after it see what the writer
+                                wrote before its store_release (and the load is re-done
+                                every time: a polling loop polls)
+    store_release(addr, value)  every write before it is visible before value is
+    pointer(addr)               addr as a void pointer, for numba.carray(pointer(a), n, dt)
+
+On x86 both orderings cost nothing beyond stopping the compiler from moving memory
+accesses across them; LLVM emits the barriers other CPUs need.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+
+def _int64_pointer(builder, addr):
+    return builder.inttoptr(addr, ir.IntType(64).as_pointer())
+
+
+@intrinsic
+def load_acquire(typingctx, addr):
+    def codegen(context, builder, sig, args):
+        return builder.load_atomic(_int64_pointer(builder, args[0]), "acquire", 8)
+    return types.int64(types.int64), codegen
+
+
+@intrinsic
+def store_release(typingctx, addr, value):
+    def codegen(context, builder, sig, args):
+        builder.store_atomic(args[1], _int64_pointer(builder, args[0]), "release", 8)
+        return context.get_dummy_value()
+    return types.void(types.int64, types.int64), codegen
+
+
+@intrinsic
+def pointer(typingctx, addr):
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+    return types.voidptr(types.int64), codegen

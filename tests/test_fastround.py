@@ -1,0 +1,133 @@
+"""The fast path's compiled round (ring/host/fastround.py) in one process: K segments laid
+out as the exchange window's (transport/exchange.py), the peers' rounds posted by hand, and
+the result compared bit for bit with oneshot.fold (NumPy's loops, the full path's)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ring.host import fastround
+from ring.oneshot import fold
+from ring.transport.exchange import HEADER, RECORD
+from ringtypes import DTYPES, FLOATING, REDUCIBLE, Op
+
+CAP = 256  # data bytes per slot here
+AREA = RECORD * 8 + 2 * CAP
+NATIVE = [dt for dt in DTYPES if dt in REDUCIBLE and fastround.wire(dt) == dt]
+
+
+class Window:
+    """K private segments: rank 0 is the caller, the others' slots are written here."""
+
+    def __init__(self, k: int):
+        self.segs = [np.zeros(HEADER + 2 * AREA, np.uint8) for _ in range(k)]
+        self.bases = np.array([s.ctypes.data for s in self.segs], np.int64)
+
+    def slot(self, q, seq):
+        return HEADER + (seq & 1) * AREA
+
+    def post(self, q, seq, row, x):
+        b = self.slot(q, seq)
+        self.segs[q][b:b + row.nbytes] = row.view(np.uint8)
+        d = b + RECORD * 8
+        self.segs[q][d:d + x.nbytes] = x.view(np.uint8)
+        self.segs[q][:8] = np.array([seq], np.int64).view(np.uint8)
+
+    def data(self, q, seq, dtype, n):
+        d = self.slot(q, seq) + RECORD * 8
+        return self.segs[q][d:d + n * dtype.itemsize].view(dtype)
+
+
+def values(dtype, n, rng):
+    if dtype in FLOATING:
+        v = rng.standard_normal(n) * np.exp2(rng.integers(-30, 30, n))
+        special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e38, -1e38, 3e-39])
+        v = np.where(rng.random(n) < 0.2, rng.choice(special, n), v)
+        with np.errstate(over="ignore"):
+            return v.astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, n, endpoint=True, dtype=dtype)
+
+
+def run(k, dtype, op, n, seed, seq=5):
+    rng = np.random.default_rng(seed)
+    w = Window(k)
+    row = np.arange(7, dtype=np.int64)
+    fold_here = not (dtype in FLOATING and op in (Op.MIN, Op.MAX))
+    plan, _ = fastround.plan(0, AREA, op, fold_here, w.bases, row)
+    xs = [values(dtype, n, rng) for _ in range(k)]
+    for q in range(1, k):
+        w.post(q, seq, row, xs[q])
+    out = np.full(n, 7, dtype)
+    status = fastround.call(plan, xs[0], out, seq, 10, fastround.OWN)
+    want = np.empty(n, dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fold(lambda q: w.data(q, seq, dtype, n), op, k, want)
+    return status, out, want, w, xs, fold_here
+
+
+@settings(max_examples=150, deadline=None)
+@given(k=st.integers(1, 5), dtype=st.sampled_from(NATIVE), op=st.sampled_from(list(Op)),
+       n=st.integers(1, 60), seed=st.integers(0, 2**32 - 1))
+def test_fold_is_numpys_bit_for_bit(k, dtype, op, n, seed):
+    if op is Op.AVG and dtype not in FLOATING:
+        return  # avg is refused for integers before any round
+    status, out, want, w, xs, fold_here = run(k, dtype, op, n, seed)
+    assert status == fastround.DONE
+    assert w.data(0, 5, dtype, n).tobytes() == xs[0].tobytes()  # posted
+    assert np.frombuffer(w.segs[0][:8], np.int64)[0] == 5  # round counter
+    if fold_here:
+        assert out.tobytes() == want.tobytes()
+    else:  # NumPy's loops fold floating min / max (the caller does it)
+        assert (out == 7).all()
+
+
+def test_a_peer_not_there_is_waiting_and_a_different_record_is_a_mismatch():
+    w = Window(3)
+    row = np.arange(7, dtype=np.int64)
+    plan, mine = fastround.plan(0, AREA, Op.SUM, True, w.bases, row)
+    x, out = np.ones(4, np.float32), np.empty(4, np.float32)
+    w.post(1, 3, row, x)
+    assert fastround.call(plan, x, out, 3, 100, fastround.ANY) == fastround.WAITING  # rank 2 is late
+    other = row.copy()
+    other[4] += 1
+    w.post(2, 3, other, x)
+    assert fastround.finish(plan, out, 3) == fastround.MISMATCH
+    w.post(2, 3, row, x)
+    assert fastround.finish(plan, out, 3) == fastround.DONE and (out == 3).all()
+    mine[0] = 99  # the caller's call number lives in the plan: now every peer differs
+    assert fastround.finish(plan, out, 3) == fastround.MISMATCH
+
+
+def test_out_memory_not_the_signatures_is_seen_before_posting():
+    w = Window(2)
+    row = np.arange(7, dtype=np.int64)
+    plan, _ = fastround.plan(0, AREA, Op.SUM, True, w.bases, row)
+    big = np.ones(9, np.float64)
+    assert fastround.call(plan, big[:8], big[:8], 1, 10, fastround.OWN) == fastround.ALIASED
+    assert fastround.call(plan, big[:8], big[:8].copy(), 1, 10, fastround.SAME) == fastround.APART
+    for memory, status in ((fastround.OWN, fastround.OVERLAP), (fastround.SAME, fastround.APART)):
+        assert fastround.call(plan, big[:8], big[1:], 1, 10, memory) == status
+        assert fastround.call(plan, big[1:], big[:8], 1, 10, memory) == status
+    assert np.frombuffer(w.segs[0][:8], np.int64)[0] == 0  # nothing posted
+    assert fastround.call(plan, big[:8], big[:8], 1, 10, fastround.SAME) == fastround.WAITING
+    assert np.frombuffer(w.segs[0][:8], np.int64)[0] == 1
+    assert fastround.call(plan, big[:4], big[4:8], 2, 10, fastround.OWN) == fastround.WAITING
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float16)], ids=str)
+def test_sixteen_bit_floats_post_their_bits(dtype):
+    """float16 / bfloat16 travel as uint16 (fastround.wire); NumPy's loops fold them."""
+    assert fastround.wire(dtype) == np.uint16
+    w = Window(2)
+    row = np.arange(7, dtype=np.int64)
+    plan, _ = fastround.plan(0, AREA, Op.SUM, False, w.bases, row)
+    x = np.array([1.5, -2.0], dtype)
+    w.post(1, 1, row, x)
+    out = np.zeros(2, np.uint16)
+    assert fastround.call(plan, x.view(np.uint16), out, 1, 10, fastround.OWN) == fastround.DONE
+    assert w.data(0, 1, dtype, 2).tobytes() == x.tobytes() and (out == 0).all()
