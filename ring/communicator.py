@@ -206,12 +206,14 @@ class Communicator:
         wire carries 16 bits, each hop sums in float32 (ring/host/reduce.apply_wire)."""
         if self._fast and not async_op and compression is None and self._progress.idle():
             k = fast.key(x, out, op, chunk_bytes, algorithm, dtype)
-            result = self._fast_call(k, x, out)
-            if result is None and k is not None and k[3] == 2:
-                # out may be another view of x's memory: in place
-                result = self._fast_call(fast.in_place(k), x, out)
-            if result is not None:
-                return result
+            if k is not None:
+                known = self._fast.get(k)
+                result = None if known is None else self._fast_call(known, x, out)
+                if result is None and k[3] == 2:  # out may be another view of x: in place
+                    known = self._fast.get(fast.in_place(k))
+                    result = None if known is None else self._fast_call(known, x, out)
+                if result is not None:
+                    return result
         return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
                           0, compression)
 
@@ -345,11 +347,8 @@ class Communicator:
                         **({"root": c.root} if collective.rooted else {})})
         return Work(c.result, pending, self, name) if async_op else c.result
 
-    def _fast_call(self, k, x, out):
-        """The call through ring/fast.py when its signature k is known; else None."""
-        known = self._fast.get(k) if k is not None else None
-        if known is None:
-            return None
+    def _fast_call(self, known: fast.Signature, x, out):
+        """The call through ring/fast.py, of signature `known`; None if it was not its."""
         try:
             result = fast.run(self, known, x, out)
         except BaseException as e:
@@ -368,7 +367,8 @@ class Communicator:
         if len(self._fast) >= fast.LIMIT:
             self._fast.clear()
         self._fast[k] = fast.Signature(self._exchange, record, c.op, c.count, c.x.dtype,
-                                      len(k[1]), k[3], self.rank)
+                                      len(k[1]), k[3], self.rank,
+                                      self._backend.entered_address())
 
     def _wait_round(self, seq: int) -> None:
         """Until every rank has posted exchange round seq; a timeout names who has not."""

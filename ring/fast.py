@@ -50,7 +50,7 @@ class Signature:
                  "fold", "direct", "memory")
 
     def __init__(self, ex, record: dict, op: Op, n: int, dtype: np.dtype, ndim: int, kind: int,
-                 rank: int):
+                 rank: int, entered: int = 0):
         self.op = op
         self.row = mine(record, None)
         width = self.row.size
@@ -68,7 +68,8 @@ class Signature:
         # float16 / bfloat16 and floating min / max
         self.wire = fastround.wire(dtype)
         self.fold = self.wire == dtype and not (dtype in FLOATING and op in (Op.MIN, Op.MAX))
-        self.plan, self.row = fastround.plan(ex.rank, ex.area, op, self.fold, ex.bases, self.row)
+        self.plan, self.row = fastround.plan(ex.rank, ex.area, op, self.fold, ex.bases, self.row,
+                                             entered)
         self.direct = self.wire == dtype and ndim == 1  # x and out as they come
         # what a given out's memory must be, checked every call (out None or x: nothing)
         self.memory = fastround.OWN if kind == 2 else fastround.SAME
@@ -127,16 +128,14 @@ def run(comm, s: Signature, x, out):
     in the compiled poll cannot time out)."""
     call = comm._calls + 1
     seq = comm._xseq + 1
-    comm._backend.entered(call)
-    s.row[0] = call  # agreement.FIELDS[0]
     result = np.empty(x.shape, x.dtype) if out is None else out
     if s.direct:
         flat_x, flat_out = x, result
     else:
         flat_x, flat_out = x.reshape(-1).view(s.wire), result.reshape(-1).view(s.wire)
     waiter = comm._waiter
-    memory = fastround.ANY if out is None or out is x else s.memory
-    status = fastround.call(s.plan, flat_x, flat_out, seq, waiter.spins, memory)
+    status = fastround.call(s.plan, flat_x, flat_out, call, seq, waiter.spins, waiter.yields,
+                            fastround.ANY if out is None or out is x else s.memory)
     if status >= fastround.ALIASED:
         return None
     comm._calls, comm._xseq = call, seq

@@ -62,7 +62,7 @@ def run(k, dtype, op, n, seed, seq=5):
     for q in range(1, k):
         w.post(q, seq, row, xs[q])
     out = np.full(n, 7, dtype)
-    status = fastround.call(plan, xs[0], out, seq, 10, fastround.OWN)
+    status = fastround.call(plan, xs[0], out, 0, seq, 10, 0, fastround.OWN)
     want = np.empty(n, dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -92,7 +92,7 @@ def test_a_peer_not_there_is_waiting_and_a_different_record_is_a_mismatch():
     plan, mine = fastround.plan(0, AREA, Op.SUM, True, w.bases, row)
     x, out = np.ones(4, np.float32), np.empty(4, np.float32)
     w.post(1, 3, row, x)
-    assert fastround.call(plan, x, out, 3, 100, fastround.ANY) == fastround.WAITING  # rank 2 is late
+    assert fastround.call(plan, x, out, 0, 3, 100, 0, fastround.ANY) == fastround.WAITING  # rank 2 is late
     other = row.copy()
     other[4] += 1
     w.post(2, 3, other, x)
@@ -103,20 +103,35 @@ def test_a_peer_not_there_is_waiting_and_a_different_record_is_a_mismatch():
     assert fastround.finish(plan, out, 3) == fastround.MISMATCH
 
 
+def test_the_call_number_is_posted_and_noted_for_the_peers():
+    """call() writes its number into the record row it posts (agreement.FIELDS[0]) and
+    at plan's ENTERED address (the backend header the peers' timeout messages read)."""
+    w = Window(2)
+    noted = np.zeros(1, np.int64)
+    plan, mine = fastround.plan(0, AREA, Op.SUM, True, w.bases, np.zeros(5, np.int64),
+                                entered=noted.ctypes.data)
+    x = np.ones(3, np.int32)
+    assert fastround.call(plan, x, x, 41, 7, 5, 2, fastround.ANY) == fastround.WAITING
+    assert mine[0] == 41 and noted[0] == 41
+    posted = w.segs[0][w.slot(0, 7):w.slot(0, 7) + 40].view(np.int64)
+    assert posted.tolist() == [41, 0, 0, 0, 0]
+    assert np.frombuffer(w.segs[0][:8], np.int64)[0] == 7
+
+
 def test_out_memory_not_the_signatures_is_seen_before_posting():
     w = Window(2)
     row = np.arange(7, dtype=np.int64)
     plan, _ = fastround.plan(0, AREA, Op.SUM, True, w.bases, row)
     big = np.ones(9, np.float64)
-    assert fastround.call(plan, big[:8], big[:8], 1, 10, fastround.OWN) == fastround.ALIASED
-    assert fastround.call(plan, big[:8], big[:8].copy(), 1, 10, fastround.SAME) == fastround.APART
+    assert fastround.call(plan, big[:8], big[:8], 0, 1, 10, 0, fastround.OWN) == fastround.ALIASED
+    assert fastround.call(plan, big[:8], big[:8].copy(), 0, 1, 10, 0, fastround.SAME) == fastround.APART
     for memory, status in ((fastround.OWN, fastround.OVERLAP), (fastround.SAME, fastround.APART)):
-        assert fastround.call(plan, big[:8], big[1:], 1, 10, memory) == status
-        assert fastround.call(plan, big[1:], big[:8], 1, 10, memory) == status
+        assert fastround.call(plan, big[:8], big[1:], 0, 1, 10, 0, memory) == status
+        assert fastround.call(plan, big[1:], big[:8], 0, 1, 10, 0, memory) == status
     assert np.frombuffer(w.segs[0][:8], np.int64)[0] == 0  # nothing posted
-    assert fastround.call(plan, big[:8], big[:8], 1, 10, fastround.SAME) == fastround.WAITING
+    assert fastround.call(plan, big[:8], big[:8], 0, 1, 10, 0, fastround.SAME) == fastround.WAITING
     assert np.frombuffer(w.segs[0][:8], np.int64)[0] == 1
-    assert fastround.call(plan, big[:4], big[4:8], 2, 10, fastround.OWN) == fastround.WAITING
+    assert fastround.call(plan, big[:4], big[4:8], 0, 2, 10, 0, fastround.OWN) == fastround.WAITING
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float16)], ids=str)
@@ -129,5 +144,5 @@ def test_sixteen_bit_floats_post_their_bits(dtype):
     x = np.array([1.5, -2.0], dtype)
     w.post(1, 1, row, x)
     out = np.zeros(2, np.uint16)
-    assert fastround.call(plan, x.view(np.uint16), out, 1, 10, fastround.OWN) == fastround.DONE
+    assert fastround.call(plan, x.view(np.uint16), out, 0, 1, 10, 0, fastround.OWN) == fastround.DONE
     assert w.data(0, 1, dtype, 2).tobytes() == x.tobytes() and (out == 0).all()

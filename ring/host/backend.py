@@ -93,6 +93,12 @@ class HostBackend:
         if self._my_header is not None:
             self._my_header[CALLS] = call
 
+    def entered_address(self) -> int:
+        """Where entered() writes (for compiled code; 0: nowhere)."""
+        if self._my_header is None:
+            return 0
+        return self._my_header.ctypes.data + CALLS * self._my_header.itemsize
+
     def behind(self, call: int) -> list[int]:
         """Ranks on this node known not to have entered call `call` yet (for messages)."""
         if self.window is None:

@@ -1,11 +1,13 @@
 """The fast path's exchange round (ring/fast.py), compiled: one call from Python does what
 an 8-byte all-reduce needs, so that its cost is a Numba dispatch, not a dozen NumPy calls.
 
-    post     this call's record row and x into this rank's slot of the exchange window
+    post     the call's number where the peers' timeout messages read it; this call's
+             record row and x into this rank's slot of the exchange window
              (transport/exchange.py's layout), then its round counter, store-release
-    poll     every peer's counter, load-acquire, up to `spins` times in all; a peer not
-             there by then leaves the rest to Python (WAITING), whose wait is bounded by
-             the communicator's timeout and names who is late
+    poll     every peer's counter, load-acquire, `spins` times, then `yields` times each
+             after sched_yield (ranks that outnumber the cores); a peer not there by then
+             leaves the rest to Python (WAITING), whose wait is bounded by the
+             communicator's timeout and names who is late
     compare  every peer's record with this one, field by field (MISMATCH: Python's
              agreement.verdict names the difference, on every rank)
     fold     out = ((x0 op x1) op ...) op x(K-1), avg divided by K once: oneshot.fold's
@@ -14,7 +16,8 @@ an 8-byte all-reduce needs, so that its cost is a Numba dispatch, not a dozen Nu
 
 fold=False stops after compare (dtypes and ops whose NumPy loops the caller keeps:
 float16 / bfloat16, floating min / max, whose signed zeros NumPy orders its own way).
-The window's segments are addressed by their base addresses (`bases`, one per rank).
+The window's segments are addressed by their base addresses, kept with the rest of what a
+signature fixes in one int64 array (`plan`).
 """
 
 from __future__ import annotations
@@ -25,21 +28,24 @@ from numba import carray, njit
 from ringtypes import Op
 
 from .reduce import HALF
-from ..transport.atomic import load_acquire, pointer, store_release
+from ..transport.atomic import load_acquire, pointer, store_release, yield_core
 from ..transport.exchange import HEADER, RECORD, ROUND1
 
 DONE, WAITING, MISMATCH, ALIASED, APART, OVERLAP = 0, 1, 2, 3, 4, 5
 ANY, OWN, SAME = 0, 1, 2  # what out's memory must be: unchecked, apart from x's, x's
 SUM, PROD, MIN, MAX, AVG = int(Op.SUM), int(Op.PROD), int(Op.MIN), int(Op.MAX), int(Op.AVG)
 # a signature's plan: one int64 array (one argument is cheaper to pass than several)
-ME, AREA, OP, FOLD, K, BASES = range(6)  # then K segment addresses, then the record row
+ME, AREA, OP, FOLD, K, ENTERED, BASES = range(7)  # then K segment addresses, the record row
 
 
-def plan(rank: int, area: int, op: Op, fold: bool, bases: np.ndarray, row: np.ndarray):
-    """The plan of a signature, and its record row (a view into it: the caller writes the
-    call number into row[0] before each call)."""
+def plan(rank: int, area: int, op: Op, fold: bool, bases: np.ndarray, row: np.ndarray,
+         entered: int = 0):
+    """The plan of a signature, and its record row (a view into it; call() writes the call
+    number into row[0]). entered: the address where this rank notes the number of the call
+    it is in, for the peers' timeout messages (host/backend.py's header; 0: nowhere)."""
     k = bases.size
-    p = np.concatenate([[rank, area, int(op), int(fold), k], bases, row]).astype(np.int64)
+    p = np.concatenate([[rank, area, int(op), int(fold), k, entered], bases, row])
+    p = p.astype(np.int64)
     return p, p[BASES + k:]
 
 
@@ -95,8 +101,9 @@ def finish(plan, out, seq):
 
 
 @njit(nogil=True, cache=True)
-def call(plan, x, out, seq, spins, memory):
-    """post, poll, then finish; WAITING when a peer had not posted within `spins` polls.
+def call(plan, x, out, number, seq, spins, yields, memory):
+    """post call `number` as exchange round `seq`, poll, then finish. A peer not there
+    within `spins` polls, then `yields` polls each after giving the core away: WAITING.
     memory: what the signature says of out (ANY: nothing to check; OWN: apart from x's;
     SAME: x's own, in place). Where out says otherwise (ALIASED: x's memory, APART: not
     x's, OVERLAP: a part of it), nothing is posted."""
@@ -109,7 +116,10 @@ def call(plan, x, out, seq, spins, memory):
         if oa != xa and oa < xa + nbytes and xa < oa + nbytes:
             return OVERLAP
     k, me = plan[K], plan[ME]
+    if plan[ENTERED]:
+        store_release(plan[ENTERED], number)
     row = plan[BASES + k:]
+    row[0] = number  # agreement.FIELDS[0]
     slot = _slot(plan, seq)
     mine = plan[BASES + me]
     record = carray(pointer(mine + slot), row.size, np.int64)
@@ -123,8 +133,12 @@ def call(plan, x, out, seq, spins, memory):
         if q == me:
             continue
         while load_acquire(plan[BASES + q] + ROUND1 * 8) < seq:
-            spins -= 1
-            if spins < 0:
+            if spins > 0:
+                spins -= 1
+            elif yields > 0:
+                yields -= 1
+                yield_core()
+            else:
                 return WAITING
     return finish(plan, out, seq)
 
@@ -138,7 +152,7 @@ def warm() -> None:
     for dt in DTYPES:
         if dt in REDUCIBLE:
             x = np.zeros(2, wire(dt))
-            call(p, x, x.copy(), 1, 0, OWN)
+            call(p, x, x.copy(), 1, 1, 0, 0, OWN)
 
 
 def wire(dtype: np.dtype) -> np.dtype:

@@ -9,6 +9,8 @@ on raw addresses (an MPI shared-memory window's, for instance):
                                 every time: a polling loop polls)
     store_release(addr, value)  every write before it is visible before value is
     pointer(addr)               addr as a void pointer, for numba.carray(pointer(a), n, dt)
+    yield_core()                sched_yield(): a poll that outnumbers the cores lets the
+                                process it waits for run
 
 On x86 both orderings cost nothing beyond stopping the compiler from moving memory
 accesses across them; LLVM emits the barriers other CPUs need.
@@ -17,7 +19,7 @@ accesses across them; LLVM emits the barriers other CPUs need.
 from __future__ import annotations
 
 from llvmlite import ir
-from numba.core import types
+from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 
@@ -45,3 +47,13 @@ def pointer(typingctx, addr):
     def codegen(context, builder, sig, args):
         return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
     return types.voidptr(types.int64), codegen
+
+
+@intrinsic
+def yield_core(typingctx):
+    def codegen(context, builder, sig, args):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(32), []),
+                                            "sched_yield")
+        builder.call(fn, [])
+        return context.get_dummy_value()
+    return types.void(), codegen
