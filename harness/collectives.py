@@ -99,9 +99,11 @@ class Collective:
         return full[rank * b:(rank + 1) * b]
 
     def in_place_views(self, buf: np.ndarray, rank: int, in_count: int, out_count: int):
-        """(x, out) views of one buffer for the in-place run, as NCCL and MPI place them."""
+        """(x, out) views of one buffer for the in-place run, as NCCL and MPI place them;
+        where they are the same memory, one array passed as both (Python's out=x)."""
         if self.layout == "same":
-            return buf[:in_count], buf[:in_count]
+            view = buf[:in_count]
+            return view, view
         if self.layout == "split":
             return buf[:in_count], buf[rank * out_count:(rank + 1) * out_count]
         return buf[rank * in_count:(rank + 1) * in_count], buf[:out_count]

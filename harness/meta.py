@@ -22,7 +22,8 @@ def version(dist: str) -> str | None:
 def git_commit() -> str | None:
     """What RING_GIT_COMMIT names, when set (tools/gpu-session.sh is run with it: the copy of
     the tree on a lent GPU machine may carry a stale .git, which once named the session's
-    first commit for runs of later ones); else HEAD of the checkout."""
+    first commit for runs of later ones); else HEAD of the checkout, with "+changes" when
+    tracked files differ from it (the figures are then not that commit's)."""
     named = os.environ.get("RING_GIT_COMMIT")
     if named:
         return named
@@ -31,7 +32,10 @@ def git_commit() -> str | None:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=5)
         if out.returncode == 0 and out.stdout.strip():
-            return out.stdout.strip()
+            changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                     cwd=root, capture_output=True, text=True, timeout=5)
+            dirty = changed.returncode == 0 and changed.stdout.strip()
+            return out.stdout.strip() + ("+changes" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         pass
     return None
