@@ -207,11 +207,9 @@ class Communicator:
         if self._fast and not async_op and compression is None and self._progress.idle():
             k = fast.key(x, out, op, chunk_bytes, algorithm, dtype)
             if k is not None:
-                known = self._fast.get(k)
-                result = None if known is None else self._fast_call(known, x, out)
+                result = self._fast_call(self._fast.get(k), x, out)
                 if result is None and k[3] == 2:  # out may be another view of x: in place
-                    known = self._fast.get(fast.in_place(k))
-                    result = None if known is None else self._fast_call(known, x, out)
+                    result = self._fast_call(self._fast.get(fast.in_place(k)), x, out)
                 if result is not None:
                     return result
         return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
@@ -347,8 +345,11 @@ class Communicator:
                         **({"root": c.root} if collective.rooted else {})})
         return Work(c.result, pending, self, name) if async_op else c.result
 
-    def _fast_call(self, known: fast.Signature, x, out):
-        """The call through ring/fast.py, of signature `known`; None if it was not its."""
+    def _fast_call(self, known: fast.Signature | None, x, out):
+        """The call through ring/fast.py, of signature `known`; None if there is none or
+        it was not this call's."""
+        if known is None:
+            return None
         try:
             result = fast.run(self, known, x, out)
         except BaseException as e:

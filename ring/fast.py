@@ -52,8 +52,8 @@ class Signature:
     def __init__(self, ex, record: dict, op: Op, n: int, dtype: np.dtype, ndim: int, kind: int,
                  rank: int, entered: int = 0):
         self.op = op
-        self.row = mine(record, None)
-        width = self.row.size
+        row = mine(record, None)
+        width = row.size
         self.records = [[ex.record(q, p)[:width] for q in range(ex.size)] for p in (0, 1)]
         self.data = [[ex.data(q, p, dtype, n) for q in range(ex.size)] for p in (0, 1)]
         # floating sums may overflow to inf; the full path says nothing of it either
@@ -68,7 +68,7 @@ class Signature:
         # float16 / bfloat16 and floating min / max
         self.wire = fastround.wire(dtype)
         self.fold = self.wire == dtype and not (dtype in FLOATING and op in (Op.MIN, Op.MAX))
-        self.plan, self.row = fastround.plan(ex.rank, ex.area, op, self.fold, ex.bases, self.row,
+        self.plan, self.row = fastround.plan(ex.rank, ex.area, op, self.fold, ex.bases, row,
                                              entered)
         self.direct = self.wire == dtype and ndim == 1  # x and out as they come
         # what a given out's memory must be, checked every call (out None or x: nothing)
@@ -140,7 +140,7 @@ def run(comm, s: Signature, x, out):
         return None
     comm._calls, comm._xseq = call, seq
     if status != fastround.DONE:
-        waiter.start(s.name, call)
+        waiter.start(s.name % call)
         if status == fastround.WAITING:
             comm._wait_round(seq)
             status = fastround.finish(s.plan, flat_out, seq)

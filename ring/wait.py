@@ -26,21 +26,13 @@ class Waiter:
         self.yields = YIELDS
         self.urgent = None  # while napping: a callable, true when someone waits on the call
         self.deadline = float("inf")
-        self._context, self._number = "", None  # the call waited in, for error messages
+        self.context = ""  # the call being waited in, for error messages
         self.at: tuple[int, int] | None = None  # (chunk, step) the executor is at
 
-    def start(self, context: str, number: int | None = None) -> None:
-        """Arm the deadline for one collective call. context names the call (with a %d
-        for its number, when one is given: formatted only if a message needs it)."""
+    def start(self, context: str) -> None:
+        """Arm the deadline for one collective call."""
         self.deadline = time.monotonic() + self.timeout
-        self._context, self._number, self.at = context, number, None
-
-    @property
-    def context(self) -> str:
-        """The call being waited in, for error messages."""
-        if self._number is None:
-            return self._context
-        return self._context % self._number
+        self.context, self.at = context, None
 
     def _where(self) -> str:
         where = self.context

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from ringtypes import Op
+from ringtypes import DTYPES, REDUCIBLE, Op
 
 from .reduce import HALF
 from ..transport.atomic import load_acquire, pointer, store_release, yield_core
@@ -146,7 +146,6 @@ def call(plan, x, out, number, seq, spins, yields, memory):
 def warm() -> None:
     """Compile (or load from Numba's cache) the rounds of every dtype the fast path takes,
     on a private buffer laid out as one rank's segment."""
-    from ringtypes import DTYPES, REDUCIBLE
     seg = np.zeros(HEADER + 2 * (RECORD * 8 + 64), np.uint8)
     p, _ = plan(0, RECORD * 8 + 64, Op.SUM, True, np.array([seg.ctypes.data]), np.zeros(4))
     for dt in DTYPES:
