@@ -17,8 +17,9 @@ from . import tuning as _tuning
 from .agreement import agree, agree_shared
 from .call import Call, check_chunk, prepare
 from .errors import CommunicatorError, MismatchError, TimeoutError
-from .options import (ALLREDUCE_ONLY, DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, EXCHANGE_BYTES, SHARED,
-                      check_algorithm, check_path, check_slots)
+from .host.reduce import compiled_walk
+from .options import (ALLREDUCE_ONLY, COMPILED_CHUNK_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS,
+                      EXCHANGE_BYTES, SHARED, check_algorithm, check_path, check_slots)
 from .schedule import Collective, plan
 from .topology import discover
 from .transport.exchange import Exchange
@@ -102,6 +103,7 @@ class Communicator:
         self.check = bool(check)
         self.timeout = float(timeout)
         error = None
+        self._chunk_given = chunk_bytes is not None
         try:
             debug.level_from_env()
             self.device = devices.resolve(device)
@@ -122,8 +124,10 @@ class Communicator:
         self.chunk_bytes, self.nslots, self.algorithm = int(chunk_bytes), int(nslots), algorithm
         self.path = path
         self._hier = None
-        # Ranks must agree on the device and the slot geometry: slots are sized by it.
-        mine = (error is not None, self.device, self.chunk_bytes, self.nslots, self.path)
+        # Ranks must agree on the device and the slot geometry (slots are sized by it), and
+        # on whether chunk_bytes was given (calls that name none are cut by it: _chunk).
+        mine = (error is not None, self.device, self.chunk_bytes, self._chunk_given, self.nslots,
+                self.path)
         everyone = self._comm.allgather(mine)
         if error is not None or any(e[0] for e in everyone) or len(set(everyone)) > 1:
             self._comm.Free()
@@ -133,7 +137,8 @@ class Communicator:
             bad = [r for r, e in enumerate(everyone) if e[0]]
             if bad:
                 raise MismatchError(f"Communicator: rank(s) {bad} passed bad arguments")
-            raise MismatchError("Communicator: ranks disagree on (device, chunk_bytes, nslots, path): "
+            raise MismatchError("Communicator: ranks disagree on (device, chunk_bytes, chunk_bytes "
+                                "given, nslots, path): "
                                 + ", ".join(f"rank {r}: {e[1:]}" for r, e in enumerate(everyone)))
         self._topo = discover(self._comm)
         self._waiter = Waiter(self.timeout, oversubscribed(self._topo.machine_ranks))
@@ -323,6 +328,8 @@ class Communicator:
                         compression=compression)
             c.algorithm = self._resolve(algorithm, collective, c.count * c.dtype.itemsize,
                                         c.compression)
+            if chunk_bytes is None:
+                c.chunk_bytes = self._chunk(c)
             record.update(c.record())
         except (TypeError, ValueError) as e:
             error = e
@@ -344,6 +351,17 @@ class Communicator:
                         **({"op": str(c.op)} if collective.reduces else {}),
                         **({"root": c.root} if collective.rooted else {})})
         return Work(c.result, pending, self, name) if async_op else c.result
+
+    def _chunk(self, c: Call) -> int:
+        """The chunk of a call that names none: the communicator's chunk_bytes (the slot
+        size), except on the host with every rank on one node, where the ring's walk is
+        compiled (host/fastring.py) for c's dtype and op: there COMPILED_CHUNK_BYTES,
+        unless the communicator was given chunk_bytes. A function of agreed arguments only,
+        so every rank cuts the same plan."""
+        if (self._chunk_given or self.device != "host" or self._topo.nnodes != 1
+                or c.algorithm != "ring" or not compiled_walk(c.dtype, c.op, c.wire)):
+            return c.chunk_bytes
+        return min(COMPILED_CHUNK_BYTES, c.chunk_bytes)
 
     def _fast_call(self, known: fast.Signature | None, x, out):
         """The call through ring/fast.py, of signature `known`; None if there is none or

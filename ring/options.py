@@ -12,6 +12,12 @@ from __future__ import annotations
 #     is host-bound at ~340 us of Python per enqueued operation, so there fewer, larger
 #     chunks win at every size.
 DEFAULT_CHUNK_BYTES = {"host": 1 << 20, "cuda": 4 << 20}
+# The chunk of a host call whose ring walk is compiled (host/fastring.py: every rank on one
+# node, a dtype and op it computes) when the communicator was not given chunk_bytes:
+# without Python between chunks, chunks that stay in cache pipeline best. Measured on the
+# CI machine (2-4 ranks, 1-16 MB float32, interleaved, best of 7): 256 KiB beat 1 MiB by
+# 15-35% from 2 MB up and 64 KiB by 0-15% (results/host-compiled-walk.md).
+COMPILED_CHUNK_BYTES = 256 << 10
 # Slots per link. Two are the minimum that cannot deadlock (schedule.py); more let a fast
 # rank run ahead of a slow neighbour. 2, 4 and 8 were within 4% of each other on both the
 # host (64 MB, 2 ranks) and the H100 (K = 4, 256 MiB).

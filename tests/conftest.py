@@ -28,6 +28,8 @@ def pytest_sessionstart(session):
     that uses them, while its peers wait."""
     if os.environ.get("RING_INNER_REPORT"):
         return  # an inner run: the outer one has done it
-    from ring.host import fastround, half
+    from ring.host import fastring, fastround, half
     half.warm()
     fastround.warm()  # the fast path's compiled rounds, one per dtype
+    fastring.warm()  # the ring's compiled walk, one per dtype (peers time out at 2 s in
+    # some tests: a first call must not compile for seconds while they wait)

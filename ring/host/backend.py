@@ -12,6 +12,7 @@ from ..transport.mpi import MpiRecv, MpiSend
 from ..transport.shm import CALLS, ShmRecv, ShmSend, ShmWindow
 from ..wait import Waiter
 from . import executor
+from .reduce import compiled_walk
 
 
 class HostBackend:
@@ -26,6 +27,8 @@ class HostBackend:
         self.window = None
         self.send = self.recv = None
         self._my_header = None  # where entered() notes this rank's call number
+        self._shm = False  # both links in node-shared memory: the walk may be compiled
+        self._link = None  # then fastring's link array (made on first use: Numba's import)
         if size == 1:
             return
         me = topo.local_of[rank]
@@ -41,6 +44,15 @@ class HostBackend:
             self.recv = ShmRecv(self.window, me, topo.local_of[pred], waiter, f"rank {pred}")
         else:
             self.recv = MpiRecv(comm, pred, nslots, slot_bytes, waiter, f"rank {pred}")
+        self._shm = isinstance(self.send, ShmSend) and isinstance(self.recv, ShmRecv)
+
+    def _shm_link(self) -> np.ndarray:
+        """Both ends in shared memory: fastring's link array (slot and counter addresses)."""
+        from .fastring import link
+        s, r = self.send, self.recv
+        return link(r.slots.raw[0].ctypes.data, s.slots.raw[0].ctypes.data, self.window.nslots,
+                    self.window.slot_bytes, r.posted.ctypes.data, r.acked.ctypes.data,
+                    s.acked.ctypes.data, s.posted.ctypes.data)
 
     # -- arrays -----------------------------------------------------------------------
     @staticmethod
@@ -112,8 +124,36 @@ class HostBackend:
             divisor: int | None = None, logical=None, defer: bool = False,
             wire: np.dtype | None = None) -> None:
         """Run the plan to completion (NumPy has nothing to leave in flight: defer or not,
-        nothing is pending afterwards). wire: executor.run's."""
+        nothing is pending afterwards). wire: executor.run's. With both links in shared
+        memory, the walk is compiled (fastring.py) for the dtypes and ops it takes."""
+        if self._shm and compiled_walk(out.dtype, op, wire):
+            from . import fastring
+            if self._link is None:
+                self._link = self._shm_link()
+            return self._walk(fastring, plan, op, x, out, divisor)
         executor.run(plan, op, x, out, self.send, self.recv, self.waiter, divisor, wire)
+
+    def _walk(self, fastring, plan: Plan, op: Op, x, out, divisor) -> None:
+        """fastring.walk to the end; its waits past the spins go to the transport ends'
+        bounded ones (the communicator's timeout, which names the late peer)."""
+        units, link, send, recv, w = fastring.encode(plan), self._link, self.send, self.recv, \
+            self.waiter
+        link[fastring.RECEIVED], link[fastring.SENT], link[fastring.UNIT] = \
+            recv.received, send.sent, 0
+        divisor = plan.size if divisor is None else divisor
+        try:
+            while True:
+                status = fastring.walk(units, x, out, link, int(op), divisor, w.spins, w.yields)
+                if status == fastring.DONE:
+                    return
+                recv.received, send.sent = int(link[fastring.RECEIVED]), int(link[fastring.SENT])
+                w.at = divmod(int(link[fastring.UNIT]), len(plan.steps))
+                if status == fastring.WAIT_RECV:
+                    recv.wait(out.dtype)
+                else:
+                    send.acquire(out.dtype)
+        finally:
+            recv.received, send.sent = int(link[fastring.RECEIVED]), int(link[fastring.SENT])
 
     def finish(self) -> None:
         """Everything is done when run() returns."""
@@ -124,4 +164,5 @@ class HostBackend:
                 end.close()
         if self.window is not None:
             self.window.close()
-        self.send = self.recv = self.window = self._my_header = None
+        self.send = self.recv = self.window = self._my_header = self._link = None
+        self._shm = False

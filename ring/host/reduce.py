@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ringtypes import Op, bfloat16
+from ringtypes import FLOATING, REDUCIBLE, Op, bfloat16
 from ..schedule import Step
 
 UFUNC = {
@@ -30,6 +30,14 @@ UFUNC = {
 
 HALF = (np.dtype(np.float16), bfloat16)  # through half.py (imported on first use: Numba)
 HALF_OPS = (Op.SUM, Op.AVG, Op.PROD)
+
+
+def compiled_walk(dtype: np.dtype, op: Op, wire=None) -> bool:
+    """Whether a ring step of this dtype and op is computed by the compiled walk
+    (fastring.py): not for a 16-bit wire, float16 / bfloat16 (half.py's loops), floating
+    min / max (NumPy's NaN and signed-zero choices) or the data-only float8 types."""
+    return wire is None and dtype in REDUCIBLE and dtype not in HALF and not (
+        dtype in FLOATING and op in (Op.MIN, Op.MAX))
 
 
 def combine(op: Op, a, b, out) -> None:

@@ -53,6 +53,9 @@ if comm.rank == victim:
         from ring import p2p
         die_after(p2p, algorithm, 0)
     elif device == "host":
+        # the victim walks in Python (executor.py), where the death is planted; the
+        # survivors' walks are compiled (host/fastring.py) and meet it there
+        comm._backend._shm = False
         die_after(comm._backend.send, "post", 5)
     elif path == "kernel":
         die_after(comm._backend.kernel, "launch", 0)

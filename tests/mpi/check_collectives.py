@@ -208,6 +208,28 @@ def test_many_chunks_through_few_slots(world):
             assert (c.allreduce(x) == np.arange(n) * (c.size * (c.size + 1) // 2)).all()
 
 
+def test_a_call_naming_no_chunk_is_cut_for_its_walk(world):
+    # host, one node: dtypes and ops the compiled walk computes get COMPILED_CHUNK_BYTES,
+    # the others the slot size; a communicator given chunk_bytes keeps it for every call
+    from ring.options import COMPILED_CHUNK_BYTES, DEFAULT_CHUNK_BYTES
+    for given in (None, DEFAULT_CHUNK_BYTES["host"]):
+        with ring.Communicator(device="host", chunk_bytes=given, timeout=60) as c:
+            plans = []
+            real = c._backend.run
+            c._backend.run = lambda p, *a, **k: (plans.append(p), real(p, *a, **k))[1]
+            one_node = c._topo.nnodes == 1 and given is None
+            for dtype, op, chunk in (("float32", "sum", COMPILED_CHUNK_BYTES),
+                                     ("int8", "max", COMPILED_CHUNK_BYTES),
+                                     ("float32", "max", DEFAULT_CHUNK_BYTES["host"]),
+                                     ("float16", "sum", DEFAULT_CHUNK_BYTES["host"])):
+                x = np.ones(c.size << 20, dtype)
+                got = c.allreduce(x, op=op, algorithm="ring")
+                assert got[0] == (c.size if op == "sum" else 1)
+                block = max(b - a for a, b in zip(plans[-1].blocks, plans[-1].blocks[1:]))
+                chunk = chunk if one_node else DEFAULT_CHUNK_BYTES["host"]
+                assert plans[-1].nchunks == -(-block * x.itemsize // chunk), (dtype, op)
+
+
 def test_check_false_gives_the_same_results(world):
     with ring.Communicator(device="host", check=False, timeout=60, tuning=NO_RULES) as c:
         x = make(c.rank, 777, "float64")

@@ -216,6 +216,9 @@ def test_communicator_options_are_checked_on_every_rank():
     if _size() > 1:
         with pytest.raises(ring.MismatchError, match="disagree"):
             ring.Communicator(device="host", chunk_bytes=1024 if _rank() == 0 else 2048)
+        with pytest.raises(ring.MismatchError, match="chunk_bytes given"):  # the same value,
+            # but calls naming no chunk are cut by its default rule only where it was not given
+            ring.Communicator(device="host", chunk_bytes=None if _rank() == 0 else 1 << 20)
         with pytest.raises(ring.MismatchError, match="disagree"):
             ring.Communicator(device="host", path="copy" if _rank() == 0 else "fused")
 

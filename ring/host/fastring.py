@@ -1,0 +1,148 @@
+"""The host ring's walk over a plan, compiled: one Numba call runs every chunk of every
+step (executor.py's loop, without Python between chunks), for ranks whose both links are
+node-shared memory (transport/shm.py).
+
+The plan is encoded once as a table of units, one row each, in execution order:
+
+    FLAGS   RECV | REDUCE | FINAL | OUT | SEND (schedule.Step's fields)
+    N       elements in the chunk
+    SRC     where the chunk starts in x (-1: the step reads no input of this rank's)
+    DST     where it starts in out
+
+and a link array holds what the two shared-memory ends need (slot addresses, the four
+counters' addresses, and the chunks received and sent so far). Per unit, as executor.py:
+wait until the predecessor has posted the chunk (its counter in my header), wait for a
+free slot at the successor (my ACKED counter), apply the step (executor.py's apply_chunk,
+the same values in the same order: partial-from-predecessor op own-input), acknowledge
+the slot read, post the one written (store-release: the data is visible before the
+counter). A peer that is not there within `spins` polls, then `yields` polls each after
+sched_yield, leaves the wait to Python (WAIT_RECV / WAIT_SEND), whose waiter is bounded by
+the communicator's timeout; the walk then resumes at the same unit.
+
+Dtypes and ops whose values NumPy's own loops define (float16 / bfloat16; floating min
+and max, whose NaN and signed-zero choices are NumPy's) keep the Python walk.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from numba import carray, njit
+
+from ringtypes import DTYPES, Op
+
+from ..schedule import Plan
+from ..transport.atomic import load_acquire, pointer, store_release, yield_core
+from .executor import local_slices
+from .fastround import AVG, _combine
+from .reduce import compiled_walk
+
+DONE, WAIT_RECV, WAIT_SEND = 0, 1, 2
+RECV, REDUCE, FINAL, OUT, SEND = 1, 2, 4, 8, 16
+FLAGS, N, SRC, DST = range(4)
+# the link array
+MY_SLOTS, SUCC_SLOTS, NSLOTS, SLOT_BYTES, POSTED_IN, ACKED_OUT, ACKED_IN, POSTED_OUT, \
+    RECEIVED, SENT, UNIT = range(11)
+
+
+@lru_cache(maxsize=256)
+def encode(plan: Plan) -> np.ndarray:
+    """plan.units as the walk's table (cached per plan: plans are cached and immutable)."""
+    rows = np.empty((len(plan.units), 4), np.int64)
+    for i, (_, step, lo, hi) in enumerate(plan.units):
+        s_in, s_out = local_slices(plan, step.block, lo, hi)
+        rows[i] = (RECV * step.recv | REDUCE * step.reduce | FINAL * step.final
+                   | OUT * step.out | SEND * step.send, hi - lo,
+                   -1 if s_in is None else s_in.start, s_out.start)
+    rows.flags.writeable = False
+    return rows
+
+
+def link(my_slots: int, succ_slots: int, nslots: int, slot_bytes: int, posted_in: int,
+         acked_out: int, acked_in: int, posted_out: int) -> np.ndarray:
+    """The link array, from addresses: where my predecessor writes (my slots) and where I
+    write (my successor's); the counters POSTED_IN (my header's POSTED, written by the
+    predecessor), ACKED_OUT (the predecessor's ACKED, which I write), ACKED_IN (my
+    header's ACKED, written by the successor), POSTED_OUT (the successor's POSTED)."""
+    return np.array([my_slots, succ_slots, nslots, slot_bytes, posted_in, acked_out,
+                     acked_in, posted_out, 0, 0, 0], np.int64)
+
+
+@njit(inline="always")
+def _wait(addr, need, spins, yields):
+    """Poll the counter at addr until it reaches need: the polls left, or -1 (gave up)."""
+    while load_acquire(addr) < need:
+        if spins > 0:
+            spins -= 1
+        elif yields > 0:
+            yields -= 1
+            yield_core()
+        else:
+            return -1, 0
+    return spins, yields
+
+
+@njit(nogil=True, cache=True)
+def walk(units, x, out, link, op, divisor, spins, yields):
+    """Run units[link[UNIT]:] (see the module's docstring): DONE, or WAIT_RECV / WAIT_SEND
+    with link[UNIT] at the unit that waits."""
+    nslots, slot_bytes, isz = link[NSLOTS], link[SLOT_BYTES], out.itemsize
+    for u in range(link[UNIT], units.shape[0]):
+        flags, n, src, dst = units[u, FLAGS], units[u, N], units[u, SRC], units[u, DST]
+        link[UNIT] = u
+        if flags & RECV:
+            spins, yields = _wait(link[POSTED_IN], link[RECEIVED] + 1, spins, yields)
+            if spins < 0:
+                return WAIT_RECV
+        if flags & SEND:
+            spins, yields = _wait(link[ACKED_IN], link[SENT] - nslots + 1, spins, yields)
+            if spins < 0:
+                return WAIT_SEND
+        slot = (link[SENT] % nslots) * slot_bytes if flags & SEND else 0
+        sbuf = carray(pointer(link[SUCC_SLOTS] + slot), n * isz, np.uint8).view(out.dtype)
+        d = out[dst:dst + n]
+        if not flags & RECV:
+            s = x[src:src + n]
+            if flags & OUT and d.ctypes.data != s.ctypes.data:
+                for i in range(n):
+                    d[i] = s[i]
+            if flags & SEND:
+                for i in range(n):
+                    sbuf[i] = s[i]
+        else:
+            rbuf = carray(pointer(link[MY_SLOTS] + (link[RECEIVED] % nslots) * slot_bytes),
+                          n * isz, np.uint8).view(out.dtype)
+            t = d if flags & OUT else sbuf
+            if flags & REDUCE:
+                s = x[src:src + n]
+                if flags & FINAL and op == AVG:
+                    for i in range(n):
+                        t[i] = _combine(op, rbuf[i], s[i])
+                        t[i] = t[i] / divisor
+                else:
+                    for i in range(n):
+                        t[i] = _combine(op, rbuf[i], s[i])
+            else:
+                for i in range(n):
+                    t[i] = rbuf[i]
+            if flags & OUT and flags & SEND:
+                for i in range(n):
+                    sbuf[i] = d[i]
+            link[RECEIVED] += 1
+            store_release(link[ACKED_OUT], link[RECEIVED])
+        if flags & SEND:
+            link[SENT] += 1
+            store_release(link[POSTED_OUT], link[SENT])
+    link[UNIT] = units.shape[0]
+    return DONE
+
+
+def warm() -> None:
+    """Compile (or load from Numba's cache) the walk of every dtype it takes, over a
+    one-unit plan that touches no slot."""
+    units = np.array([[OUT, 2, 0, 0]], np.int64)
+    for dt in DTYPES:
+        if compiled_walk(dt, Op.SUM):
+            x = np.zeros(2, dt)
+            walk(units, x, x.copy(), np.zeros(11, np.int64), int(Op.SUM), 1, 0, 0)
