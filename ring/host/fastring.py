@@ -83,6 +83,21 @@ def _wait(addr, need, spins, yields):
     return spins, yields
 
 
+@njit(inline="always")
+def _reduce(op, t, rbuf, s, avg, divisor):
+    """t = rbuf op s (avg: then / divisor). In place, the caller passes t as s: one array
+    read and written, which LLVM vectorises; two views of the same memory fail its
+    run-time overlap check and run element by element (measured: 2 MB in place, 2 ranks,
+    404 against 331 us out of place)."""
+    if avg:
+        for i in range(t.size):
+            t[i] = _combine(op, rbuf[i], s[i])
+            t[i] = t[i] / divisor
+    else:
+        for i in range(t.size):
+            t[i] = _combine(op, rbuf[i], s[i])
+
+
 @njit(nogil=True, cache=True)
 def walk(units, x, out, link, op, divisor, spins, yields):
     """Run units[link[UNIT]:] (see the module's docstring): DONE, or WAIT_RECV / WAIT_SEND
@@ -116,13 +131,11 @@ def walk(units, x, out, link, op, divisor, spins, yields):
             t = d if flags & OUT else sbuf
             if flags & REDUCE:
                 s = x[src:src + n]
-                if flags & FINAL and op == AVG:
-                    for i in range(n):
-                        t[i] = _combine(op, rbuf[i], s[i])
-                        t[i] = t[i] / divisor
+                avg = flags & FINAL and op == AVG
+                if s.ctypes.data == t.ctypes.data:  # in place
+                    _reduce(op, t, rbuf, t, avg, divisor)
                 else:
-                    for i in range(n):
-                        t[i] = _combine(op, rbuf[i], s[i])
+                    _reduce(op, t, rbuf, s, avg, divisor)
             else:
                 for i in range(n):
                     t[i] = rbuf[i]
