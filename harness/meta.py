@@ -23,7 +23,8 @@ def git_commit() -> str | None:
     """What RING_GIT_COMMIT names, when set (tools/gpu-session.sh is run with it: the copy of
     the tree on a lent GPU machine may carry a stale .git, which once named the session's
     first commit for runs of later ones); else HEAD of the checkout, with "+changes" when
-    tracked files differ from it (the figures are then not that commit's)."""
+    tracked files outside results/ differ from it (the figures are then not that commit's;
+    result files, which a series of runs rewrites one after another, do not count)."""
     named = os.environ.get("RING_GIT_COMMIT")
     if named:
         return named
@@ -32,7 +33,8 @@ def git_commit() -> str | None:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=5)
         if out.returncode == 0 and out.stdout.strip():
-            changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+            changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no",
+                                      "--", ".", ":!results"],  # a sweep rewrites results/
                                      cwd=root, capture_output=True, text=True, timeout=5)
             dirty = changed.returncode == 0 and changed.stdout.strip()
             return out.stdout.strip() + ("+changes" if dirty else "")
