@@ -1,6 +1,7 @@
 """Wire compression of a float32 gradient all-reduce (ring.buckets, compression="bf16" /
 "fp16", both ways of accumulating: "float32" at each hop inside the all-reduce, "wire"
-summed in the 16-bit type between casts): time against the float32 all-reduce of the same
+summed in the 16-bit type between casts; "int8" with a scale per block, all-gathered, with
+and without error feedback, whose error here is one step's after the previous steps' residual): time against the float32 all-reduce of the same
 bucket, and the error against the float32 result. One bucket per size; op avg; every
 rank's gradient standard normal (its own seed). Time: slowest rank, best of `--reps` after
 a warm-up, packing and casts included. Error: largest |compressed - float32| / largest
@@ -25,7 +26,14 @@ from harness.sizes import parse_size  # noqa: E402
 from ring.buckets import GradientBuckets  # noqa: E402
 
 WIRES = [(None, None), ("bf16", "float32"), ("bf16", "wire"), ("fp16", "float32"),
-         ("fp16", "wire")]  # (compression, accumulate)
+         ("fp16", "wire"), ("int8", None), ("int8", "feedback")]
+# (compression, accumulate); int8: (compression, whether with error feedback)
+
+
+def options(w) -> dict:
+    if w[0] == "int8":
+        return {"compression": "int8", "error_feedback": w[1] == "feedback"}
+    return {"compression": w[0], "accumulate": w[1]}
 
 
 def main() -> None:
@@ -43,7 +51,7 @@ def main() -> None:
         grad = [np.empty(n, np.float32)]
         result, times = {}, {}
         buckets = {w: GradientBuckets(comm, grad, bucket_bytes=nbytes, first_bucket_bytes=nbytes,
-                                      op="avg", compression=w[0], accumulate=w[1])
+                                      op="avg", **options(w))
                    for w in WIRES}
         for rep in range(a.reps + 1):
             for w in WIRES:  # interleaved

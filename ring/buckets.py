@@ -29,6 +29,11 @@ float32 result, and "wire" on the cuda device, where the 16-bit wire of the ring
 does not exist yet. Speed and error against the float32 all-reduce, both ways: results/
 (benchmarks/compression.py).
 
+compression="int8" (host device) rounds each bucket to int8 with a float32 scale per block
+of 4096 values and all-gathers it (ring/quantize.py: a quarter of the bytes, every rank
+sums the K parts in rank order); error_feedback=True keeps what the rounding lost and adds
+it to the next step's gradient, so that rounding errors do not pile up over steps.
+
 Each all-reduce is async_op=True, so it runs behind the backward pass: on the cuda device
 on the GPU's streams, on the host device on the communicator's progress thread
 (ring/progress.py). On the host that saves time only where a core is free while the
@@ -44,6 +49,7 @@ from .options import COMPRESSIONS
 FIRST_BUCKET_BYTES = 1 << 20  # DDP's defaults
 BUCKET_BYTES = 25 << 20
 WIRE = COMPRESSIONS  # compression -> the wire dtype
+INT8 = "int8"  # all-gathered int8 with scales (ring/quantize.py), not an all-reduce
 ACCUMULATE = ("float32", "wire")
 
 
@@ -101,13 +107,22 @@ def _scale(a, factor: float) -> None:
 class GradientBuckets:
     def __init__(self, comm, grads: list, *, bucket_bytes: int = BUCKET_BYTES,
                  first_bucket_bytes: int = FIRST_BUCKET_BYTES, op: str = "avg",
-                 compression: str | None = None, accumulate: str | None = None):
+                 compression: str | None = None, accumulate: str | None = None,
+                 error_feedback: bool = False):
         if bucket_bytes <= 0 or first_bucket_bytes <= 0:
             raise ValueError(f"bucket sizes must be positive, got {first_bucket_bytes}, {bucket_bytes}")
         if op not in ("sum", "avg"):
             raise ValueError(f"op: gradients are summed or averaged ('sum', 'avg'), got {op!r}")
-        if compression is not None and compression not in WIRE:
-            raise ValueError(f"compression: None, 'fp16' or 'bf16', got {compression!r}")
+        if compression is not None and compression not in WIRE and compression != INT8:
+            raise ValueError(f"compression: None, 'fp16', 'bf16' or 'int8', got {compression!r}")
+        if compression == INT8 and comm.device != "host":
+            raise ValueError(f"compression='int8': on the host device only (not yet on "
+                             f"{comm.device})")
+        if compression == INT8 and accumulate is not None:
+            raise ValueError("accumulate: applies to 'fp16' / 'bf16' (int8 sums in float32 "
+                             "after the all-gather)")
+        if error_feedback and compression != INT8:
+            raise ValueError("error_feedback: with compression='int8' only")
         if accumulate is not None and accumulate not in ACCUMULATE:
             raise ValueError(f"accumulate: None, 'float32' or 'wire', got {accumulate!r}")
         if accumulate == "float32" and compression is not None and comm.device != "host":
@@ -115,7 +130,7 @@ class GradientBuckets:
                              f"{comm.device}); use 'wire'")
         self.comm, self.op, self.grads = comm, op, list(grads)
         self.compression = compression
-        self.accumulate = None if compression is None else \
+        self.accumulate = None if compression in (None, INT8) else \
             accumulate or ("float32" if comm.device == "host" else "wire")
         # the dtype of a separate 16-bit copy of each bucket ("wire" only)
         self._wire_dtype = WIRE[compression] if self.accumulate == "wire" else None
@@ -147,9 +162,20 @@ class GradientBuckets:
         # the 16-bit wire copy of each bucket (uint16 bits on a GPU: CuPy has no bfloat16)
         self._wires = [None if self._wire_dtype is None else _wire(f, self._wire_dtype)
                        for f in self._flats]
-        if compression is not None and isinstance(self._flats[0], np.ndarray):
+        if compression in WIRE and isinstance(self._flats[0], np.ndarray):
             from .host import half
             half.warm()  # compiled (or loaded) now, not in the first step
+        # int8: each bucket's message, the K messages gathered, and (error feedback) what
+        # the rounding lost, carried into the next step
+        self._int8 = compression == INT8
+        self._packed = self._gathered = self._residuals = [None] * len(self._flats)
+        if self._int8:
+            from .quantize import packed_bytes
+            sizes = [packed_bytes(f.size) for f in self._flats]
+            self._packed = [np.empty(p, np.uint8) for p in sizes]
+            self._gathered = [np.empty((comm.size, p), np.uint8) for p in sizes]
+            self._residuals = [np.zeros(f.size, np.float32) if error_feedback else None
+                               for f in self._flats]
         self._reset()
 
     @staticmethod
@@ -180,6 +206,12 @@ class GradientBuckets:
         while len(self._works) < len(self.buckets) and self._pending[len(self._works)] == 0:
             b = len(self._works)
             flat, wire = self._flats[b], self._wires[b]
+            if self._int8:
+                from .quantize import quantize
+                quantize(flat, self._packed[b], self._residuals[b])
+                self._works.append(self.comm.allgather(self._packed[b], out=self._gathered[b],
+                                                       async_op=True))
+                continue
             if wire is None:  # float32, or compressed inside the all-reduce
                 self._works.append(self.comm.allreduce(flat, out=flat, op=self.op, async_op=True,
                                                        compression=self.compression))
@@ -200,6 +232,10 @@ class GradientBuckets:
         self._start_ready()
         for b, work in enumerate(self._works):
             work.wait()
+            if self._int8:
+                from .quantize import dequantize_sum
+                dequantize_sum(self._gathered[b], self._flats[b].size, self._flats[b],
+                               self.op == "avg")
             if self._wires[b] is not None:
                 _cast(self._flats[b], self._wires[b], self._wire_dtype, narrow=False)
                 if self.op == "avg":

@@ -26,6 +26,16 @@ class Recorder:
                 return out
         return Done()
 
+    def allgather(self, x, out=None, async_op=False):
+        """K identical ranks: K copies of x."""
+        self.started.append((x.copy(), "allgather"))
+        out.reshape(self.k, -1)[...] = x
+
+        class Done:
+            def wait(self_):
+                return out
+        return Done()
+
 
 def grads(sizes, dtype=np.float32):
     return [np.full(n, i + 1, dtype) for i, n in enumerate(sizes)]
@@ -131,3 +141,47 @@ def test_compression_needs_float32_and_a_known_wire():
         GradientBuckets(Recorder(), [np.ones(4, np.float64)], compression="bf16")
     with pytest.raises(ValueError, match="compression"):
         GradientBuckets(Recorder(), grads([4]), compression="int4")
+
+
+@pytest.mark.parametrize("op", ["sum", "avg"])
+def test_int8_gathers_the_rounded_bucket_and_sums_it_in_float32(op):
+    from ring.quantize import dequantize_sum, packed_bytes
+    rng = np.random.default_rng(1)
+    g = [rng.standard_normal(5000).astype(np.float32), rng.standard_normal(300).astype(np.float32)]
+    before = np.concatenate([g[1], g[0]])  # the bucket: reverse registration order
+    rec = Recorder(k=3)
+    b = GradientBuckets(rec, g, first_bucket_bytes=1 << 20, op=op, compression="int8")
+    for i in (1, 0):
+        b.ready(i)
+    b.wait()
+    sent, kind = rec.started[0]
+    assert kind == "allgather" and sent.dtype == np.uint8 and sent.size == packed_bytes(5300)
+    want = np.empty(5300, np.float32)
+    dequantize_sum(np.stack([sent] * 3), 5300, want, op == "avg")
+    assert np.concatenate([g[1], g[0]]).tobytes() == want.tobytes()
+    assert np.abs(want - before * (3 if op == "sum" else 1)).max() < 0.05 * np.abs(before).max()
+
+
+def test_int8_error_feedback_carries_the_rounding_into_the_next_step():
+    g = [np.zeros(64, np.float32)]
+    rec = Recorder(k=1)
+    b = GradientBuckets(rec, g, op="sum", compression="int8", error_feedback=True)
+    total = np.zeros(64, np.float32)
+    for _ in range(20):
+        g[0][:] = 0
+        g[0][0], g[0][1] = 127, 0.3
+        b.ready(0)
+        b.wait()
+        total += g[0]
+    assert abs(total[1] - 6.0) <= 0.5  # without feedback: 0 (0.3 is under half a step)
+
+
+def test_int8_options():
+    with pytest.raises(ValueError, match="host device only"):
+        GradientBuckets(Recorder(device="cuda"), grads([4]), compression="int8")
+    with pytest.raises(ValueError, match="accumulate"):
+        GradientBuckets(Recorder(), grads([4]), compression="int8", accumulate="wire")
+    with pytest.raises(ValueError, match="error_feedback"):
+        GradientBuckets(Recorder(), grads([4]), compression="bf16", error_feedback=True)
+    with pytest.raises(TypeError, match="float32 gradients only"):
+        GradientBuckets(Recorder(), [np.ones(4, np.float64)], compression="int8")

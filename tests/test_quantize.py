@@ -1,0 +1,70 @@
+"""int8 with a scale per block and error feedback (ring/quantize.py), in one process: K
+ranks' messages made here, gathered by hand."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ring.quantize import BLOCK, dequantize_sum, packed_bytes, quantize
+
+
+def message(v, residual=None):
+    p = np.empty(packed_bytes(v.size), np.uint8)
+    quantize(v, p, residual)
+    return p
+
+
+def widen(v, residual=None):
+    out = np.empty(v.size, np.float32)
+    dequantize_sum(message(v, residual)[None], v.size, out, avg=False)
+    return out
+
+
+@given(n=st.integers(0, 3 * BLOCK), scale=st.sampled_from([1e-30, 1e-3, 1.0, 1e30]),
+       seed=st.integers(0, 2 ** 16))
+@settings(max_examples=60, deadline=None)
+def test_each_value_comes_back_within_half_a_step(n, scale, seed):
+    v = (np.random.default_rng(seed).standard_normal(n) * scale).astype(np.float32)
+    got = widen(v)
+    for lo in range(0, n, BLOCK):  # the step is the block's largest |v| / 127
+        part, back = v[lo:lo + BLOCK], got[lo:lo + BLOCK]
+        step = np.abs(part).max() / 127
+        assert np.all(np.abs(back - part) <= step / 2 * (1 + 1e-5) + 1e-45)
+        assert np.abs(back).max() <= np.abs(part).max() * (1 + 1e-6)
+
+
+def test_blocks_of_zeros_and_of_non_finite_values():
+    v = np.zeros(3 * BLOCK, np.float32)
+    v[BLOCK + 5] = np.inf
+    v[2 * BLOCK:] = 1.0
+    v[2 * BLOCK + 7] = np.nan
+    residual = np.zeros_like(v)
+    got = widen(v, residual)
+    assert (got[:BLOCK] == 0).all()  # zeros stay zeros
+    assert np.isnan(got[BLOCK:]).all()  # a block with inf or NaN turns NaN, as a sum would
+    assert (residual == 0).all()  # and poisons no later step
+
+
+def test_the_sum_is_in_rank_order_and_the_same_bits_everywhere():
+    rng = np.random.default_rng(0)
+    vs = [rng.standard_normal(5000).astype(np.float32) * 10 ** r for r in range(3)]
+    gathered = np.stack([message(v) for v in vs])
+    out = np.empty(5000, np.float32)
+    dequantize_sum(gathered, 5000, out, avg=True)
+    want = np.zeros(5000, np.float32)
+    for v in vs:
+        want += widen(v)
+    assert out.tobytes() == (want / np.float32(3)).tobytes()
+
+
+def test_error_feedback_keeps_the_sum_over_steps_within_half_a_step():
+    # a block whose largest value is 127 has a step of 1: 0.3 is sent as 0 every time
+    # without feedback; with it the rounding error is carried, so T steps deliver ~0.3 T
+    g = np.zeros(BLOCK, np.float32)
+    g[0], g[1], g[2] = 127, 0.3, -2.45
+    steps = 50
+    plain = sum(widen(g) for _ in range(steps))
+    residual = np.zeros_like(g)
+    fed = sum(widen(g, residual) for _ in range(steps))
+    assert plain[1] == 0 and abs(plain[2] - steps * -2.0) < 1e-3  # drifts by T x 0.3, 0.45
+    assert np.all(np.abs(fed - steps * g) <= 0.5 + 1e-3)  # within half a step in total
