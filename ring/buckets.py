@@ -170,7 +170,8 @@ class GradientBuckets:
         self._int8 = compression == INT8
         self._packed = self._gathered = self._residuals = [None] * len(self._flats)
         if self._int8:
-            from .quantize import packed_bytes
+            from .quantize import packed_bytes, warm
+            warm()
             sizes = [packed_bytes(f.size) for f in self._flats]
             self._packed = [np.empty(p, np.uint8) for p in sizes]
             self._gathered = [np.empty((comm.size, p), np.uint8) for p in sizes]

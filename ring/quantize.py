@@ -1,5 +1,5 @@
 """int8 wire compression of float32 gradients: a scale per block, error feedback
-(GradientBuckets(compression="int8"); host device, NumPy).
+(GradientBuckets(compression="int8"); host device; one compiled pass each way, Numba).
 
 Each rank rounds its bucket to int8 with one float32 scale per block of BLOCK values
 (scale = largest |v| in the block / 127, so the block's largest value maps to +-127; 1 for
@@ -24,6 +24,7 @@ its residual is zeroed so that later steps are not poisoned.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 BLOCK = 4096  # values per scale
 
@@ -42,41 +43,64 @@ def _parts(packed: np.ndarray, n: int):
     return packed[:4 * nb].view(np.float32), packed[4 * nb:4 * nb + n].view(np.int8)
 
 
-def _per_value(scales: np.ndarray, n: int) -> np.ndarray:
-    """Each value's scale (the last block may be short)."""
-    return np.repeat(scales, BLOCK)[:n]
+@njit(nogil=True, cache=True)
+def _quantize(v, residual, feedback, scales, q):
+    one27 = np.float32(127)
+    for b in range(scales.size):
+        lo, hi = b * BLOCK, min((b + 1) * BLOCK, v.size)
+        amax, bad = np.float32(0), False
+        for i in range(lo, hi):
+            w = v[i] + residual[i] if feedback else v[i]
+            a = abs(w)
+            if not np.isfinite(a):
+                bad = True
+            elif a > amax:
+                amax = a
+        scale = np.float32(np.nan) if bad else (np.float32(1) if amax == 0 else amax / one27)
+        scales[b] = scale
+        for i in range(lo, hi):
+            w = v[i] + residual[i] if feedback else v[i]
+            r = np.rint(w / scale)
+            if not np.isfinite(r):
+                r = np.float32(0)
+            r = min(max(r, -one27), one27)
+            q[i] = np.int8(r)
+            if feedback:
+                lost = w - r * scale
+                residual[i] = lost if np.isfinite(lost) else np.float32(0)
+
+
+@njit(nogil=True, cache=True)
+def _accumulate(scales, q, out, first):
+    for b in range(scales.size):
+        scale = scales[b]
+        for i in range(b * BLOCK, min((b + 1) * BLOCK, out.size)):
+            part = np.float32(q[i]) * scale
+            out[i] = part if first else out[i] + part
+
+
+def warm() -> None:
+    """Compile (or load from Numba's cache) both loops now, not in a first training step."""
+    v = np.ones(3, np.float32)
+    p = np.empty((1, packed_bytes(3)), np.uint8)
+    quantize(v, p[0], v.copy())
+    quantize(v, p[0])
+    dequantize_sum(p, 3, v, False)
 
 
 def quantize(v: np.ndarray, packed: np.ndarray, residual: np.ndarray | None = None) -> None:
     """Round float32 v (1-D) into packed (uint8, packed_bytes(v.size)). With residual
     (float32, v's size): v + residual is rounded, and residual becomes what was lost."""
-    n = v.size
-    scales, q = _parts(packed, n)
-    if n == 0:
-        return
-    w = v if residual is None else v + residual
-    with np.errstate(invalid="ignore", over="ignore"):
-        amax = np.maximum.reduceat(np.abs(w), np.arange(0, n, BLOCK))  # NaN propagates
-        np.divide(amax, np.float32(127), out=scales)
-        scales[amax == 0] = 1
-        scales[~np.isfinite(amax)] = np.nan
-        each = _per_value(scales, n)
-        r = np.rint(w / each)
-        np.nan_to_num(r, copy=False, nan=0.0)
-        np.clip(r, -127, 127, out=r)
-        q[...] = r
-        if residual is not None:
-            np.subtract(w, r * each, out=residual)
-            residual[~np.isfinite(residual)] = 0
+    scales, q = _parts(packed, v.size)
+    _quantize(v, v if residual is None else residual, residual is not None, scales, q)
 
 
 def dequantize_sum(gathered: np.ndarray, n: int, out: np.ndarray, avg: bool) -> None:
     """out (float32, n) = the sum over ranks, in rank order, of each rank's widened values;
     gathered: (K, packed_bytes(n)) uint8, row r rank r's message. avg: divided by K once."""
     k = gathered.shape[0]
-    out[...] = 0
     for r in range(k):
         scales, q = _parts(gathered[r], n)
-        out += q.astype(np.float32) * _per_value(scales, n)
+        _accumulate(scales, q, out, r == 0)
     if avg:
         np.divide(out, np.float32(k), out=out)
