@@ -28,7 +28,9 @@ def pytest_sessionstart(session):
     that uses them, while its peers wait."""
     if os.environ.get("RING_INNER_REPORT"):
         return  # an inner run: the outer one has done it
+    from ring import quantize
     from ring.host import fastring, fastround, half
+    quantize.warm()  # int8 buckets (the examples' ranks would compile it at once)
     half.warm()
     fastround.warm()  # the fast path's compiled rounds, one per dtype
     fastring.warm()  # the ring's compiled walk, one per dtype (peers time out at 2 s in
