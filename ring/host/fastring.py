@@ -33,7 +33,7 @@ from numba import carray, njit
 from ringtypes import DTYPES, Op
 
 from ..schedule import Plan
-from ..transport.atomic import load_acquire, pointer, store_release, yield_core
+from ..transport.atomic import pointer, poll, store_release
 from .executor import local_slices
 from .fastround import AVG, _combine
 from .reduce import compiled_walk
@@ -70,20 +70,6 @@ def link(my_slots: int, succ_slots: int, nslots: int, slot_bytes: int, posted_in
 
 
 @njit(inline="always")
-def _wait(addr, need, spins, yields):
-    """Poll the counter at addr until it reaches need: the polls left, or -1 (gave up)."""
-    while load_acquire(addr) < need:
-        if spins > 0:
-            spins -= 1
-        elif yields > 0:
-            yields -= 1
-            yield_core()
-        else:
-            return -1, 0
-    return spins, yields
-
-
-@njit(inline="always")
 def _reduce(op, t, rbuf, s, avg, divisor):
     """t = rbuf op s (avg: then / divisor). In place, the caller passes t as s: one array
     read and written, which LLVM vectorises; two views of the same memory fail its
@@ -107,11 +93,11 @@ def walk(units, x, out, link, op, divisor, spins, yields):
         flags, n, src, dst = units[u, FLAGS], units[u, N], units[u, SRC], units[u, DST]
         link[UNIT] = u
         if flags & RECV:
-            spins, yields = _wait(link[POSTED_IN], link[RECEIVED] + 1, spins, yields)
+            spins, yields = poll(link[POSTED_IN], link[RECEIVED] + 1, spins, yields)
             if spins < 0:
                 return WAIT_RECV
         if flags & SEND:
-            spins, yields = _wait(link[ACKED_IN], link[SENT] - nslots + 1, spins, yields)
+            spins, yields = poll(link[ACKED_IN], link[SENT] - nslots + 1, spins, yields)
             if spins < 0:
                 return WAIT_SEND
         slot = (link[SENT] % nslots) * slot_bytes if flags & SEND else 0
@@ -158,4 +144,4 @@ def warm() -> None:
     for dt in DTYPES:
         if compiled_walk(dt, Op.SUM):
             x = np.zeros(2, dt)
-            walk(units, x, x.copy(), np.zeros(11, np.int64), int(Op.SUM), 1, 0, 0)
+            walk(units, x, x.copy(), link(0, 0, 1, 0, 0, 0, 0, 0), int(Op.SUM), 1, 0, 0)

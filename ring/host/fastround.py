@@ -28,7 +28,7 @@ from numba import carray, njit
 from ringtypes import DTYPES, REDUCIBLE, Op
 
 from .reduce import HALF
-from ..transport.atomic import load_acquire, pointer, store_release, yield_core
+from ..transport.atomic import pointer, poll, store_release
 from ..transport.exchange import HEADER, RECORD, ROUND1
 
 DONE, WAITING, MISMATCH, ALIASED, APART, OVERLAP = 0, 1, 2, 3, 4, 5
@@ -132,14 +132,9 @@ def call(plan, x, out, number, seq, spins, yields, memory):
     for q in range(k):
         if q == me:
             continue
-        while load_acquire(plan[BASES + q] + ROUND1 * 8) < seq:
-            if spins > 0:
-                spins -= 1
-            elif yields > 0:
-                yields -= 1
-                yield_core()
-            else:
-                return WAITING
+        spins, yields = poll(plan[BASES + q] + ROUND1 * 8, seq, spins, yields)
+        if spins < 0:
+            return WAITING
     return finish(plan, out, seq)
 
 

@@ -11,6 +11,8 @@ on raw addresses (an MPI shared-memory window's, for instance):
     pointer(addr)               addr as a void pointer, for numba.carray(pointer(a), n, dt)
     yield_core()                sched_yield(): a poll that outnumbers the cores lets the
                                 process it waits for run
+    poll(addr, need, spins, yields)  the compiled wait built from them (the fast path's
+                                round, the host ring's walk)
 
 On x86 both orderings cost nothing beyond stopping the compiler from moving memory
 accesses across them; LLVM emits the barriers other CPUs need.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba.core import cgutils, types
+from numba import njit
 from numba.extending import intrinsic
 
 
@@ -57,3 +60,19 @@ def yield_core(typingctx):
         builder.call(fn, [])
         return context.get_dummy_value()
     return types.void(), codegen
+
+
+@njit(inline="always")
+def poll(addr, need, spins, yields):
+    """Poll the int64 counter at addr until it reaches need: `spins` polls, then `yields`
+    polls each after yield_core(). Returns the (spins, yields) left, or (-1, 0): gave up
+    (the caller hands the wait to Python's bounded one)."""
+    while load_acquire(addr) < need:
+        if spins > 0:
+            spins -= 1
+        elif yields > 0:
+            yields -= 1
+            yield_core()
+        else:
+            return -1, 0
+    return spins, yields
