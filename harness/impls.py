@@ -69,6 +69,8 @@ class Ring:
         self.unavailable = None if self.comm.device == bufs.name else \
             f"ring has no {bufs.name} device yet (it resolved to {self.comm.device})"
         self.label = f"ring ({self.comm.device}, {algorithm})"
+        if self.comm.device != "host" and algorithm in ("naive", "ps", "tree"):
+            self.label = f"ring ({self.comm.device}, {algorithm}, MPI on host copies)"
         if compression:
             self.label = f"ring ({self.comm.device}, {compression} on the wire, float32 sums)"
             if self.comm.device != "host":

@@ -124,6 +124,7 @@ class Communicator:
         self.chunk_bytes, self.nslots, self.algorithm = int(chunk_bytes), int(nslots), algorithm
         self.path = path
         self._hier = None
+        self._scratch = p2p.Scratch()  # naive / ps / tree's receive buffers, kept
         # Ranks must agree on the device and the slot geometry (slots are sized by it), and
         # on whether chunk_bytes was given (calls that name none are cut by it: _chunk).
         mine = (error is not None, self.device, self.chunk_bytes, self._chunk_given, self.nslots,
@@ -190,6 +191,7 @@ class Communicator:
             self._topo.close()
             self._comm.Free()
         self._backend = self._hier = self._exchange = None
+        self._scratch.bufs.clear()
 
     def __enter__(self) -> "Communicator":
         return self
@@ -407,7 +409,8 @@ class Communicator:
         self._waiter.start(name)
         self._backend.entered(self._calls)
         ex = self._exchange
-        rides = error is None and c is not None and c.algorithm in SHARED
+        rides = (error is None and c is not None and c.algorithm in SHARED
+                 and self.device == "host")  # on the GPU: ring/cuda/shared.py
         if ex is not None and (self.check or rides or synchronize):
             self._xseq += 1
             seq = self._xseq
@@ -431,6 +434,10 @@ class Communicator:
     def _run(self, c: Call, defer: bool = False):
         """Run the call; with defer, what is still in flight on the device may be returned
         (a Pending for Work.wait(); None when nothing is)."""
+        if c.algorithm in ALLREDUCE_ONLY and self.device == "cuda":
+            from .cuda import shared  # numba.cuda: imported with the cuda device only
+            (shared.run if c.algorithm in SHARED else shared.staged)(self, c)
+            return
         if c.algorithm == "oneshot":
             oneshot.oneshot(self._exchange, self._xseq, c.op, c.out)
             return
@@ -438,13 +445,13 @@ class Communicator:
             oneshot.twoshot(self._exchange, self._xseq, c.op, c.out)
             return
         if c.algorithm == "naive":
-            p2p.naive(self._comm, self._waiter, c.op, c.x, c.out)
+            p2p.naive(self._comm, self._waiter, c.op, c.x, c.out, scratch=self._scratch)
             return
         if c.algorithm == "ps":
-            p2p.ps(self._comm, self._waiter, c.op, c.x, c.out)
+            p2p.ps(self._comm, self._waiter, c.op, c.x, c.out, scratch=self._scratch)
             return
         if c.algorithm == "tree":
-            p2p.tree(self._comm, self._waiter, c.op, c.x, c.out)
+            p2p.tree(self._comm, self._waiter, c.op, c.x, c.out, scratch=self._scratch)
             return
         x = c.x
         if c.collective is Collective.ALLTOALL and c.in_place:
@@ -506,8 +513,6 @@ class Communicator:
             return self._hier_why
         if collective is not Collective.ALLREDUCE and algorithm in ALLREDUCE_ONLY:
             return f"it is an all-reduce algorithm; {collective} runs on the ring"
-        if self.device != "host":
-            return f"it runs on the host device only (not yet on {self.device})"
         if algorithm in SHARED:
             if self._exchange is None:
                 return "it needs every rank of the communicator on one node"

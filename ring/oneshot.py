@@ -9,6 +9,7 @@ the messages where the ring's 2(K-1) synchronised steps cost more than its bytes
 
 Both reduce element e as ((x[0] op x[1]) op x[2]) ... op x[K-1], in the dtype, and avg
 divides once by K: the same bits on every rank, and the same as naive and ps (p2p.py).
+This is the host device's; the cuda device's keeps its data in GPU memory (cuda/shared.py).
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ class CudaBackend(DeviceArrays):
         self.kernel = None  # path="kernel": the persistent kernel's host side
         self._mapped: list = []
         self.segment = None
+        self.areas = None  # oneshot / twoshot's (shared.py), made on the first such call
         size, r = comm.size, comm.rank
         shape = kernel_path.shape_from_env() if path == "kernel" else None
         if shape is not None:
@@ -178,6 +179,9 @@ class CudaBackend(DeviceArrays):
         for end in (self.inbound, self.outbound):
             if end is not None:
                 end.close()
+        if self.areas is not None:
+            self.areas.close()
+            self.areas = None
         for m in self._mapped:
             m.close()
         if self.segment is not None:

@@ -9,7 +9,9 @@ chunks are still in flight on its stream; under Numba's simulator they ran at on
 'cuda-kernel' (path="kernel") it dies instead of launching its kernel, while the others'
 kernels spin on it. With
 another all-reduce algorithm (host) it dies where that algorithm needs it: oneshot before
-posting its data, twoshot after the first round, naive, ps and tree before sending. With
+posting its data, twoshot after the first round, naive, ps and tree before sending (on
+'cuda', oneshot before its first call makes the GPU areas, and twoshot, after a call that
+made them, before the reduced blocks' round). With
 'async' the survivors make the call with async_op=True and meet the error in wait()
 (on the host: from the communicator's progress thread)."""
 
@@ -35,18 +37,32 @@ def die_after(obj, name, count):
     """Replace obj.name by a version that kills the process on its count-th call."""
     real, calls = getattr(obj, name), [0]
 
-    def dying(*args):
+    def dying(*args, **kwargs):
         if count == 0:
             os._exit(3)  # before doing anything: no MPI_Finalize, no clean-up, as a crash
-        real(*args)
+        real(*args, **kwargs)
         calls[0] += 1
         if calls[0] == count:
             os._exit(3)
     setattr(obj, name, dying)
 
 
+if device == "host":
+    x = np.ones(1 << 18, np.float32)  # 1 MiB: 64 chunks per step
+else:
+    from numba import cuda
+    # 64 KiB: 16 chunks per step of the ring; the other algorithms' kernels take the
+    # whole array at once, slow under the simulator next to the 2 s timeout: 1 KiB
+    x = cuda.to_device(np.ones(1 << 14 if algorithm == "ring" else 1 << 8, np.float32))
+if device == "cuda" and algorithm == "twoshot":
+    comm.allreduce(x)  # makes the GPU areas: the victim dies in the next call's rounds
+
 if comm.rank == victim:
-    if algorithm in ("oneshot", "twoshot"):
+    if algorithm in ("oneshot", "twoshot") and device == "cuda":
+        # oneshot: after the agreement's round, before its first call makes the GPU areas;
+        # twoshot: after the agreement's and the data's rounds, before the reduced blocks'
+        die_after(comm._exchange, "post", 1 if algorithm == "oneshot" else 2)
+    elif algorithm in ("oneshot", "twoshot"):
         from ring import oneshot
         die_after(oneshot, "post" if algorithm == "oneshot" else "twoshot", 0)
     elif algorithm in ("naive", "ps", "tree"):
@@ -62,11 +78,6 @@ if comm.rank == victim:
     else:
         die_after(comm._backend.outbound, "mark_written", 5)
 
-if device == "host":
-    x = np.ones(1 << 18, np.float32)  # 1 MiB: 64 chunks per step
-else:
-    from numba import cuda
-    x = cuda.to_device(np.ones(1 << 14, np.float32))  # 64 KiB: 16 chunks per step
 try:
     if behind:
         comm.allreduce(x, async_op=True).wait()

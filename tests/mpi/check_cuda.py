@@ -235,12 +235,66 @@ def test_a_bad_root_raises_on_every_rank(world):
     c.close()
 
 
-@pytest.mark.parametrize("algorithm", ["naive", "ps", "oneshot", "twoshot"])
-def test_host_only_algorithms_are_refused_on_every_rank(world, algorithm):
+# The all-reduce algorithms besides the ring (ring/cuda/shared.py): oneshot and twoshot
+# through areas in GPU memory (kernels: under the simulator, a cross-section of dtype x op),
+# naive, ps and tree through host memory (every case).
+SHARED_CASES = [("float32", "sum"), ("bfloat16", "avg"), ("float16", "prod"), ("int8", "prod"),
+                ("float64", "max"), ("uint64", "min"), ("int32", "sum")]
+ALGORITHM_CASES = [(a, d, o) for a in ("oneshot", "twoshot", "naive", "ps", "tree")
+                   for d, o in CASES
+                   if a not in ("oneshot", "twoshot") or not SIMULATED or (d, o) in SHARED_CASES]
+
+
+@pytest.mark.parametrize("algorithm,dtype,op", ALGORITHM_CASES)
+def test_every_allreduce_algorithm(gcomm, world, algorithm, dtype, op):
+    """Bit for bit the reference of the algorithm's order, the same bits on every rank,
+    in place and out, every count (fewer elements than ranks included)."""
+    k, r = gcomm.size, gcomm.rank
+    kw = _kw(dtype)
+    for n in SIZES:
+        inputs = [make(q, n, dtype, op=op) for q in range(k)]
+        want = reference.tree(inputs, op) if algorithm == "tree" else \
+            reference.in_rank_order(inputs, op)
+        for in_place in (False, True):
+            x = _gpu(inputs[r])
+            got = gcomm.allreduce(x, out=x if in_place else None, op=op, algorithm=algorithm, **kw)
+            assert (got is x) == in_place and _same_kind(got, x)
+            assert_ran(algorithm, "allreduce")
+            host = _host(got, inputs[0].dtype)
+            assert host.tobytes() == want.tobytes(), (algorithm, dtype, op, n, in_place)
+        assert same_everywhere(world, host)
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_algorithms_taking_turns_reuse_their_areas_safely(world, check):
+    """Calls alternate between the algorithms, so each parity of the GPU areas is written
+    again while the ranks run at their own pace; async_op returns completed work."""
+    k, r = world.size, world.rank
+    with ring.Communicator(device="cuda", timeout=60, check=check, chunk_bytes=CHUNK) as c:
+        for i in range(12):
+            algorithm = ("oneshot", "twoshot", "ring", "naive")[i % 4]
+            n = 37 + i
+            inputs = [make(q, n, "float32", seed=i) for q in range(k)]
+            work = c.allreduce(_gpu(inputs[r]), algorithm=algorithm, async_op=i % 3 == 0)
+            got = work.wait() if i % 3 == 0 else work
+            want = reference.allreduce(inputs, "sum", align=_align(4)) if algorithm == "ring" \
+                else reference.in_rank_order(inputs, "sum")
+            assert _host(got).tobytes() == want.tobytes(), (i, algorithm)
+
+
+def test_ranks_disagreeing_on_the_algorithm_all_raise(world):
     c = ring.Communicator(device="cuda", timeout=60)
-    with pytest.raises(ValueError, match=f"'{algorithm}' cannot run here: it runs on the host "
-                                         "device only"):
-        c.allreduce(_gpu(np.ones(4, np.float32)), algorithm=algorithm)
+    with pytest.raises(ring.MismatchError, match="algorithm"):
+        c.allreduce(_gpu(np.ones(8, np.float32)), algorithm="oneshot" if c.rank == 0 else "ring")
+    c.close()
+
+
+@pytest.mark.parametrize("algorithm", ["oneshot", "twoshot"])
+def test_shared_memory_algorithms_refuse_what_their_areas_cannot_hold(world, algorithm):
+    c = ring.Communicator(device="cuda", timeout=60)
+    too_big = _gpu(np.ones((1 << 18) + 1, np.float32))
+    with pytest.raises(ValueError, match=f"'{algorithm}' cannot run here: it carries at most"):
+        c.allreduce(too_big, algorithm=algorithm)
     c.close()
 
 
