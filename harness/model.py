@@ -4,6 +4,7 @@
     python -m harness model FILE --predict 256M --ranks 8 --link-GBps 450
     python -m harness model FILE --segments 2     # also a line per regime
     python -m harness model RUN1.json RUN2.json RUN3.json   # the best time of each point
+    python -m harness model TABLE.json --segments 4   # a tuning table's measurements
 
 Per (implementation, collective, dtype, op), out-of-place results: fit T(S) = a + b*S by
 least squares on the relative error (every size counts alike from 8 B to 1 GB). Read
@@ -161,12 +162,41 @@ def best_of(paths: list[str]) -> dict:
     return {**data, "results": list(merged.values())}
 
 
+def from_table(table: dict) -> list[dict]:
+    """A tuning table's measurements (`harness tune`: interleaved rounds, each point's best)
+    as sweeps, one per layout it holds: every algorithm's µs per call as float32 sum
+    all-reduce results, named as the harness names them (ring-naive, ...)."""
+    out = []
+    for layout, m in table["measured"].items():
+        results = [{"impl": {"ring": "ring-flat"}.get(a, f"ring-{a}"), "collective": "allreduce", "nbytes": int(s),
+                    "dtype": "float32", "op": "sum", "in_place": False, "time_us": t,
+                    "skipped": None}
+                   for a, v in m["us_per_call"].items() for s, t in v.items()]
+        out.append({"meta": {"ranks": int(layout.split()[0]), "layout": layout},
+                    "results": results})
+    return out
+
+
 def report(path, min_bytes: int, max_bytes: int, predict: int | None, ranks: int | None,
            link: float | None, tolerance: float = 0.15, segments: int = 1) -> str:
-    """path: a sweep's JSON, or a list of them (their best times, best_of)."""
+    """path: a sweep's JSON, or a list of them (their best times, best_of); or a tuning
+    table (`harness tune --out`), each of its layouts in turn."""
     paths = [path] if isinstance(path, str) else list(path)
+    if len(paths) == 1:
+        with open(paths[0]) as f:
+            table = json.load(f)
+        if "measured" in table and "rules" in table:
+            return "\n\n".join(
+                _report(d, f"{paths[0]} ({d['meta']['layout']}; {table.get('command')}, at "
+                           f"{table.get('git_commit')})", min_bytes, max_bytes, predict,
+                        ranks, link, tolerance, segments) for d in from_table(table))
     data = best_of(paths)
     path = paths[0] if len(paths) == 1 else f"best of {len(paths)}: {', '.join(paths)}"
+    return _report(data, path, min_bytes, max_bytes, predict, ranks, link, tolerance, segments)
+
+
+def _report(data: dict, path: str, min_bytes: int, max_bytes: int, predict: int | None,
+            ranks: int | None, link: float | None, tolerance: float, segments: int) -> str:
     k = data["meta"]["ranks"]
     lines = [f"# {path}: {k} ranks, {data['meta'].get('gpu') or 'host'}; "
              f"fit window {min_bytes} .. {max_bytes} bytes"]
@@ -222,7 +252,8 @@ def report(path, min_bytes: int, max_bytes: int, predict: int | None, ranks: int
 
 def main(argv) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness model")
-    ap.add_argument("file", nargs="+", help="a sweep's JSON; several: each point's best time")
+    ap.add_argument("file", nargs="+", help="a sweep's JSON; several: each point's best time; "
+                    "or a tuning table (harness tune), every layout it measured")
     ap.add_argument("--min-bytes", type=parse_size, default=0)
     ap.add_argument("--max-bytes", type=parse_size, default=1 << 62)
     ap.add_argument("--predict", type=parse_size, help="a message size to predict")

@@ -113,6 +113,28 @@ def test_two_lines_recover_two_regimes_and_crossovers_are_named(tmp_path):
     assert "mpi vs ring: ring faster 8 .. 32768 B, then mpi faster 131072 .. 33554432 B" in out
 
 
+def test_model_reads_every_layout_of_a_tuning_table(tmp_path):
+    """harness tune's table (its best µs per call per algorithm and layout) is a sweep to
+    the model: one report per layout, the algorithms named as the harness names them."""
+    sizes = [8 << (2 * i) for i in range(8)]
+    measured = {}
+    for k in (2, 4):
+        measured[f"{k} ranks, 1 node(s)"] = {"us_per_call": {
+            "ring": {str(s): 10.0 * k + s / 1000.0 for s in sizes},
+            "naive": {str(s): 5.0 * k + s / 250.0 for s in sizes}}}
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps({"rules": [], "command": "harness tune ...", "git_commit": "abc",
+                                "measured": measured}))
+    out = report(str(path), 0, 1 << 40, None, None, None)
+    first, second = out.split("\n\n# ")
+    assert "(2 ranks, 1 node(s); harness tune ..., at abc): 2 ranks" in first
+    assert second.startswith(f"{path} (4 ranks, 1 node(s)")
+    assert "ring-flat allreduce float32 sum: alpha = 20.00 us" in first
+    assert "ring-naive allreduce float32 sum: alpha = 20.00 us" in second
+    # 20 + s / 1000 against 10 + s / 250: equal at 3333 B
+    assert "ring-naive faster 8 .. 2048 B, then ring-flat faster 8192 .. 131072 B" in first
+
+
 def test_plot_without_matplotlib_says_what_to_install(tmp_path):
     import subprocess
     import sys
