@@ -8,7 +8,7 @@
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d .whl numpy==2.4.6 mpich==5.0.2
 # At most 8 files come back from $OUT: run a few steps per call (results/h100/README.md).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench sweep sweep4 nodes colls mps
-#        kernelpath kernelbench kernelsweep all
+#        kernelpath kernelbench kernelsweep algos all
 . tools/gpu-env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
@@ -67,6 +67,12 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   -n ${ITERS:-10} -w 2 --device cuda --impl ring-kernel,ring,nccl,mpi --nccl-hostid \
                   --json $OUT/allreduce-${np}ranks-kernel-mps-$GPU.json; done
               echo quit | nvidia-cuda-mps-control ;;
+  algos)      # issue 16's cuda columns: oneshot / twoshot through GPU areas (CUDA IPC), the other
+              # algorithms on host copies, beside NCCL and MPI, 8 B - 1 MB (the areas' cap)
+              for np in ${NPS:-2 4}; do
+                TAIL=30 step 270 algos-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e 1M -f 4 \
+                  -n ${ITERS:-50} -w 5 --device cuda --algo ring,oneshot,twoshot,naive --impl nccl,mpi \
+                  --nccl-hostid --json $OUT/allreduce-${np}ranks-algos-$GPU.json; done ;;
   all)        step 580 all python3 -m pytest tests -x -q -p no:cacheprovider ;;
 esac; done
 echo; echo "== summary (step, exit status, seconds, first result line)"; printf '%s' "$SUMMARY"
