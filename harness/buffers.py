@@ -8,8 +8,9 @@ the logical dtype.
 
 from __future__ import annotations
 
-import numpy as np
+import os
 
+import numpy as np
 
 
 class HostBuffers:
@@ -54,6 +55,28 @@ class CudaBuffers:
         self.cp.cuda.get_current_stream().synchronize()
 
 
+class SimulatedBuffers(CudaBuffers):
+    """Numba's simulated device arrays (NUMBA_ENABLE_CUDASIM=1: no GPU, no CuPy), so that
+    ring's cuda device runs in the harness on a machine without a GPU (correctness only:
+    its times are the simulator's)."""
+
+    def __init__(self, local_rank: int):
+        from numba import cuda
+        self.cuda = cuda
+
+    def put(self, a: np.ndarray):
+        return self.cuda.to_device(a.view(self.storage(a.dtype)))
+
+    def empty(self, n: int, dtype):
+        return self.cuda.device_array(n, self.storage(dtype))
+
+    def get(self, a, dtype) -> np.ndarray:
+        return a.copy_to_host().view(dtype)
+
+    def sync(self) -> None:
+        pass
+
+
 def gpu_usable() -> bool:
     try:
         import cupy as cp
@@ -65,4 +88,8 @@ def gpu_usable() -> bool:
 def make(device: str, local_rank: int):
     if device == "auto":
         device = "cuda" if gpu_usable() else "host"
-    return CudaBuffers(local_rank) if device == "cuda" else HostBuffers()
+    if device != "cuda":
+        return HostBuffers()
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return SimulatedBuffers(local_rank)
+    return CudaBuffers(local_rank)

@@ -1,7 +1,7 @@
 """Measure ring's all-reduce algorithms on this machine and write the table "auto" reads.
 
     mpiexec -n K python -m harness tune [-b 8] [-e 64M] [-f 4] [--rounds 5]
-        [--algos ring,naive,ps,oneshot,twoshot] [--merge TABLE] --out TABLE
+        [--algos ring,naive,ps,oneshot,twoshot] [--device host|cuda] [--merge TABLE] --out TABLE
 
 For every size and every algorithm that can run here: float32 sum with the agreement
 check on (as users call it), interleaved rounds, each a barrier then enough calls for about
@@ -11,6 +11,8 @@ Each algorithm's alpha-beta fit (harness/model.py) and the sizes where the fits 
 written beside the rules, to read, not to decide: a fit that spans two regimes would
 move a boundary that a measurement puts right. --merge keeps another table's rules for
 the other layouts (rank and node counts), so one file can hold K = 2, 3 and 4.
+--device cuda times GPU buffers (CuPy; under NUMBA_ENABLE_CUDASIM=1 Numba's simulated ones,
+whose times mean nothing) for ring/tables/cuda.json.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from mpi4py import MPI
 
 import ring
 
-from . import meta
+from . import buffers, meta
 from .model import fit
 from .sizes import parse_size, sizes
 
@@ -47,18 +49,21 @@ def per_call_us(comm: ring.Communicator, x, out, algorithm: str) -> float:
     return world.allreduce((time.perf_counter() - t0) / n * 1e6, op=MPI.MAX)
 
 
-def measure(comm, algos, byte_sizes, rounds: int) -> dict[str, dict[int, float]]:
-    """{algorithm: {bytes: best µs}} over interleaved rounds."""
+def measure(comm, algos, byte_sizes, rounds: int, bufs=None) -> dict[str, dict[int, float]]:
+    """{algorithm: {bytes: best µs}} over interleaved rounds (bufs: where the arrays live,
+    harness/buffers.py's; host memory by default)."""
+    bufs = bufs or buffers.HostBuffers()
     best: dict[str, dict[int, float]] = {a: {} for a in algos}
     for _ in range(rounds):
         for s in byte_sizes:
-            x = np.ones(max(s // 4, 1), np.float32)
-            out = np.empty_like(x)
+            n = max(s // 4, 1)
+            x, out = bufs.put(np.ones(n, np.float32)), bufs.empty(n, np.float32)
+            nbytes = 4 * n
             for a in algos:
-                if comm._why_not(a, ring.schedule.Collective.ALLREDUCE, x.nbytes):
+                if comm._why_not(a, ring.schedule.Collective.ALLREDUCE, nbytes):
                     continue
                 t = per_call_us(comm, x, out, a)
-                best[a][x.nbytes] = min(best[a].get(x.nbytes, float("inf")), t)
+                best[a][nbytes] = min(best[a].get(nbytes, float("inf")), t)
     return best
 
 
@@ -111,6 +116,7 @@ def main(argv) -> int:
     p.add_argument("-f", "--stepfactor", type=float, default=4)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--algos", default=",".join(ALL))
+    p.add_argument("--device", choices=("host", "cuda"), default="host")
     p.add_argument("--merge", metavar="TABLE", help="keep this table's rules for other layouts")
     p.add_argument("--out", required=True, metavar="TABLE")
     args = p.parse_args(argv)
@@ -118,10 +124,13 @@ def main(argv) -> int:
     if any(a not in ALL for a in algos):
         raise SystemExit(f"--algos: choose from {ALL}, got {algos}")
     world = MPI.COMM_WORLD
-    with ring.Communicator(world, device="host") as comm:
+    local = world.Split_type(MPI.COMM_TYPE_SHARED)
+    bufs = buffers.make(args.device, local.rank)
+    local.Free()
+    with ring.Communicator(world, device=args.device) as comm:
         nodes = comm._topo.nnodes
         best = measure(comm, algos, sizes(args.minbytes, args.maxbytes, args.stepfactor, 0),
-                       args.rounds)
+                       args.rounds, bufs)
     if world.rank != 0:
         return 0
     mine = rules(best, world.size, nodes)
@@ -131,7 +140,7 @@ def main(argv) -> int:
             old = json.load(f)
         kept = [r for r in old["rules"] if (r["ranks"], r["nodes"]) != (world.size, nodes)]
     f = fits(best)
-    table = {"device": "host", "machine": meta.gpu().get("gpu") or "host",
+    table = {"device": args.device, "machine": meta.gpu().get("gpu") or "host",
              "host": __import__("platform").node(), "command": "python -m harness tune "
              + " ".join(argv), "git_commit": meta.git_commit(),
              "rules": sorted(kept + mine, key=lambda r: (r["nodes"], r["ranks"], r["max_bytes"])),

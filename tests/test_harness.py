@@ -13,6 +13,7 @@ from ring import simulate
 from ringtypes import DATA_ONLY, DTYPES, FLOATING, Op
 from ring.schedule import Collective
 
+from .gpu import HAVE_GPU, SIMULATED
 from .mpirun import run as mpirun
 
 
@@ -151,6 +152,29 @@ def _sweep(nprocs, *args, env=None):
     rc, out = mpirun(nprocs, ["-m", "harness", *args], timeout=300, env=env)
     assert rc == 0, out[-4000:]
     return out
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("device", ["host", pytest.param("cuda", marks=pytest.mark.skipif(
+    not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator"))])
+def test_tune_writes_a_table_that_auto_reads(device, tmp_path):
+    """harness tune on 2 ranks, then 3 merged into the same file: every algorithm timed at
+    every size, rules for both layouts, the device named; the table loads for "auto"."""
+    table = tmp_path / "t.json"
+    for k, merge in ((2, []), (3, ["--merge", str(table)])):
+        _sweep(k, "tune", "--device", device, "-b", "8", "-e", "4K", "-f", "8", "--rounds", "1",
+               *merge, "--out", str(table))
+    data = json.loads(table.read_text())
+    assert data["device"] == device and data["command"].startswith("python -m harness tune")
+    for k in (2, 3):
+        times = data["measured"][f"{k} ranks, 1 node(s)"]["us_per_call"]
+        assert set(times) == {"ring", "naive", "ps", "oneshot", "twoshot"}
+        assert all(set(t) == {"8", "64", "512", "4096"} and min(t.values()) > 0
+                   for t in times.values())
+        rules = [r for r in data["rules"] if r["ranks"] == k]
+        assert rules and rules[-1]["max_bytes"] == 4096 and all(r["nodes"] == 1 for r in rules)
+    from ring.tuning import load, rules_for
+    assert rules_for(load(str(table), device), 3, 1)
 
 
 @pytest.mark.mpi

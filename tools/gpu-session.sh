@@ -72,7 +72,12 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               for np in ${NPS:-2 4}; do
                 TAIL=30 step 270 algos-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e 1M -f 4 \
                   -n ${ITERS:-50} -w 5 --device cuda --algo ring,oneshot,twoshot,naive --impl nccl,mpi \
-                  --nccl-hostid --json $OUT/allreduce-${np}ranks-algos-$GPU.json; done ;;
+                  --nccl-hostid --json $OUT/allreduce-${np}ranks-algos-$GPU.json; done
+              # ... and the table "auto" reads on the cuda device (ring/tables/cuda.json)
+              for np in ${NPS:-2 4}; do
+                TAIL=14 step 240 tune-$np mpiexec -n $np python3 -m harness tune --device cuda -b 8 \
+                  -e 64M -f 4 --rounds 3 $([ -f $OUT/cuda-table.json ] && echo --merge $OUT/cuda-table.json) \
+                  --out $OUT/cuda-table.json; done ;;
   all)        step 580 all python3 -m pytest tests -x -q -p no:cacheprovider ;;
 esac; done
 echo; echo "== summary (step, exit status, seconds, first result line)"; printf '%s' "$SUMMARY"
