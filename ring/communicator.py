@@ -458,6 +458,7 @@ class Communicator:
             x = self._backend.copy_of(x)  # every block is read after others land over it
         if c.algorithm == "hierarchical":
             if self._hier is None:  # collective: every rank agreed on this call
+                self._everyone_here("make the two-level rings (hierarchical)")
                 self._hier = hierarchical.Hierarchical(self._comm, self._topo, self._make_backend)
             self._hier.run(c.collective, c.op, x, c.out, c.dtype.itemsize, c.chunk_bytes, c.dtype)
             return
@@ -467,6 +468,13 @@ class Communicator:
         if c.wire is not None:  # the host backend's (_resolve refuses it elsewhere)
             return self._backend.run(p, c.op, x, c.out, wire=c.wire)
         return self._backend.run(p, c.op, x, c.out, logical=c.dtype, defer=defer)
+
+    def _everyone_here(self, what: str) -> None:
+        """A barrier under the call's deadline, before a set-up that a call makes on first
+        use (collective MPI calls, unbounded): a rank lost since the agreement costs a
+        TimeoutError here instead of a hang there."""
+        done = self._comm.Ibarrier()
+        self._waiter.until(done.Test, lambda: f"waiting for every rank to {what}")
 
     def _broken(self, e: BaseException) -> None:
         self._error = e

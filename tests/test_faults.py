@@ -90,6 +90,22 @@ def test_a_rank_dies_in_the_middle_of_an_allreduce(nprocs, device, algorithm):
     assert _left_behind(script) == []
 
 
+def test_a_rank_lost_before_the_two_level_rings_are_made():
+    """2 emulated nodes of 2 ranks, algorithm="hierarchical": the last rank dies after the
+    agreement, where its first call would make the two-level rings (collective MPI calls
+    that wait forever): the others raise TimeoutError from the barrier before them."""
+    script = "tests/faults/dies_mid_collective.py"
+    rc, out = run(4, [script, "2", "host", "hierarchical"], timeout=120,
+                  mpi_args=["-disable-auto-cleanup"], env={"RING_NODES": "2"})
+    assert rc not in (0, None), out
+    for r in range(3):
+        m = _report(out, r)
+        assert m, f"rank {r} did not report:\n{out}"
+        assert "waiting for every rank to make the two-level rings (hierarchical)" in m, m
+        assert f"rank {r}: BROKEN" in out
+    assert _left_behind(script) == []
+
+
 @pytest.mark.parametrize("nprocs", [2, 3])
 def test_a_rank_dies_during_an_async_allreduce(nprocs):
     """async_op=True on the host: the call runs on the progress thread, and its

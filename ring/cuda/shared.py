@@ -92,9 +92,7 @@ def run(comm, c) -> None:
     if backend.areas is None:
         # every rank arrives first, under the timeout: the making is collective and would
         # wait forever on a rank lost between the agreement and here
-        done = comm._comm.Ibarrier()
-        comm._waiter.until(done.Test, lambda: "waiting for every rank to make its GPU area "
-                                              "(oneshot / twoshot)")
+        comm._everyone_here("make its GPU area (oneshot / twoshot)")
         backend.areas = Areas(comm._comm, ex.cap, backend.device, comm._waiter)
     areas, stream = backend.areas, backend.rank.stream
     storage, name = storage_of(c.dtype), np.dtype(c.dtype).name

@@ -11,7 +11,8 @@ kernels spin on it. With
 another all-reduce algorithm (host) it dies where that algorithm needs it: oneshot before
 posting its data, twoshot after the first round, naive, ps and tree before sending (on
 'cuda', oneshot before its first call makes the GPU areas, and twoshot, after a call that
-made them, before the reduced blocks' round). With
+made them, before the reduced blocks' round; hierarchical, under RING_NODES, before its
+first call makes the two-level rings). With
 'async' the survivors make the call with async_op=True and meet the error in wait()
 (on the host: from the communicator's progress thread)."""
 
@@ -65,6 +66,8 @@ if comm.rank == victim:
     elif algorithm in ("oneshot", "twoshot"):
         from ring import oneshot
         die_after(oneshot, "post" if algorithm == "oneshot" else "twoshot", 0)
+    elif algorithm == "hierarchical":  # after the agreement, before the two-level rings
+        die_after(comm, "_run", 0)
     elif algorithm in ("naive", "ps", "tree"):
         from ring import p2p
         die_after(p2p, algorithm, 0)
