@@ -124,19 +124,12 @@ def test_gather_scatter_alltoall_cross_nodes(dev, dtype):
                 assert got is None
 
 
-@pytest.mark.parametrize("algorithm", ["naive", "ps", "tree", "oneshot", "twoshot"])
-def test_the_other_allreduce_algorithms_across_nodes(dev, world, algorithm):
+@pytest.mark.parametrize("algorithm", ["naive", "ps", "tree"])
+def test_the_message_algorithms_across_nodes(dev, world, algorithm):
     """naive, ps and tree run over MPI from host copies on any layout, bit for bit their
-    reference; oneshot and twoshot need every rank on one node and are refused on every
-    rank where the ranks span nodes."""
+    reference, the same bits on every rank."""
     k, r = dev.size, dev.rank
-    if algorithm in ("oneshot", "twoshot"):
-        with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK) as c:
-            with pytest.raises(ValueError, match=f"'{algorithm}' cannot run here: it needs "
-                                                 "every rank of the communicator on one node"):
-                c.allreduce(_gpu(np.ones(4, np.float32)), algorithm=algorithm)
-        return  # (the refusal broke c: its close() drops local resources only)
-    for dtype, op in CASES:
+    for dtype, op in (("float32", "avg"), ("bfloat16", "sum"), ("int32", "max")):
         inputs = [make(q, 37, dtype, op=op) for q in range(k)]
         kw = {"dtype": "bfloat16"} if dtype == "bfloat16" else {}
         got = dev.allreduce(_gpu(inputs[r]), op=op, algorithm=algorithm, **kw)
@@ -146,3 +139,14 @@ def test_the_other_allreduce_algorithms_across_nodes(dev, world, algorithm):
             reference.in_rank_order(inputs, op)
         assert got.tobytes() == want.tobytes(), (algorithm, dtype, op)
         assert same_everywhere(world, got)
+
+
+def test_shared_memory_algorithms_are_refused_across_nodes(world):
+    """oneshot and twoshot need every rank on one node: refused on every rank here."""
+    from ring.schedule import Collective
+    with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK) as c:
+        why = "it needs every rank of the communicator on one node"
+        assert c._why_not("twoshot", Collective.ALLREDUCE, 16) == why
+        with pytest.raises(ValueError, match=f"'oneshot' cannot run here: {why}"):
+            c.allreduce(_gpu(np.ones(4, np.float32)), algorithm="oneshot")
+    # (the refusal broke c: its close() drops local resources only)
