@@ -112,9 +112,7 @@ def main(argv=None) -> int:
     ops = ["sum", "prod", "max", "min", "avg"] if args.op == "all" else args.op.split(",")
     if not coll.reduces:
         ops = ["none"]
-    local = world.Split_type(MPI.COMM_TYPE_SHARED)
-    bufs = buffers.make(args.device, local.rank)
-    local.Free()
+    bufs = buffers.for_rank(args.device, world)
     impls = [IMPLS[n](world, bufs, **({"hostid": True} if n == "nccl" and args.nccl_hostid else {}))
              for n in names]
     if coll.rooted and not 0 <= args.root < world.size:

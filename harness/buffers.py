@@ -93,3 +93,13 @@ def make(device: str, local_rank: int):
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         return SimulatedBuffers(local_rank)
     return CudaBuffers(local_rank)
+
+
+def for_rank(device: str, world):
+    """make() for this rank of an MPI communicator: its rank on its node picks the GPU."""
+    from mpi4py import MPI
+    local = world.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return make(device, local.rank)
+    finally:
+        local.Free()

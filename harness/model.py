@@ -168,9 +168,9 @@ def from_table(table: dict) -> list[dict]:
     all-reduce results, named as the harness names them (ring-naive, ...)."""
     out = []
     for layout, m in table["measured"].items():
-        results = [{"impl": {"ring": "ring-flat"}.get(a, f"ring-{a}"), "collective": "allreduce", "nbytes": int(s),
-                    "dtype": "float32", "op": "sum", "in_place": False, "time_us": t,
-                    "skipped": None}
+        results = [{"impl": {"ring": "ring-flat"}.get(a, f"ring-{a}"), "collective": "allreduce",
+                    "nbytes": int(s), "dtype": "float32", "op": "sum", "in_place": False,
+                    "time_us": t, "skipped": None}
                    for a, v in m["us_per_call"].items() for s, t in v.items()]
         out.append({"meta": {"ranks": int(layout.split()[0]), "layout": layout},
                     "results": results})

@@ -124,9 +124,7 @@ def main(argv) -> int:
     if any(a not in ALL for a in algos):
         raise SystemExit(f"--algos: choose from {ALL}, got {algos}")
     world = MPI.COMM_WORLD
-    local = world.Split_type(MPI.COMM_TYPE_SHARED)
-    bufs = buffers.make(args.device, local.rank)
-    local.Free()
+    bufs = buffers.for_rank(args.device, world)
     with ring.Communicator(world, device=args.device) as comm:
         nodes = comm._topo.nnodes
         best = measure(comm, algos, sizes(args.minbytes, args.maxbytes, args.stepfactor, 0),

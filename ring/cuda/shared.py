@@ -61,7 +61,6 @@ class Areas:
         segments = list(self.mapped)
         segments.insert(comm.rank, self.mine)
         self.slots = [s.slots() for s in segments]
-        self.cap = cap
 
     def view(self, q: int, seq: int, which: int, storage, lo: int, hi: int):
         return self.slots[q][2 * (seq % 2) + which].view(storage)[lo:hi]
