@@ -29,7 +29,7 @@ float32 result, and "wire" on the cuda device, where the 16-bit wire of the ring
 does not exist yet. Speed and error against the float32 all-reduce, both ways: results/
 (benchmarks/compression.py).
 
-compression="int8" (host device) rounds each bucket to int8 with a float32 scale per block
+compression="int8" (any device) rounds each bucket to int8 with a float32 scale per block
 of 4096 values and all-gathers it (ring/quantize.py: a quarter of the bytes, every rank
 sums the K parts in rank order); error_feedback=True keeps what the rounding lost and adds
 it to the next step's gradient, so that rounding errors do not pile up over steps.
@@ -44,12 +44,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ringtypes import packed_bytes
+
 from .options import COMPRESSIONS
 
 FIRST_BUCKET_BYTES = 1 << 20  # DDP's defaults
 BUCKET_BYTES = 25 << 20
 WIRE = COMPRESSIONS  # compression -> the wire dtype
-INT8 = "int8"  # all-gathered int8 with scales (ring/quantize.py), not an all-reduce
+INT8 = "int8"  # all-gathered int8 with scales (ring/quantize.py, kernels/quantize.py)
 ACCUMULATE = ("float32", "wire")
 
 
@@ -95,6 +97,25 @@ def _cast(dst, src, wire: str, narrow: bool) -> None:
         cast(dst, src, **({"dst": wire} if narrow else {"src": wire}))
 
 
+def _quantize(packed, flat, residual) -> None:
+    """The int8 message of a bucket (ring/quantize.py on the host, its kernels on a GPU)."""
+    if isinstance(flat, np.ndarray):
+        from .quantize import quantize
+        quantize(flat, packed, residual)
+    else:
+        from kernels.quantize import quantize
+        quantize(packed, flat, residual)
+
+
+def _dequantize_sum(flat, gathered, avg: bool) -> None:
+    if isinstance(flat, np.ndarray):
+        from .quantize import dequantize_sum
+        dequantize_sum(gathered.reshape(-1, packed_bytes(flat.size)), flat.size, flat, avg)
+    else:
+        from kernels.quantize import dequantize_sum
+        dequantize_sum(flat, gathered, avg=avg)
+
+
 def _scale(a, factor: float) -> None:
     if isinstance(a, np.ndarray):
         a *= np.float32(factor)
@@ -115,9 +136,6 @@ class GradientBuckets:
             raise ValueError(f"op: gradients are summed or averaged ('sum', 'avg'), got {op!r}")
         if compression is not None and compression not in WIRE and compression != INT8:
             raise ValueError(f"compression: None, 'fp16', 'bf16' or 'int8', got {compression!r}")
-        if compression == INT8 and comm.device != "host":
-            raise ValueError(f"compression='int8': on the host device only (not yet on "
-                             f"{comm.device})")
         if compression == INT8 and accumulate is not None:
             raise ValueError("accumulate: applies to 'fp16' / 'bf16' (int8 sums in float32 "
                              "after the all-gather)")
@@ -170,21 +188,29 @@ class GradientBuckets:
         self._int8 = compression == INT8
         self._packed = self._gathered = self._residuals = [None] * len(self._flats)
         if self._int8:
-            from .quantize import packed_bytes, warm
-            warm()
+            host = isinstance(self._flats[0], np.ndarray)
+            if host:
+                from .quantize import warm
+                warm()
             sizes = [packed_bytes(f.size) for f in self._flats]
-            self._packed = [np.empty(p, np.uint8) for p in sizes]
-            self._gathered = [np.empty((comm.size, p), np.uint8) for p in sizes]
-            self._residuals = [np.zeros(f.size, np.float32) if error_feedback else None
-                               for f in self._flats]
+            self._packed = [self._empty(f, p, np.uint8) for f, p in zip(self._flats, sizes)]
+            self._gathered = [self._empty(f, comm.size * p, np.uint8)
+                              for f, p in zip(self._flats, sizes)]
+            self._residuals = [None] * len(self._flats)
+            if error_feedback:
+                self._residuals = [self._empty(f, f.size) for f in self._flats]
+                for r in self._residuals:
+                    _zero(r)
         self._reset()
 
     @staticmethod
-    def _empty(like, n: int):
+    def _empty(like, n: int, dtype=None):
+        """n elements of dtype (like's by default) where like lives: NumPy or the GPU."""
+        dtype = like.dtype if dtype is None else dtype
         if isinstance(like, np.ndarray):
-            return np.empty(n, like.dtype)
+            return np.empty(n, dtype)
         from numba import cuda
-        return cuda.device_array(n, like.dtype)
+        return cuda.device_array(n, dtype)
 
     def _reset(self) -> None:
         self._pending = [len(m) for m in self.buckets]
@@ -208,8 +234,7 @@ class GradientBuckets:
             b = len(self._works)
             flat, wire = self._flats[b], self._wires[b]
             if self._int8:
-                from .quantize import quantize
-                quantize(flat, self._packed[b], self._residuals[b])
+                _quantize(self._packed[b], flat, self._residuals[b])
                 self._works.append(self.comm.allgather(self._packed[b], out=self._gathered[b],
                                                        async_op=True))
                 continue
@@ -234,9 +259,7 @@ class GradientBuckets:
         for b, work in enumerate(self._works):
             work.wait()
             if self._int8:
-                from .quantize import dequantize_sum
-                dequantize_sum(self._gathered[b], self._flats[b].size, self._flats[b],
-                               self.op == "avg")
+                _dequantize_sum(self._flats[b], self._gathered[b], self.op == "avg")
             if self._wires[b] is not None:
                 _cast(self._flats[b], self._wires[b], self._wire_dtype, narrow=False)
                 if self.op == "avg":

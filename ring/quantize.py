@@ -1,5 +1,6 @@
 """int8 wire compression of float32 gradients: a scale per block, error feedback
-(GradientBuckets(compression="int8"); host device; one compiled pass each way, Numba).
+(GradientBuckets(compression="int8"); host device, one compiled pass each way, Numba; on a
+GPU the same rules and message by kernels/quantize.py, bit for bit).
 
 Each rank rounds its bucket to int8 with one float32 scale per block of BLOCK values
 (scale = largest |v| in the block / 127, so the block's largest value maps to +-127; 1 for
@@ -18,7 +19,10 @@ Bytes each rank receives for N values: (K-1) (N + 4 N / BLOCK), against the floa
 2 (K-1) / K * 4 N: 4x fewer at K = 2, 2x at 4, even at 8, more beyond (an all-gather's
 bytes grow with K, a ring all-reduce's do not). A block holding inf or NaN gets a NaN scale:
 its values come out NaN on every rank (a float32 sum would give inf or NaN there too), and
-its residual is zeroed so that later steps are not poisoned.
+its residual is zeroed so that later steps are not poisoned. A block whose largest |v| is
+under 127 x 2^-150 (about 1.3e-43) has a scale that rounds to 0: it is sent as zeros (with
+error feedback its values stay in the residual); below about 1.5e-36 the scale is subnormal
+and coarser than 1/127 of the largest value, which then saturates at +-127.
 """
 
 from __future__ import annotations
@@ -26,24 +30,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-BLOCK = 4096  # values per scale
+from ringtypes import QUANT_BLOCK as BLOCK  # values per scale
+from ringtypes import packed_bytes, quant_blocks
 
-
-def _blocks(n: int) -> int:
-    return -(-n // BLOCK)
-
-
-def packed_bytes(n: int) -> int:
-    """Bytes of one rank's message for n values: the blocks' float32 scales, then n int8."""
-    return 4 * _blocks(n) + n
+__all__ = ["BLOCK", "packed_bytes", "quantize", "dequantize_sum", "warm"]
 
 
 def _parts(packed: np.ndarray, n: int):
-    nb = _blocks(n)
+    nb = quant_blocks(n)
     return packed[:4 * nb].view(np.float32), packed[4 * nb:4 * nb + n].view(np.int8)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")  # x / 0 is inf, not ZeroDivisionError
 def _quantize(v, residual, feedback, scales, q):
     one27 = np.float32(127)
     for b in range(scales.size):
@@ -92,6 +90,7 @@ def quantize(v: np.ndarray, packed: np.ndarray, residual: np.ndarray | None = No
     """Round float32 v (1-D) into packed (uint8, packed_bytes(v.size)). With residual
     (float32, v's size): v + residual is rounded, and residual becomes what was lost."""
     scales, q = _parts(packed, v.size)
+    packed[4 * quant_blocks(v.size) + v.size:] = 0  # the padding
     _quantize(v, v if residual is None else residual, residual is not None, scales, q)
 
 

@@ -100,3 +100,20 @@ def check_op_dtype(op: Op, dtype: np.dtype, reduces: bool = True) -> None:
                         "reductions")
     if op is Op.AVG and dtype not in FLOATING:
         raise ValueError(f"op: 'avg' needs a floating-point dtype, got {dtype}")
+
+
+# The int8 wire format of GradientBuckets(compression="int8") (ring/quantize.py on the host,
+# kernels/quantize.py on a GPU, one format): a rank's message for n float32 values is the
+# float32 scales of its blocks of QUANT_BLOCK values, then the n int8 values, then zeros to a
+# multiple of 4 bytes (so that every message of a gathered buffer starts 4-byte aligned).
+QUANT_BLOCK = 4096
+
+
+def quant_blocks(n: int) -> int:
+    return -(-n // QUANT_BLOCK)
+
+
+def packed_bytes(n: int) -> int:
+    """Bytes of one rank's int8 message for n values: the blocks' scales, then the values
+    (padded to a multiple of 4)."""
+    return 4 * quant_blocks(n) + -(-n // 4) * 4

@@ -13,14 +13,15 @@ def reference(v, residual=None):
     """(scales, int8 values, new residual) by the docstring's rules, in NumPy float32."""
     n = v.size
     w = v if residual is None else v + residual
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         amax = np.maximum.reduceat(np.abs(w), np.arange(0, n, BLOCK)) if n else \
             np.zeros(0, np.float32)
         scales = (amax / np.float32(127)).astype(np.float32)
         scales[amax == 0] = 1
         scales[~np.isfinite(amax)] = np.nan
         each = np.repeat(scales, BLOCK)[:n]
-        r = np.clip(np.nan_to_num(np.rint(w / each), nan=0.0), -127, 127).astype(np.float32)
+        r = np.rint(w / each)
+        r = np.clip(np.where(np.isfinite(r), r, 0), -127, 127).astype(np.float32)
         lost = w - r * each
     lost[~np.isfinite(lost)] = 0
     return scales, r.astype(np.int8), lost
@@ -41,7 +42,8 @@ def test_the_compiled_rounding_is_the_rules_bit_for_bit(n, seed, feedback, speci
     p = message(v, residual)
     nb = -(-n // BLOCK)
     assert p[:4 * nb].tobytes() == want_s.tobytes()
-    assert p[4 * nb:].tobytes() == want_q.tobytes()
+    assert p[4 * nb:4 * nb + n].tobytes() == want_q.tobytes()
+    assert not p[4 * nb + n:].any() and p.size % 4 == 0  # zeros to a multiple of 4 bytes
     if feedback:
         assert residual.tobytes() == want_lost.tobytes()
 
@@ -81,6 +83,17 @@ def test_blocks_of_zeros_and_of_non_finite_values():
     assert (got[:BLOCK] == 0).all()  # zeros stay zeros
     assert np.isnan(got[BLOCK:]).all()  # a block with inf or NaN turns NaN, as a sum would
     assert (residual == 0).all()  # and poisons no later step
+
+
+def test_a_scale_that_underflows_sends_its_block_as_zeros():
+    """Found by the GPU kernels' test: the compiled loop raised ZeroDivisionError here."""
+    v = np.array([1e-44, -1e-45, 0, 1e-44], np.float32)
+    residual = np.zeros_like(v)
+    p = message(v, residual)
+    want_s, want_q, want_lost = reference(v, np.zeros_like(v))
+    assert want_s[0] == 0 and (want_q == 0).all()
+    assert p.tobytes() == want_s.tobytes() + want_q.tobytes()  # 4 values: no padding
+    assert residual.tobytes() == v.tobytes() == want_lost.tobytes()  # carried, not lost
 
 
 def test_the_sum_is_in_rank_order_and_the_same_bits_everywhere():

@@ -314,3 +314,38 @@ def test_the_default_chunk_is_the_devices(world):
         assert c.chunk_bytes == 1 << 20
     with ring.Group(2) as g:
         assert g.chunk_bytes == 4 << 20
+
+
+@pytest.mark.parametrize("op", ["sum", "avg"])
+def test_int8_gradient_buckets_are_the_hosts_bit_for_bit(gcomm, world, op):
+    """GradientBuckets(compression="int8", error_feedback=True) on the cuda device: the
+    kernels' messages (kernels/quantize.py) all-gathered, each rank's widened sum the bits
+    that the host's loops (ring/quantize.py) give for the same gradients; two buckets, three
+    steps, so that the residuals carry."""
+    from ring import quantize as hostq
+    from ring.buckets import GradientBuckets
+    k, r = gcomm.size, gcomm.rank
+    sizes = (300, 37) if SIMULATED else (70000, 5000)
+    grads = [_gpu(np.zeros(n, np.float32)) for n in sizes]
+    b = GradientBuckets(gcomm, grads, op=op, compression="int8", error_feedback=True,
+                        first_bucket_bytes=4 * sizes[1])
+    assert b.buckets == [[1], [0]]
+    residuals = [[np.zeros(n, np.float32) for n in reversed(sizes)] for _ in range(k)]
+    for step in range(3):
+        values = [[np.random.default_rng([q, step, n]).standard_normal(n).astype(np.float32)
+                   * 10 for n in sizes] for q in range(k)]
+        for i in (1, 0):
+            g = values[r][i]
+            if cp is None:
+                grads[i].copy_to_device(g)
+            else:
+                grads[i][...] = cp.asarray(g)
+            b.ready(i)
+        b.wait()
+        for bucket, i in enumerate((1, 0)):
+            msgs = np.empty((k, hostq.packed_bytes(sizes[i])), np.uint8)
+            for q in range(k):
+                hostq.quantize(values[q][i], msgs[q], residuals[q][bucket])
+            want = np.empty(sizes[i], np.float32)
+            hostq.dequantize_sum(msgs, sizes[i], want, op == "avg")
+            assert _host(grads[i]).tobytes() == want.tobytes(), (step, i)
