@@ -8,7 +8,10 @@ a warm-up, packing and casts included. Error: largest |compressed - float32| / l
 |float32|, and the RMS of the same.
 
     mpiexec -n 2 python benchmarks/compression.py [--sizes 1M,16M,64M] [--reps 8]
-        [--json results/host-compression-2ranks.json]
+        [--device host|cuda] [--json results/host-compression-2ranks.json]
+
+On the cuda device the gradients are CuPy arrays, the time ends when the GPU has finished,
+and "sums in float32 at each hop" is absent (the communicator's compression= is host-only).
 """
 
 import argparse
@@ -40,34 +43,43 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1M,16M,64M")
     ap.add_argument("--reps", type=int, default=8)
+    ap.add_argument("--device", default="host", choices=["host", "cuda"])
     ap.add_argument("--json")
     a = ap.parse_args()
     world = MPI.COMM_WORLD
-    comm = ring.Communicator(device="host")
+    comm = ring.Communicator(device=a.device)
+    if a.device == "cuda":
+        import cupy as xp
+        wires = [w for w in WIRES if w[1] != "float32"]
+        finish = xp.cuda.Device().synchronize
+    else:
+        xp, wires, finish = np, WIRES, (lambda: None)
     rows = []
     for nbytes in (parse_size(s) for s in a.sizes.split(",")):
         n = nbytes // 4
-        mine = np.random.default_rng(world.rank).standard_normal(n).astype(np.float32)
-        grad = [np.empty(n, np.float32)]
+        mine = xp.asarray(np.random.default_rng(world.rank).standard_normal(n).astype(np.float32))
+        grad = [xp.empty(n, np.float32)]
         result, times = {}, {}
         buckets = {w: GradientBuckets(comm, grad, bucket_bytes=nbytes, first_bucket_bytes=nbytes,
                                       op="avg", **options(w))
-                   for w in WIRES}
+                   for w in wires}
         for rep in range(a.reps + 1):
-            for w in WIRES:  # interleaved
-                np.copyto(grad[0], mine)
+            for w in wires:  # interleaved
+                grad[0][...] = mine
+                finish()
                 world.Barrier()
                 t = time.perf_counter()
                 buckets[w].ready(0)
                 buckets[w].wait()
+                finish()
                 dt = world.allreduce(time.perf_counter() - t, op=MPI.MAX)
                 if rep:
                     times[w] = min(times.get(w, 1e9), dt)
-                result[w] = grad[0].copy()
+                result[w] = grad[0].copy() if xp is np else xp.asnumpy(grad[0])
         plain = WIRES[0]
         ref = result[plain].astype(np.float64)
         scale = np.abs(ref).max()
-        for w in WIRES:
+        for w in wires:
             err = np.abs(result[w] - ref)
             rows.append({"bytes": nbytes, "wire": w[0] or "float32", "accumulate": w[1],
                          "ms": times[w] * 1e3, "speedup_vs_float32": times[plain] / times[w],
@@ -76,7 +88,7 @@ def main() -> None:
     comm.close()
     if world.rank:
         return
-    print(f"{world.size} ranks, host, float32 gradients averaged; error against the float32 "
+    print(f"{world.size} ranks, {a.device}, float32 gradients averaged; error against the float32 "
           "all-reduce, relative to its largest magnitude")
     print(f"{'bytes':>10} {'wire':>9} {'sums in':>8} {'ms':>8} {'vs f32':>7} {'max err':>9} "
           f"{'rms err':>9}")
@@ -88,7 +100,7 @@ def main() -> None:
         from harness.meta import describe
         argv = ["mpiexec", "-n", str(world.size), "python", *sys.argv]
         with open(a.json, "w") as f:
-            json.dump({"meta": describe(argv, cuda=False), "ranks": world.size, "rows": rows},
+            json.dump({"meta": describe(argv, cuda=a.device == "cuda"), "ranks": world.size, "rows": rows},
                       f, indent=1)
 
 

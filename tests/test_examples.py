@@ -1,11 +1,13 @@
-"""The training examples under mpiexec (2 and 4 ranks, host device): each checks its final
-parameters against single-process training with the whole batch and exits non-zero past
-1e-5 relative; here the printed difference is read back and checked too."""
+"""The training examples under mpiexec (2 and 4 ranks, host device; 2 processes sharing the
+GPU on a GPU machine, CuPy arrays): each checks its final parameters against single-process
+training with the whole batch and exits non-zero past 1e-5 relative; here the printed
+difference is read back and checked too."""
 
 import re
 
 import pytest
 
+from .gpu import needs_gpu
 from .mpirun import run
 
 pytestmark = pytest.mark.mpi
@@ -14,7 +16,18 @@ pytestmark = pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [2, 4])
 @pytest.mark.parametrize("example", ["data_parallel", "zero"])
 def test_training_matches_one_process(example, nprocs):
-    rc, out = run(nprocs, [f"examples/{example}.py", "--steps", "20"], timeout=180)
+    check(run(nprocs, [f"examples/{example}.py", "--steps", "20"], timeout=180))
+
+
+@needs_gpu
+@pytest.mark.parametrize("example", ["data_parallel", "zero"])
+def test_training_on_the_gpu_matches_one_process(example):
+    check(run(2, [f"examples/{example}.py", "--steps", "20", "--device", "cuda"], timeout=300))
+
+
+def check(result):
+    rc, out = result
+    print(out)  # the step times, for the log of a GPU session
     assert rc == 0, out
     m = re.search(r"largest relative difference from single-process training: (\S+)", out)
     assert m, out

@@ -8,7 +8,7 @@
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d .whl numpy==2.4.6 mpich==5.0.2
 # At most 8 files come back from $OUT: run a few steps per call (results/h100/README.md).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench sweep sweep4 nodes colls mps
-#        kernelpath kernelbench kernelsweep algos all
+#        kernelpath kernelbench kernelsweep algos training all
 . tools/gpu-env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
@@ -21,7 +21,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               TAIL=10 step 60 launch_cost python3 -m kernels.launch_cost
               TAIL=3 step 200 bench python3 -m pytest tests/bench -q -p no:cacheprovider -o addopts= \
                   --benchmark-only --benchmark-json=$OUT/kernels-$GPU.json ;;
-  group)      step 240 group python3 -m pytest tests/test_group.py tests/test_kernels.py -x -q -p no:cacheprovider ;;
+  group)      step 240 group python3 -m pytest tests/test_group.py tests/test_kernels.py tests/test_kernel_quantize.py -x -q -p no:cacheprovider ;;
   cuda)       step 420 cuda python3 -m pytest tests/test_mpi.py -x -q -p no:cacheprovider -k cuda_device_processes ;;
   cudanodes)  step 300 cudanodes python3 -m pytest tests/test_mpi.py -q -p no:cacheprovider --durations=0 -k "cuda_device_across${NODES_K:+ and $NODES_K}" ;;
   faults)     step 200 faults python3 -m pytest tests/test_faults.py -q -p no:cacheprovider --durations=0 -k cuda ;;
@@ -78,6 +78,12 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                 TAIL=14 step 240 tune-$np mpiexec -n $np python3 -m harness tune --device cuda -b 8 \
                   -e 64M -f 4 --rounds 3 $([ -f $OUT/cuda-table.json ] && echo --merge $OUT/cuda-table.json) \
                   --out $OUT/cuda-table.json; done ;;
+  training)   # issue 17's GPU half: the examples on CuPy arrays (their step times printed), torch
+              # on CUDA tensors beside NCCL and gloo, int8 kernels; compression on the GPU
+              TAIL=30 step 420 training python3 -m pytest tests/test_examples.py tests/test_torch.py \
+                  tests/test_kernel_quantize.py -q -s -p no:cacheprovider -k "gpu or cuda or quantize"
+              TAIL=12 step 240 compression-2 mpiexec -n 2 python3 benchmarks/compression.py --device cuda \
+                  --sizes 1M,16M,64M,256M --json $OUT/compression-2ranks-$GPU.json ;;
   all)        step 580 all python3 -m pytest tests -x -q -p no:cacheprovider ;;
 esac; done
 echo; echo "== summary (step, exit status, seconds, first result line)"; printf '%s' "$SUMMARY"
