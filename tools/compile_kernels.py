@@ -1,11 +1,15 @@
-"""Compile the persistent ring kernel to PTX for every (op, dtype), without a GPU.
+"""Compile every kernel to PTX without a GPU: the persistent ring kernel for every (op,
+dtype), and the kernels of kernels/ (reduce, cast, pack, int8 quantize).
 
-Numba's simulator runs the kernel's Python, not its compiled form: this checks that every
-variant also compiles for a real GPU (types, the inline-PTX clock, atomics), and prints the
-registers and shared memory of one. Needs NVVM and NVRTC (a CUDA toolkit, or the
-nvidia-cuda-nvcc-cu12 and nvidia-cuda-nvrtc-cu12 wheels on LD_LIBRARY_PATH); no GPU.
+Numba's simulator runs a kernel's Python, not its compiled form: this checks that each also
+compiles for a real GPU (types, the inline-PTX clock, atomics, libdevice calls) and holds
+what the PTX must (the ring kernel's clock, pause, fences and atomics; no fused
+multiply-add in the int8 kernels, whose bits must be the host's), and prints the registers
+of one. --quick: a cross-section of the ring kernel's variants (tests/test_compile.py).
+Needs NVVM and NVRTC, no GPU: a CUDA toolkit, or the pip wheels anywhere on PYTHONPATH:
 
-    python tools/compile_kernels.py [--cc 9.0]
+    pip install --target build/cuda-compilers nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12
+    PYTHONPATH=build/cuda-compilers python tools/compile_kernels.py [--cc 9.0] [--quick]
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cc", default="9.0", help="compute capability (default 9.0, Hopper)")
+    ap.add_argument("--quick", action="store_true", help="a cross-section of the ring kernel")
     args = ap.parse_args()
     cc = tuple(int(v) for v in args.cc.split("."))
 
@@ -43,6 +48,8 @@ def main() -> int:
         for op in Op:
             if op is Op.AVG and not kd.floating:
                 continue
+            if args.quick and (str(op), name) not in QUICK:
+                continue
             ptx, _ = cuda.compile_ptx(source(op, name), signature(name), cc=cc)
             for needed in ("%globaltimer", "nanosleep", "membar.sys", "atom.global"):
                 if needed not in ptx:
@@ -52,7 +59,56 @@ def main() -> int:
                 regs = re.findall(r"\.reg \.(\w+)\s+%\w+<(\d+)>", ptx)
                 print(f"sum float32: {len(ptx.splitlines())} lines of PTX, registers {regs}")
     print(f"compiled {done} variants of the ring kernel for sm_{cc[0]}{cc[1]}")
+    print(f"compiled {library(cuda, cc)} kernels of kernels/ for sm_{cc[0]}{cc[1]}")
     return 0
+
+
+# --quick: each op, each width, floating and integer (as tests/mpi/check_cuda.py's SIM_CASES)
+QUICK = {("sum", "float32"), ("avg", "bfloat16"), ("prod", "float16"), ("min", "uint8"),
+         ("max", "float64"), ("sum", "int64")}
+
+
+def library(cuda, cc) -> int:
+    """Compile the kernels of kernels/ (a cross-section of reduce's table); check the PTX."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    # the modules make their kernels with cuda.jit(signature)(function), which would load
+    # them for a device: take the (function, signature) instead and compile to PTX here
+    jit = cuda.jit
+    cuda.jit = lambda sig=None, **kw: jit(sig, **kw) if kw or callable(sig) else \
+        (lambda fn: SimpleNamespace(py_func=fn, sig=sig))
+    from importlib import import_module
+
+    from ringtypes import Op
+    casts, pack, quantize, reduce = (import_module(f"kernels.{m}")  # (kernels/__init__ names
+                                     for m in ("casts", "pack", "quantize", "reduce"))  # functions so)
+
+    def compile_(kernel, what: str, banned=()) -> None:
+        ptx, _ = cuda.compile_ptx(kernel.py_func, kernel.sig, cc=cc)
+        for b in banned:
+            if b in ptx:
+                raise SystemExit(f"{what}: {b!r} in the PTX")
+
+    done = 0
+    for op, dtype, two, paired in ((Op.SUM, "float32", False, False), (Op.AVG, "bfloat16", True, True),
+                                   (Op.PROD, "float16", False, True), (Op.MAX, "int8", True, False)):
+        compile_(reduce.kernel_for(op, dtype, two, paired), f"reduce {op} {dtype}")
+        done += 1
+    for src, dst in casts.CASTS:
+        compile_(casts.cast_kernel(src, dst), f"cast {src} -> {dst}")
+        done += 1
+    for into in (True, False):
+        compile_(pack._list_kernel(np.dtype(np.float32), 3, into), "pack")
+        compile_(pack._strided_kernel(np.dtype(np.uint16), into), "pack_strided")
+        done += 2
+    for k, what in zip(quantize._kernels(), ("quantize", "dequantize_sum")):
+        # q * scale rounded apart from the add after it: no fma, and no mul.f32 (without .rn)
+        # that ptxas would fuse with an add.f32 into one
+        compile_(k, what, banned=("fma", "mul.f32"))
+        done += 1
+    return done
 
 
 if __name__ == "__main__":
