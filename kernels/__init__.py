@@ -1,6 +1,7 @@
 """Numba CUDA kernels every GPU collective is made of.
 
     reduce_copy / reduce_into   the ring's receive-reduce(-copy)-send step, all ops x dtypes
+    fold                        K inputs reduced left to right in one launch (oneshot)
     cast                        float32 <-> float16 / bfloat16 wire casts, bit-exact
     pack / unpack               many arrays or a strided view <-> one contiguous buffer
 
@@ -10,7 +11,7 @@ See kernels/README.md for launch costs and measured bandwidth.
 
 from .casts import cast
 from .pack import pack, pack_strided, unpack, unpack_strided
-from .reduce import kernel_for, reduce_copy, reduce_into
+from .reduce import fold, kernel_for, reduce_copy, reduce_into
 
-__all__ = ["reduce_copy", "reduce_into", "kernel_for", "cast", "pack", "unpack",
+__all__ = ["reduce_copy", "reduce_into", "fold", "kernel_for", "cast", "pack", "unpack",
            "pack_strided", "unpack_strided"]

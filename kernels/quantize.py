@@ -138,6 +138,7 @@ def quantize(packed, v, residual=None, *, stream=0):
         residual = as_device(residual)
         _check(residual, np.float32, "quantize: residual", v.size)
     threads = grid(1)[1]
+    assert threads <= MAX_THREADS and threads & (threads - 1) == 0, threads  # the tree's shape
     blocks = grid(quant_blocks(v.size) * threads)[0]  # a thread block per block, or fewer
     _kernels()[0][blocks, threads, stream](v, v if residual is None else residual,
                                            residual is not None, packed, packed.view(np.float32))

@@ -4,6 +4,9 @@
     reduce_copy(out, a, b, op, out2=o2) out = o2 = a op b   (reduce, copy to the output
                                                              and to the next rank's slot)
     reduce_into(dst, src, op)           dst = dst op src
+    fold(out, parts, op)                out = ((parts[0] op parts[1]) op ...) op parts[K-1]:
+                                        K inputs in one launch, each partial result rounded
+                                        to the dtype as K-1 reduce_copy launches would
     op AVG: a + b rounded to the dtype, then divided by `nranks` (the final step of an
     average, fused: no extra pass; the same two roundings as the host's add-then-divide)
 
@@ -161,6 +164,36 @@ def kernel_for(op: Op, dtype_name: str, two_outputs: bool, paired: bool = False)
     return cuda.jit(_signature(kd, two_outputs, paired))(py)
 
 
+def _fold(f_mid, f_last, k: int):
+    """out = parts[0] op ... op parts[k-1] per element, left to right; f_last for the last
+    step (AVG's divide), f_mid before it."""
+    def kern(out, parts, div):
+        i, s = cuda.grid(1), cuda.gridsize(1)
+        while i < out.size:
+            v = parts[0][i]
+            for j in range(1, k):
+                if j == k - 1:
+                    v = f_last(v, parts[j][i], div)
+                else:
+                    v = f_mid(v, parts[j][i], div)
+            out[i] = v
+            i += s
+    return kern
+
+
+@lru_cache(maxsize=None)
+def fold_kernel_for(op: Op, dtype_name: str, k: int):
+    """The compiled K-input fold for (op, dtype, k >= 2); compiled on first request, kept."""
+    kd = kernel_dtype(dtype_name)
+    if op is Op.AVG and not kd.floating:
+        raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
+    last = OPS[op](kd)
+    mid = OPS[Op.SUM](kd) if op is Op.AVG else last  # avg: sums, then the dividing sum
+    arr = kd.numba_type[::1]
+    sig = types.void(arr, types.UniTuple(arr, k), types.float64)
+    return cuda.jit(sig)(_fold(mid, last, k))
+
+
 def _as_device(a, kd: KernelDtype):
     a = as_device(a)
     return a.view(kd.storage) if a.dtype != kd.storage else a
@@ -197,6 +230,33 @@ def reduce_copy(out, a, b, op=Op.SUM, *, out2=None, nranks: int = 1, dtype=None,
     arrays and dtype='bfloat16'."""
     k, blocks, threads, args = launch_args(op, out, a, b, out2, nranks, dtype)
     k[blocks, threads, stream](*args)
+
+
+def fold_args(out, parts, op=Op.SUM, *, nranks: int | None = None, dtype=None):
+    """(kernel, grid, block, args) of one fold; None for no elements."""
+    if len(parts) < 2:
+        raise ValueError(f"fold: at least two parts, got {len(parts)}")
+    op = op if isinstance(op, Op) else Op(op)
+    kd = kernel_dtype(dtype if dtype is not None else out.dtype)
+    out = _as_device(out, kd)
+    parts = tuple(_as_device(p, kd) for p in parts)
+    if any(p.size != out.size for p in parts):
+        raise ValueError(f"fold: arrays differ in length: {[out.size] + [p.size for p in parts]}")
+    if out.size == 0:
+        return None
+    blocks, threads = grid(out.size)
+    div = float(len(parts) if nranks is None else nranks)
+    return fold_kernel_for(op, kd.name, len(parts)), blocks, threads, (out, parts, div)
+
+
+def fold(out, parts, op=Op.SUM, *, nranks: int | None = None, dtype=None, stream=0):
+    """out = ((parts[0] op parts[1]) op ...) op parts[-1], elementwise, in one launch; avg
+    sums and divides by nranks (default: the number of parts) in the last step. At least
+    two parts; bit for bit what len(parts) - 1 reduce_copy launches give."""
+    launch = fold_args(out, parts, op, nranks=nranks, dtype=dtype)
+    if launch is not None:
+        k, blocks, threads, args = launch
+        k[blocks, threads, stream](*args)
 
 
 def reduce_into(dst, src, op=Op.SUM, *, nranks: int = 1, dtype=None, stream=0):

@@ -78,6 +78,27 @@ def test_reduce_copy_matches_numpy_bitwise(op, name):
             assert host(d)[1:].tobytes() == storage(want).tobytes()
 
 
+@pytest.mark.filterwarnings("ignore:.*overflow encountered")  # the simulator's integers wrap
+@pytest.mark.parametrize("op,name", CASES, ids=[f"{o}-{d}" for o, d in CASES])
+def test_fold_reduces_k_inputs_left_to_right_in_one_launch(op, name):
+    """Bit for bit K-1 two-input steps (avg: sums, the last one dividing by K), each
+    partial result rounded to the dtype; in place over the first part too."""
+    for k, n in ((2, 37), (3, 70), (4, 1), (4, 37), (3, 0)):
+        parts = [inputs(name, n, 10 + j) for j in range(k)]
+        want = parts[0]
+        for j in range(1, k):
+            step = Op.SUM if op is Op.AVG and j < k - 1 else op
+            want = expected(step, want, parts[j], k)
+        devs = [dev(storage(p)) for p in parts]
+        out = dev(storage(np.zeros(n, parts[0].dtype)))
+        kernels.fold(out, devs, op, dtype=name)
+        assert host(out).tobytes() == storage(want).tobytes(), (op, name, k, n)
+        kernels.fold(devs[0], devs, op, dtype=name)
+        assert host(devs[0]).tobytes() == storage(want).tobytes(), (op, name, k, n)
+    with pytest.raises(ValueError, match="at least two"):
+        kernels.fold(out, devs[:1], op, dtype=name)
+
+
 @pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
 def test_nan_and_inf(name):
     t = host_dtype(name)

@@ -1,5 +1,5 @@
 """Compile every kernel to PTX without a GPU: the persistent ring kernel for every (op,
-dtype), and the kernels of kernels/ (reduce, cast, pack, int8 quantize).
+dtype), and the kernels of kernels/ (reduce, fold, cast, pack, int8 quantize).
 
 Numba's simulator runs a kernel's Python, not its compiled form: this checks that each also
 compiles for a real GPU (types, the inline-PTX clock, atomics, libdevice calls) and holds
@@ -92,10 +92,13 @@ def library(cuda, cc) -> int:
                 raise SystemExit(f"{what}: {b!r} in the PTX")
 
     done = 0
-    for op, dtype, two, paired in ((Op.SUM, "float32", False, False), (Op.AVG, "bfloat16", True, True),
-                                   (Op.PROD, "float16", False, True), (Op.MAX, "int8", True, False)):
+    for op, dtype, two, paired, k in ((Op.SUM, "float32", False, False, 2),
+                                      (Op.AVG, "bfloat16", True, True, 4),
+                                      (Op.PROD, "float16", False, True, 3),
+                                      (Op.MAX, "int8", True, False, 8)):
         compile_(reduce.kernel_for(op, dtype, two, paired), f"reduce {op} {dtype}")
-        done += 1
+        compile_(reduce.fold_kernel_for(op, dtype, k), f"fold {op} {dtype} of {k}")
+        done += 2
     for src, dst in casts.CASTS:
         compile_(casts.cast_kernel(src, dst), f"cast {src} -> {dst}")
         done += 1

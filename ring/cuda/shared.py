@@ -6,7 +6,7 @@ memory, simipc.py), and the rounds go through the host's exchange window
 (transport/exchange.py), as the agreement's do:
 
     oneshot   copy x into my area; post a round; after it, fold the K areas into out, in
-              rank order, with the reduce kernels (K-1 launches)
+              rank order, with one launch (kernels.fold)
     twoshot   the same copy and round; fold block r (schedule.split) of the K areas into my
               result area; post the round's second counter; after it, copy block q of every
               rank q's result area into out
@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernels.reduce import fold_args
 from ringtypes import Op
 
 from .. import p2p
 from ..schedule import split
 from ..transport.exchange import ROUND2
 from .arrays import SIMULATED, storage_of
-from .enqueue import _copy, _reduce
+from .enqueue import _copy
 
 DATA, RESULT = 0, 1
 SLOTS = 4  # [data, result] x call parity
@@ -73,15 +74,16 @@ class Areas:
 
 
 def fold(parts, op: Op, k: int, out, dtype_name: str, stream) -> None:
-    """out = ((parts(0) op parts(1)) op ...) op parts(k-1) on stream; avg adds and divides
-    by k in the last launch (the kernels' AVG: the sum rounded to the dtype, then divided)."""
+    """out = ((parts(0) op parts(1)) op ...) op parts(k-1) on stream, in one launch; avg
+    adds and divides by k in the last step (the kernels' AVG: the sum rounded to the dtype,
+    then divided)."""
     if k == 1:
         _copy(out, parts(0), stream)
         return
-    for q in range(1, k):
-        last = q == k - 1
-        step = Op.SUM if op is Op.AVG and not last else op
-        _reduce(step, out, parts(0) if q == 1 else out, parts(q), None, k, dtype_name, stream)
+    launch = fold_args(out, [parts(q) for q in range(k)], op, nranks=k, dtype=dtype_name)
+    if launch is not None:
+        kernel, blocks, threads, args = launch
+        kernel[blocks, threads, stream](*args)
 
 
 def run(comm, c) -> None:
