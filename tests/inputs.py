@@ -1,11 +1,20 @@
 """Deterministic test inputs: every rank can build every other rank's input locally."""
 
+import os
+
 import numpy as np
 
 from ringtypes import DATA_ONLY, DTYPES, FLOATING, REDUCIBLE, parse_dtype
 
-DTYPE_NAMES = [d.name for d in DTYPES]
-REDUCIBLE_NAMES = [d.name for d in DTYPES if d in REDUCIBLE]
+# RING_TEST_CROSS_SECTION=1 (test_mpi.py's 6-rank jobs, whose point is the layout of ranks on
+# nodes): every test, but over a cross-section of the dtypes and (dtype, op) cases: each op,
+# each element width, floating and integer; the whole lists run at 1-4 ranks
+CROSS_SECTION = os.environ.get("RING_TEST_CROSS_SECTION") == "1"
+CROSS_CASES = [("float32", "sum"), ("bfloat16", "avg"), ("float16", "prod"), ("int8", "prod"),
+               ("float64", "max"), ("uint64", "min"), ("int32", "sum")]
+CROSS_DTYPES = ["float32", "bfloat16", "int8", "float64", "float8_e4m3fn"]
+DTYPE_NAMES = CROSS_DTYPES if CROSS_SECTION else [d.name for d in DTYPES]
+REDUCIBLE_NAMES = [d.name for d in DTYPES if d in REDUCIBLE and d.name in DTYPE_NAMES]
 
 
 def make(rank: int, n: int, dtype, seed: int = 0, op: str = "sum") -> np.ndarray:

@@ -34,9 +34,12 @@ def test_fuzz(nprocs):
 def test_across_emulated_nodes(nprocs, nodes):
     """RING_NODES splits the ranks into nodes that talk only through MPI point-to-point;
     with equal nodes of several ranks "auto" takes the two-level algorithm, otherwise the
-    flat ring (4 ranks on 3 nodes, 2 ranks on 2 nodes)."""
+    flat ring (4 ranks on 3 nodes, 2 ranks on 2 nodes). At 6 ranks, whose point is the
+    layouts (nodes of 3, three nodes), every test over a cross-section of dtypes and ops
+    (tests/inputs.py); the whole lists run at 4 ranks and on one node."""
     rc, out, reports = pytest_under_mpi(nprocs, INNER["collectives"], timeout=600,
-                               env={**ENV, "RING_NODES": str(nodes)})
+                               env={**ENV, "RING_NODES": str(nodes),
+                                    "RING_TEST_CROSS_SECTION": "1" if nprocs > 4 else "0"})
     assert_inner_passed(rc, out, reports, nprocs)
 
 
@@ -45,8 +48,11 @@ def test_across_emulated_nodes(nprocs, nodes):
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
 def test_cuda_device_processes_sharing_a_gpu(nprocs):
     """device='cuda' with nprocs processes on the machine's GPUs (CUDA IPC between them);
-    under the simulator, the same code with IPC emulated in shared memory."""
-    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420, env=ENV)
+    under the simulator, the same code with IPC emulated in shared memory, and every op x
+    dtype on 2 processes, a cross-section of them on 3 and 4 (tests/inputs.py)."""
+    cross = "1" if SIMULATED and nprocs > 2 else "0"
+    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420,
+                                        env={**ENV, "RING_TEST_CROSS_SECTION": cross})
     assert_inner_passed(rc, out, reports, nprocs)
 
 

@@ -14,7 +14,7 @@ import ringtypes
 from ring.options import COMPRESSIONS
 
 from .. import reference
-from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
+from ..inputs import CROSS_CASES, CROSS_SECTION, DTYPE_NAMES, REDUCIBLE_NAMES, make
 from .conftest import CHUNK, NO_RULES, assert_ran, emulated_nodes, last_call, same_everywhere, two_level_nodes
 
 OPS = ["sum", "prod", "min", "max", "avg"]
@@ -26,6 +26,9 @@ def counts(k):
 
 
 def cases():
+    if CROSS_SECTION:
+        yield from CROSS_CASES
+        return
     for dtype in REDUCIBLE_NAMES:
         for op in OPS:
             if op == "avg" and np.dtype(ringtypes.BY_NAME[dtype]) not in ringtypes.FLOATING:

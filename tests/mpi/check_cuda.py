@@ -21,7 +21,7 @@ from ring.cuda.arrays import SIMULATED, storage_of
 from ring.cuda.group import _align
 
 from .. import reference
-from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
+from ..inputs import CROSS_CASES, CROSS_SECTION, DTYPE_NAMES, REDUCIBLE_NAMES, make
 from .conftest import assert_ran, same_everywhere
 
 if SIMULATED:
@@ -66,8 +66,9 @@ def _same_kind(got, x) -> bool:
     return type(got) is type(x)
 
 
-CASES = [(d, o) for d in REDUCIBLE_NAMES for o in ("sum", "prod", "min", "max", "avg")
-         if not (o == "avg" and ringtypes.BY_NAME[d] not in ringtypes.FLOATING)]
+CASES = CROSS_CASES if CROSS_SECTION else \
+    [(d, o) for d in REDUCIBLE_NAMES for o in ("sum", "prod", "min", "max", "avg")
+     if not (o == "avg" and ringtypes.BY_NAME[d] not in ringtypes.FLOATING)]
 
 
 @pytest.mark.parametrize("dtype,op", CASES)
@@ -240,8 +241,7 @@ def test_a_bad_root_raises_on_every_rank(world):
 # device's, tested there for every case). On a GPU every case; under the simulator, where
 # every call is slow, a cross-section (each op, each width, floating and integer), or every
 # case with RING_TEST_ALL_CASES=1.
-SIM_CASES = [("float32", "sum"), ("bfloat16", "avg"), ("float16", "prod"), ("int8", "prod"),
-             ("float64", "max"), ("uint64", "min"), ("int32", "sum")]
+SIM_CASES = CROSS_CASES
 ALL_CASES = not SIMULATED or os.environ.get("RING_TEST_ALL_CASES") == "1"
 ALGORITHM_CASES = [(a, d, o) for a in ("oneshot", "twoshot", "naive", "ps", "tree")
                    for d, o in CASES if ALL_CASES or (d, o) in SIM_CASES]
@@ -320,7 +320,7 @@ def test_the_default_chunk_is_the_devices(world):
 def test_int8_gradient_buckets_are_the_hosts_bit_for_bit(gcomm, world, op):
     """GradientBuckets(compression="int8", error_feedback=True) on the cuda device: the
     kernels' messages (kernels/quantize.py) all-gathered, each rank's widened sum the bits
-    that the host's loops (ring/quantize.py) give for the same gradients; two buckets, three
+    that the host's loops (ring/quantize.py) give for the same gradients; two buckets, two
     steps, so that the residuals carry."""
     from ring import quantize as hostq
     from ring.buckets import GradientBuckets
@@ -331,7 +331,7 @@ def test_int8_gradient_buckets_are_the_hosts_bit_for_bit(gcomm, world, op):
                         first_bucket_bytes=4 * sizes[1])
     assert b.buckets == [[1], [0]]
     residuals = [[np.zeros(n, np.float32) for n in reversed(sizes)] for _ in range(k)]
-    for step in range(3):
+    for step in range(2):
         values = [[np.random.default_rng([q, step, n]).standard_normal(n).astype(np.float32)
                    * 10 for n in sizes] for q in range(k)]
         for i in (1, 0):
