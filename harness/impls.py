@@ -18,7 +18,7 @@ from mpi4py import MPI
 
 import ring
 from ring.schedule import Collective
-from ringtypes import bfloat16
+from ringtypes import bfloat16, packed_bytes
 
 from .collectives import COLLECTIVES
 
@@ -132,6 +132,59 @@ class Ring:
 
     def close(self):
         self.comm.close()
+
+
+class Int8(Ring):
+    """ring's int8 wire (GradientBuckets(compression="int8")'s), as an all-reduce of float32
+    sum / avg: each rank rounds x to int8 with a scale per 4096 values, the messages are
+    all-gathered, and every rank widens and sums them in rank order (ring/quantize.py on the
+    host, kernels/quantize.py on a GPU). Lossy, so the check holds it bit for bit to those
+    rules applied to every rank's input on the host (expected), and the error column gives
+    its distance from the float32 sum."""
+
+    def __init__(self, world: MPI.Comm, bufs, **tuning):
+        super().__init__(world, bufs, name="ring-int8", **tuning)
+        self.compression = "int8"  # the table's error column
+        self.label = f"ring ({self.comm.device}, int8 all-gathered, a scale per 4096 values)"
+        self._buffers: dict = {}
+
+    def runs(self, coll: str) -> None:
+        if coll != "allreduce":
+            self.unavailable = "int8: all-reduce only"
+
+    def available(self, coll: str, dtype, op, in_place: bool, nbytes: int = 0) -> str | None:
+        if self.unavailable is None and (np.dtype(dtype) != np.float32 or op not in ("sum", "avg")):
+            return "int8: float32 sum and avg only"
+        return self.unavailable
+
+    def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
+        n = x.size
+        if n not in self._buffers:
+            m = packed_bytes(n)
+            self._buffers = {n: (self.bufs.empty(m, np.uint8),
+                                 self.bufs.empty(self.comm.size * m, np.uint8))}
+        packed, gathered = self._buffers[n]
+        if self.bufs.name == "host":
+            from ring import quantize
+            quantize.quantize(x, packed)
+            self.comm.allgather(packed, out=gathered)
+            quantize.dequantize_sum(gathered.reshape(self.comm.size, -1), n, out, op == "avg")
+        else:
+            from kernels import quantize
+            quantize.quantize(packed, x)
+            self.comm.allgather(packed, out=gathered)
+            quantize.dequantize_sum(out, gathered, avg=op == "avg")
+
+    def expected(self, coll, rank: int, k: int, in_count: int, dtype, op: str, seed: int = 0,
+                 root: int = 0) -> np.ndarray:
+        """The int8 rules' result for every rank's check input, on the host."""
+        from ring import quantize
+        msgs = np.empty((k, packed_bytes(in_count)), np.uint8)
+        for q in range(k):
+            quantize.quantize(coll.input(q, in_count, dtype, op, seed), msgs[q])
+        want = np.empty(in_count, np.float32)
+        quantize.dequantize_sum(msgs, in_count, want, op == "avg")
+        return want
 
 
 class Mpi:
@@ -338,6 +391,7 @@ IMPLS = {
     **{f"ring-{c}": (lambda c: lambda world, bufs, **kw: Ring(world, bufs, name=f"ring-{c}",
                                                               compression=c, **kw))(c)
        for c in ("bf16", "fp16")},
+    "ring-int8": Int8,
     "mpi": Mpi,
     "nccl": Nccl,
 }

@@ -52,3 +52,24 @@ def test_a_compressed_wire_is_checked_exactly_and_its_error_measured(world):
     assert run_case(plain, COLLECTIVES["allreduce"], world, bufs, 400, np.float32, "sum", False,
                     1, 0, True).error is None
     plain.close()
+
+
+def test_the_int8_wire_is_checked_against_its_own_rules(world):
+    """ring-int8 is lossy: the check holds it bit for bit to the int8 rules applied to every
+    rank's input (its expected(); #wrong 0 in place and out, where the exact sum would count
+    wrong elements at several ranks), and the error column measures it against float32."""
+    from harness.impls import IMPLS
+    bufs = HostBuffers()
+    int8 = IMPLS["ring-int8"](world, bufs)
+    coll, n = COLLECTIVES["allreduce"], 5000
+    for op, in_place in (("avg", False), ("sum", True)):
+        r = run_case(int8, coll, world, bufs, 4 * n, np.float32, op, in_place, 2, 1, True)
+        assert r.wrong == 0 and r.error is not None and 0 < r.error < 0.05
+        assert world.allgather(r.error) == [r.error] * world.size
+    ours = int8.expected(coll, world.rank, world.size, n, np.float32, "sum", seed=1)
+    exact = coll.expected(world.rank, world.size, n, np.float32, "sum", seed=1)
+    assert not np.array_equal(ours, exact)  # the rules round: the plain check would fail
+    assert int8.available("allreduce", np.float32, "max", False) == "int8: float32 sum and avg only"
+    int8.runs("reduce_scatter")
+    assert int8.unavailable == "int8: all-reduce only"
+    int8.close()
