@@ -13,8 +13,9 @@ message of a gathered buffer starts at a float32.
 quantize runs one thread block per block of values (a grid-stride loop over blocks): its
 threads find the largest |value| together (a tree in shared memory: max is exact in any
 order), then each rounds its share. Every product q * scale is rounded on its own
-(libdevice's fmul_rn on a GPU): the compiler would otherwise fuse it with the add or
-subtract after it into one FMA, and the bits would no longer be the host's.
+(libdevice's fmul_rn, PTX mul.rn.f32): NVVM, or ptxas from a plain mul.f32, would otherwise
+fuse it with the add or subtract after it into one FMA, and the bits would no longer be the
+host's (tools/compile_kernels.py checks the PTX, in make test).
 """
 
 from __future__ import annotations

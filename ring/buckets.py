@@ -188,10 +188,9 @@ class GradientBuckets:
         self._int8 = compression == INT8
         self._packed = self._gathered = self._residuals = [None] * len(self._flats)
         if self._int8:
-            host = isinstance(self._flats[0], np.ndarray)
-            if host:
+            if isinstance(self._flats[0], np.ndarray):
                 from .quantize import warm
-                warm()
+                warm()  # compiled (or loaded) now, not in the first step
             sizes = [packed_bytes(f.size) for f in self._flats]
             self._packed = [self._empty(f, p, np.uint8) for f, p in zip(self._flats, sizes)]
             self._gathered = [self._empty(f, comm.size * p, np.uint8)
