@@ -16,11 +16,11 @@ NO_GPU := $(if $(CUDA_MAJOR),,NUMBA_ENABLE_CUDASIM=1)
 
 .PHONY: test bench bench-kernels clean
 
-# NVVM and NVRTC from pip, to compile the kernels to PTX without a GPU (tests/test_compile.py,
+# NVVM, NVRTC and ptxas from pip, to compile the kernels without a GPU (tests/test_compile.py,
 # tools/compile_kernels.py); optional: .ci/run makes them, the test skips without them
 build/cuda-compilers: $(VENV)/.installed
 	rm -rf $@.tmp && $(PY) -m pip install -q --target $@.tmp \
-	    nvidia-cuda-nvcc-cu12==12.9.86 nvidia-cuda-nvrtc-cu12==12.9.86 && mv $@.tmp $@
+	    nvidia-cuda-nvcc==13.5.37 nvidia-nvvm==13.5.37 nvidia-cuda-nvrtc==13.5.37 && mv $@.tmp $@
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

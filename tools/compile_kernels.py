@@ -4,12 +4,15 @@ dtype), and the kernels of kernels/ (reduce, fold, cast, pack, int8 quantize).
 Numba's simulator runs a kernel's Python, not its compiled form: this checks that each also
 compiles for a real GPU (types, the inline-PTX clock, atomics, libdevice calls) and holds
 what the PTX must (the ring kernel's clock, pause, fences and atomics; no fused
-multiply-add in the int8 kernels, whose bits must be the host's), and prints the registers
-of one. --quick: a cross-section of the ring kernel's variants (tests/test_compile.py).
-Needs NVVM and NVRTC, no GPU: a CUDA toolkit, or the pip wheels anywhere on PYTHONPATH:
+multiply-add in the int8 kernels, whose bits must be the host's). With ptxas (on PATH or
+in $CUDA_HOME/bin) it also assembles each ring kernel variant and checks that a block of the
+most threads per channel allowed (1024) can launch at all (registers x threads within the 64 K registers
+of a multiprocessor), printing each variant's registers. --quick: a cross-section of the
+ring kernel's variants (tests/test_compile.py). Needs NVVM and NVRTC, no GPU: a CUDA
+toolkit, or the pip wheels (`make build/cuda-compilers`):
 
-    pip install --target build/cuda-compilers nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12
-    PYTHONPATH=build/cuda-compilers python tools/compile_kernels.py [--cc 9.0] [--quick]
+    CUDA_HOME=build/cuda-compilers/nvidia/cu13 LD_LIBRARY_PATH=build/cuda-compilers/nvidia/cu13/lib \
+        python tools/compile_kernels.py [--cc 9.0] [--quick]
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
@@ -51,6 +57,7 @@ def main() -> int:
             if args.quick and (str(op), name) not in QUICK:
                 continue
             ptx, _ = cuda.compile_ptx(source(op, name), signature(name), cc=cc)
+            launchable(ptx, cc, f"{op} {name}")
             for needed in ("%globaltimer", "nanosleep", "membar.sys", "atom.global"):
                 if needed not in ptx:
                     raise SystemExit(f"{op} {name}: {needed!r} missing from the PTX")
@@ -61,6 +68,37 @@ def main() -> int:
     print(f"compiled {done} variants of the ring kernel for sm_{cc[0]}{cc[1]}")
     print(f"compiled {library(cuda, cc)} kernels of kernels/ for sm_{cc[0]}{cc[1]}")
     return 0
+
+
+REGISTERS_PER_SM = 65536  # every compute capability from 5.0 to 10.x
+THREADS_GPU = 1024  # the most threads per channel RING_KERNEL_THREADS allows (default 512)
+
+
+def ptxas() -> str | None:
+    home = os.environ.get("CUDA_HOME")
+    found = os.path.join(home, "bin", "ptxas") if home else None
+    return found if found and os.path.exists(found) else shutil.which("ptxas")
+
+
+def launchable(ptx: str, cc, what: str) -> None:
+    """Assemble the ring kernel's PTX (when ptxas is here): a block of THREADS_GPU threads
+    must fit a multiprocessor's registers, or every launch fails for resources."""
+    exe = ptxas()
+    if exe is None:
+        return
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        p = subprocess.run([exe, f"-arch=sm_{cc[0]}{cc[1]}", "-v", src, "-o",
+                            os.path.join(d, "k.cubin")], capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(f"{what}: ptxas failed: {p.stderr[-500:]}")
+    regs = int(re.search(r"Used (\d+) registers", p.stderr).group(1))
+    print(f"{what}: {regs} registers per thread, {regs * THREADS_GPU} per block of {THREADS_GPU}")
+    if regs * THREADS_GPU > REGISTERS_PER_SM:
+        raise SystemExit(f"{what}: {regs} registers x {THREADS_GPU} threads exceed a "
+                         f"multiprocessor's {REGISTERS_PER_SM}: the kernel could not launch")
 
 
 # --quick: each op, each width, floating and integer (as tests/mpi/check_cuda.py's SIM_CASES)
