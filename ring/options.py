@@ -18,6 +18,12 @@ DEFAULT_CHUNK_BYTES = {"host": 1 << 20, "cuda": 4 << 20}
 # CI machine (2-4 ranks, 1-16 MB float32, interleaved, best of 7): 256 KiB beat 1 MiB by
 # 15-35% from 2 MB up and 64 KiB by 0-15% (results/host-compiled-walk.md).
 COMPILED_CHUNK_BYTES = 256 << 10
+# The smallest chunk an MPI link sends from / receives into the caller's arrays (smaller
+# ones are copied through its staging slots, transport/mpi.py): deciding which chunks may
+# go direct costs a few microseconds a call, more than copying small chunks. Measured on
+# the CI machine (2 ranks on 2 emulated nodes, interleaved, best of 5): direct 7 us slower
+# at 8 B, even at 64 KB (32 KiB chunks), 7% faster at 256 KB, 20% at 1 MB.
+DIRECT_MIN_BYTES = 64 << 10
 # Slots per link. Two are the minimum that cannot deadlock (schedule.py); more let a fast
 # rank run ahead of a slow neighbour. 2, 4 and 8 were within 4% of each other on both the
 # host (64 MB, 2 ranks) and the H100 (K = 4, 256 MiB).

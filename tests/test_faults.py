@@ -88,6 +88,26 @@ def test_a_rank_dies_in_the_middle_of_an_allreduce(nprocs, device, algorithm):
     assert _left_behind(script) == []
 
 
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_a_rank_dies_in_the_middle_of_an_allreduce_across_nodes(nprocs):
+    """One emulated node per rank: every link is MPI, chunks sent from and received into
+    the caller's arrays (transport/mpi.py). The survivors raise TimeoutError where they
+    waited, for data or for a message to be taken, and cancel their receives."""
+    script = "tests/faults/dies_mid_collective.py"
+    rc, out = run(nprocs, [script, "2", "host", "ring"], timeout=120,
+                  mpi_args=["-disable-auto-cleanup"],
+                  env={"RING_NODES": str(nprocs), "RING_TEST_DIRECT": "1"})
+    assert rc not in (0, None), out
+    for r in range(nprocs - 1):
+        m = _report(out, r)
+        assert m, f"rank {r} did not report:\n{out}"
+        assert re.search(r"chunk \d+ step \d+: waiting for (data from rank \d+|rank \d+ to "
+                         r"take a message)", m), m
+        assert f"rank {r}: BROKEN" in out
+    assert "NO ERROR" not in out
+    assert _left_behind(script) == []
+
+
 def test_a_rank_lost_before_the_two_level_rings_are_made():
     """2 emulated nodes of 2 ranks, algorithm="hierarchical": the last rank dies after the
     agreement, where its first call would make the two-level rings (collective MPI calls

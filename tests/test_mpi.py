@@ -36,10 +36,13 @@ def test_across_emulated_nodes(nprocs, nodes):
     with equal nodes of several ranks "auto" takes the two-level algorithm, otherwise the
     flat ring (4 ranks on 3 nodes, 2 ranks on 2 nodes). At 6 ranks, whose point is the
     layouts (nodes of 3, three nodes), every test over a cross-section of dtypes and ops
-    (tests/inputs.py); the whole lists run at 4 ranks and on one node."""
+    (tests/inputs.py); the whole lists run at 4 ranks and on one node. Up to 4 ranks the
+    MPI links send every chunk from and into the arrays (RING_TEST_DIRECT), at 6 through
+    their slots, as they do chunks under options.DIRECT_MIN_BYTES."""
     rc, out, reports = pytest_under_mpi(nprocs, INNER["collectives"], timeout=600,
                                env={**ENV, "RING_NODES": str(nodes),
-                                    "RING_TEST_CROSS_SECTION": "1" if nprocs > 4 else "0"})
+                                    "RING_TEST_CROSS_SECTION": "1" if nprocs > 4 else "0",
+                                    "RING_TEST_DIRECT": "0" if nprocs > 4 else "1"})
     assert_inner_passed(rc, out, reports, nprocs)
 
 

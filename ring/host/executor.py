@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ringtypes import Op
+from ..options import DIRECT_MIN_BYTES
 from ..schedule import Collective, Plan
 from .reduce import apply_chunk, apply_wire
 
@@ -33,20 +34,93 @@ def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter,
     divisor: what avg divides by (default: this ring's size; the two-level collectives
     pass the whole job's). wire: float16 / bfloat16 for float32 data whose slots carry
     that type (reduce.apply_wire; the plan is cut for the wire's itemsize). waiter.at is
-    kept at the current (chunk, step) so that a timeout can say where."""
+    kept at the current (chunk, step) so that a timeout can say where.
+
+    Through `direct` ends (MPI) chunks are sent from x and out, and received into out,
+    where that is safe (`sends_from`, `receives_into`), instead of through staging slots."""
     divisor = plan.size if divisor is None else divisor
     dtype = x.dtype if wire is None else wire
     itemsize = dtype.itemsize
     apply = apply_chunk if wire is None else apply_wire
+    # not for a 16-bit wire (its slots hold another type than the arrays), nor small chunks
+    direct = wire is None and plan.max_chunk() * itemsize >= DIRECT_MIN_BYTES
+    from_x = from_out = False
+    if send is not None and direct and send.direct:
+        from_x, from_out = sends_from(plan, x, out)
+    into = None
     if recv is not None:
-        recv.begin(plan.recvs)
-    for i, (j, step, lo, hi) in enumerate(plan.units):
-        waiter.at = (j, i % len(plan.steps))
-        s_in, s_out = local_slices(plan, step.block, lo, hi)
-        rbuf = recv.wait(dtype)[:hi - lo] if step.recv else None
-        sbuf = send.acquire(dtype)[:hi - lo] if step.send else None
-        apply(step, op, divisor, None if s_in is None else x[s_in], out[s_out], rbuf, sbuf)
+        if direct and recv.direct:
+            into = receives_into(plan, x, out)
+        recv.begin(plan.recvs, into)
+    try:
+        for i, (j, step, lo, hi) in enumerate(plan.units):
+            waiter.at = (j, i % len(plan.steps))
+            s_in, s_out = local_slices(plan, step.block, lo, hi)
+            src, dst = None if s_in is None else x[s_in], out[s_out]
+            rbuf = sbuf = source = None
+            if step.recv:
+                rbuf = recv.wait(dtype, i)  # None: it landed in dst
+                rbuf = None if rbuf is None else rbuf[:hi - lo]
+            if step.send:
+                source = (dst if step.recv and step.out and from_out else
+                          src if not step.recv and from_x else None)
+                if source is None:
+                    sbuf = send.acquire(dtype)[:hi - lo]
+            apply(step, op, divisor, src, dst, rbuf, sbuf)
+            if step.recv:
+                recv.release()
+            if step.send:
+                if source is None:
+                    send.post((hi - lo) * itemsize)
+                else:
+                    send.post_from(source)
+        if from_x or from_out:
+            send.flush()
+    except BaseException:
+        if into is not None:
+            recv.abandon()
+        raise
+
+
+# Sending from x and out, receiving into out, as MPI would (no staging copy). MPI's rules:
+# a pending send's memory must not be written, and a pending receive's not touched at all,
+# until they complete. Every element of out is written once in a call (by the unit that
+# receives or reduces it) and only read after; x is only read.
+
+def sends_from(plan: Plan, x, out) -> tuple[bool, bool]:
+    """(from_x, from_out): whether a unit's chunk may be sent from x as it is (a step that
+    does not receive), and from out once the unit has written it (one that receives and
+    writes out). out: always. x: unless out overlaps it and this rank writes out (in
+    place, the chunk would be written over while it is still being sent)."""
+    overlap = x.size > 0 and out.size > 0 and np.may_share_memory(x, out)
+    return not (overlap and any(s.out for s in plan.steps)), True
+
+
+def receives_into(plan: Plan, x, out) -> list | None:
+    """For each receive of the call, in order: (the part of out it may land in straight,
+    or None for a slot; the unit after which its receive may be posted, or -1). Only
+    chunks that are written to out as they came (not reduced) land in out. Where out
+    overlaps x, a receive must not be posted over x while this rank still reads it there:
+    for an all-reduce in place (x is out), after the unit that reads that chunk of x in
+    the reduce-scatter; for any other overlap, a chunk that would land over x takes a
+    slot. None: no receive lands in out."""
+    gate: dict | None = {}  # block -> the reduce-scatter step that reads it; None: no gate
+    if x.size and out.size and np.may_share_memory(x, out) and \
+            any(not s.recv or s.reduce for s in plan.steps):
+        exact = x.__array_interface__["data"][0] == out.__array_interface__["data"][0] and \
+            x.size == out.size
+        if exact and plan.collective is Collective.ALLREDUCE:
+            gate = {s.block: i for i, s in enumerate(plan.steps[:plan.size])}
+        else:
+            gate = None
+    n, into = len(plan.steps), []
+    for j, step, lo, hi in plan.units:
         if step.recv:
-            recv.release()
-        if step.send:
-            send.post((hi - lo) * itemsize)
+            view = out[local_slices(plan, step.block, lo, hi)[1]]
+            if not step.out or step.reduce or (gate is None and np.may_share_memory(view, x)):
+                into.append((None, -1))
+            elif gate is None or step.block not in gate:
+                into.append((view, -1))
+            else:
+                into.append((view, j * n + gate[step.block]))
+    return into if any(v is not None for v, _ in into) else None

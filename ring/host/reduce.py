@@ -64,11 +64,13 @@ def apply_chunk(step: Step, op: Op, nranks: int, src, dst, rbuf, sbuf) -> None:
     src: this rank's input chunk (read when the step does not receive, or reduces);
     dst: the output chunk (written when step.out); rbuf: the received chunk (step.recv);
     sbuf: the successor's slot (written when step.send). All 1-D, the same length.
+    Through a direct MPI link (executor.py) sbuf may be None where the chunk is sent from
+    src or dst as it is, and rbuf None where the chunk was received straight into dst.
     """
     if not step.recv:
         if step.out and not np.may_share_memory(dst, src):
             np.copyto(dst, src)
-        if step.send:
+        if step.send and sbuf is not None:
             np.copyto(sbuf, src)
         return
     target = dst if step.out else sbuf
@@ -76,9 +78,9 @@ def apply_chunk(step: Step, op: Op, nranks: int, src, dst, rbuf, sbuf) -> None:
         combine(op, rbuf, src, target)
         if step.final and op is Op.AVG:
             divide(target, nranks)
-    else:
+    elif rbuf is not None:
         np.copyto(target, rbuf)
-    if step.out and step.send:
+    if step.out and step.send and sbuf is not None:
         np.copyto(sbuf, dst)
 
 

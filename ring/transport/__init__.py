@@ -11,5 +11,6 @@ how bytes cross:
 
 Chunks are numbered in order over the communicator's life; each end counts its own.
 `shm`: slots in MPI shared memory inside a node (the host analogue of CUDA IPC).
-`mpi`: MPI point-to-point from staging slots, across nodes.
+`mpi`: MPI point-to-point across nodes, through staging slots or, for ends that are
+`direct`, from and into the caller's arrays (`post_from`, `begin(into=...)`).
 """

@@ -83,6 +83,8 @@ class Typed:
 
 
 class ShmSend:
+    direct = False  # the successor reads the slots: every chunk goes through one
+
     def __init__(self, win: ShmWindow, me: int, succ: int, waiter: Waiter, peer_name: str):
         self.win, self.waiter, self.peer = win, waiter, peer_name
         self.acked = win.header(me)[ACKED:ACKED + 1]
@@ -107,6 +109,8 @@ class ShmSend:
 
 
 class ShmRecv:
+    direct = False
+
     def __init__(self, win: ShmWindow, me: int, pred: int, waiter: Waiter, peer_name: str):
         self.win, self.waiter, self.peer = win, waiter, peer_name
         self.posted = win.header(me)[POSTED:POSTED + 1]
@@ -114,10 +118,10 @@ class ShmRecv:
         self.slots = Typed(win.slots(me))
         self.received = 0
 
-    def begin(self, nchunks: int) -> None:
+    def begin(self, nchunks: int, into=None) -> None:
         pass
 
-    def wait(self, dtype) -> np.ndarray:
+    def wait(self, dtype, unit: int = 0) -> np.ndarray:
         need = self.received + 1
         posted = self.posted
         self.waiter.until(lambda: posted[0] >= need,

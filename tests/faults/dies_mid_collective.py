@@ -32,6 +32,10 @@ device, path = ("cuda", "kernel") if device == "cuda-kernel" else (device, "fuse
 comm = ring.Communicator(device=device, timeout=timeout, algorithm=algorithm, path=path,
                          chunk_bytes=4096 if device == "host" else 1024)
 victim = comm.size - 1
+direct = os.environ.get("RING_TEST_DIRECT") == "1"
+if direct:  # every rank: MPI links send and receive every chunk in the arrays
+    from ring.host import executor
+    executor.DIRECT_MIN_BYTES = 0
 
 
 def die_after(obj, name, count):
@@ -74,8 +78,10 @@ if comm.rank == victim:
     elif device == "host":
         # the victim walks in Python (executor.py), where the death is planted; the
         # survivors' walks are compiled (host/fastring.py) and meet it there
+        # (across nodes, RING_NODES, with RING_TEST_DIRECT=1: through MPI, every chunk
+        # that can be is sent from the arrays, executor.DIRECT_MIN_BYTES lowered to 0)
         comm._backend._shm = False
-        die_after(comm._backend.send, "post", 5)
+        die_after(comm._backend.send, "post_from" if direct else "post", 5)
     elif path == "kernel":
         die_after(comm._backend.kernel, "launch", 0)
     else:
