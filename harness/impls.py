@@ -17,10 +17,12 @@ import numpy as np
 from mpi4py import MPI
 
 import ring
+from ring.options import ALLREDUCE_ONLY, SHARED
 from ring.schedule import Collective
 from ringtypes import bfloat16, packed_bytes
 
 from .collectives import COLLECTIVES
+from .model import TUNE_NAMES
 
 _MPI_OPS = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX, "avg": MPI.SUM}
 
@@ -55,11 +57,10 @@ def _in_place(coll: str, x, out) -> bool:
 
 
 class Ring:
-    """ring.Communicator running one `algorithm` (its option): auto, ring (flat),
-    hierarchical, naive, ps, oneshot, twoshot. last_algorithm() names what the latest call
+    """ring.Communicator running one `algorithm` (its option; ring.options.ALGORITHMS). last_algorithm() names what the latest call
     ran, which for auto depends on the size (the table's algo column)."""
 
-    NAMES = {"auto": "ring", "ring": "ring-flat", "hierarchical": "ring-hier"}
+    NAMES = {"auto": "ring", **TUNE_NAMES}
 
     def __init__(self, world: MPI.Comm, bufs, algorithm: str = "auto", name: str | None = None,
                  compression: str | None = None, **tuning):
@@ -69,7 +70,8 @@ class Ring:
         self.unavailable = None if self.comm.device == bufs.name else \
             f"ring has no {bufs.name} device yet (it resolved to {self.comm.device})"
         self.label = f"ring ({self.comm.device}, {algorithm})"
-        if self.comm.device != "host" and algorithm in ("naive", "ps", "tree"):
+        if self.comm.device != "host" and algorithm in ALLREDUCE_ONLY and \
+                algorithm not in SHARED:
             self.label = f"ring ({self.comm.device}, {algorithm}, MPI on host copies)"
         if compression:
             self.label = f"ring ({self.comm.device}, {compression} on the wire, float32 sums)"
@@ -387,7 +389,7 @@ IMPLS = {
     "ring-hier": lambda world, bufs, **kw: Ring(world, bufs, algorithm="hierarchical", **kw),
     "ring-kernel": lambda world, bufs, **kw: Ring(world, bufs, name="ring-kernel", path="kernel", **kw),
     **{f"ring-{a}": (lambda a: lambda world, bufs, **kw: Ring(world, bufs, algorithm=a, **kw))(a)
-       for a in ("naive", "ps", "oneshot", "twoshot")},
+       for a in ALLREDUCE_ONLY},
     **{f"ring-{c}": (lambda c: lambda world, bufs, **kw: Ring(world, bufs, name=f"ring-{c}",
                                                               compression=c, **kw))(c)
        for c in ("bf16", "fp16")},

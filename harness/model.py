@@ -162,13 +162,17 @@ def best_of(paths: list[str]) -> dict:
     return {**data, "results": list(merged.values())}
 
 
+# the algorithms' names as the harness's columns (impls.Ring.NAMES adds "auto")
+TUNE_NAMES = {"ring": "ring-flat", "hierarchical": "ring-hier"}
+
+
 def from_table(table: dict) -> list[dict]:
     """A tuning table's measurements (`harness tune`: interleaved rounds, each point's best)
     as sweeps, one per layout it holds: every algorithm's µs per call as float32 sum
     all-reduce results, named as the harness names them (ring-naive, ...)."""
     out = []
     for layout, m in table["measured"].items():
-        results = [{"impl": {"ring": "ring-flat"}.get(a, f"ring-{a}"), "collective": "allreduce",
+        results = [{"impl": TUNE_NAMES.get(a, f"ring-{a}"), "collective": "allreduce",
                     "nbytes": int(s), "dtype": "float32", "op": "sum", "in_place": False,
                     "time_us": t, "skipped": None}
                    for a, v in m["us_per_call"].items() for s, t in v.items()]

@@ -1,7 +1,7 @@
 """Measure ring's all-reduce algorithms on this machine and write the table "auto" reads.
 
     mpiexec -n K python -m harness tune [-b 8] [-e 64M] [-f 4] [--rounds 5]
-        [--algos ring,naive,ps,oneshot,twoshot] [--device host|cuda] [--merge TABLE] --out TABLE
+        [--algos ring,hierarchical,naive,ps,oneshot,twoshot,tree] [--device host|cuda] [--merge TABLE] --out TABLE
 
 For every size and every algorithm that can run here: float32 sum with the agreement
 check on (as users call it), interleaved rounds, each a barrier then enough calls for about
@@ -25,12 +25,13 @@ import numpy as np
 from mpi4py import MPI
 
 import ring
+from ring.options import ALLREDUCE_ONLY
 
 from . import buffers, meta
 from .model import fit
 from .sizes import parse_size, sizes
 
-ALL = ("ring", "naive", "ps", "oneshot", "twoshot")
+ALL = ("ring", "hierarchical") + ALLREDUCE_ONLY  # those that cannot run here are left out
 
 
 def per_call_us(comm: ring.Communicator, x, out, algorithm: str) -> float:
@@ -64,7 +65,7 @@ def measure(comm, algos, byte_sizes, rounds: int, bufs=None) -> dict[str, dict[i
                     continue
                 t = per_call_us(comm, x, out, a)
                 best[a][nbytes] = min(best[a].get(nbytes, float("inf")), t)
-    return best
+    return {a: times for a, times in best.items() if times}
 
 
 def rules(best: dict[str, dict[int, float]], ranks: int, nodes: int) -> list[dict]:

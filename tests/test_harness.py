@@ -168,7 +168,7 @@ def test_tune_writes_a_table_that_auto_reads(device, tmp_path):
     assert data["device"] == device and data["command"].startswith("python -m harness tune")
     for k in (2, 3):
         times = data["measured"][f"{k} ranks, 1 node(s)"]["us_per_call"]
-        assert set(times) == {"ring", "naive", "ps", "oneshot", "twoshot"}
+        assert set(times) == {"ring", "naive", "ps", "oneshot", "twoshot", "tree"}
         assert all(set(t) == {"8", "64", "512", "4096"} and min(t.values()) > 0
                    for t in times.values())
         rules = [r for r in data["rules"] if r["ranks"] == k]
@@ -249,17 +249,27 @@ def test_rooted_collectives_on_three_ranks(coll, dtype, op, root, tmp_path):
     assert all(r["root"] == int(root) for r in recs)
 
 
+def test_every_algorithm_has_a_column():
+    """--algo A and tune --algos take every algorithm a communicator takes."""
+    from harness.impls import IMPLS, Ring
+    from harness.tune import ALL
+    from ring.options import ALGORITHMS
+    assert all(Ring.NAMES.get(a, f"ring-{a}") in IMPLS for a in ALGORITHMS)
+    assert set(ALL) == set(ALGORITHMS) - {"auto"}
+
+
 @pytest.mark.mpi
 def test_two_level_and_flat_columns_on_emulated_nodes(tmp_path):
-    """2 emulated nodes of 2 ranks: ring-hier (two-level) and ring-flat both run and check
-    every case; the label says which algorithm each column ran."""
+    """2 emulated nodes of 2 ranks: ring-hier (two-level), ring-flat and ring-tree run and
+    check every case; the label says which algorithm each column ran."""
     js = tmp_path / "s.json"
     out = _sweep(4, "allreduce", "-b", "1K", "-e", "64K", "-f", "8", "-n", "2", "-w", "1",
-                 "-d", "float32,int32", "-o", "sum,max", "--impl", "ring-hier,ring-flat,mpi",
+                 "-d", "float32,int32", "-o", "sum,max", "--impl", "ring-hier,ring-flat,ring-tree,mpi",
                  "--json", str(js), env={"RING_NODES": "2"})
     assert "Out of bounds values : 0 OK" in out
     assert "ring-hier = ring (host, hierarchical)" in out and "ring-flat = ring (host, ring)" in out
-    for impl in ("ring-hier", "ring-flat"):
+    assert "ring-tree = ring (host, tree)" in out
+    for impl in ("ring-hier", "ring-flat", "ring-tree"):
         recs = _ring_ran_every_case(js, "allreduce", ["float32", "int32"], ["sum", "max"], impl)
         assert len(recs) == 3 * 2 * 2 * 2  # 3 sizes (1K, 8K, 64K) x dtypes x ops x places
 
