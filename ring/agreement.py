@@ -1,7 +1,8 @@
 """Ranks agree on a call before any data moves.
 
 Each rank checks its own arguments, then all ranks exchange one small integer record with a
-non-blocking allgather, polled under the call's deadline. A rank whose own arguments were
+non-blocking allgather, polled under the call's deadline (on one node: through node-shared
+memory instead, agree_shared). A small all-reduce's data may ride in the same message. A rank whose own arguments were
 bad raises its TypeError / ValueError; the others raise MismatchError naming it. If the
 records differ, every rank raises the same MismatchError. Nothing has moved yet, so no rank
 is left waiting.
@@ -15,8 +16,9 @@ from mpi4py import MPI
 from ringtypes import DTYPES, Op
 
 from .errors import MismatchError
-from .options import ALGORITHMS, COMPRESSIONS
+from .options import ALGORITHMS, COMPRESSIONS, RIDE_BYTES
 from .schedule import Collective
+from .transport.exchange import RECORD
 from .wait import Waiter
 
 FIELDS = ("call", "collective", "count", "dtype", "op", "root", "in_place", "chunk_bytes",
@@ -49,14 +51,21 @@ def mine(record: dict[str, int], error: Exception | None) -> np.ndarray:
 
 
 def agree(comm: MPI.Comm, record: dict[str, int], error: Exception | None, waiter: Waiter,
-          name: str) -> None:
-    """Collective over comm (one small non-blocking allgather). Raises on every rank, or
-    returns on every rank."""
+          name: str, ride: np.ndarray | None = None) -> np.ndarray:
+    """Collective over comm: one small non-blocking allgather of every rank's record, with
+    RIDE_BYTES beside it that carry `ride` (up to that many bytes of data, 1-D contiguous)
+    when this rank's arguments are good. Raises on every rank, or returns on every rank
+    what rode: a row of RIDE_BYTES bytes per rank."""
     row = mine(record, error)
-    everyone = np.empty((comm.size, row.size), np.int64)
-    req = comm.Iallgather([row, MPI.INT64_T], [everyone, MPI.INT64_T])
+    message = np.zeros(RECORD + RIDE_BYTES // 8, np.int64)  # the record padded, then ride
+    message[:row.size] = row
+    if ride is not None and error is None:
+        message[RECORD:].view(np.uint8)[:ride.nbytes] = ride.view(np.uint8)
+    everyone = np.empty((comm.size, message.size), np.int64)
+    req = comm.Iallgather([message, MPI.INT64_T], [everyone, MPI.INT64_T])
     waiter.until(req.Test, lambda: "waiting for every rank to join the call")
-    verdict(everyone, row, error, name)
+    verdict(everyone[:, :row.size], row, error, name)
+    return everyone[:, RECORD:].view(np.uint8)
 
 
 def agree_shared(exchange, seq: int, record: dict[str, int], error: Exception | None,

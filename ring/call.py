@@ -44,6 +44,8 @@ class Call:
     root: int = 0  # rooted collectives
     compression: str | None = None  # a key of options.COMPRESSIONS
     wire: np.dtype | None = None  # what the slots carry, when compressed
+    rode: np.ndarray | None = None  # oneshot across nodes: every rank's x, as it rode in
+    #                                 the agreement (K rows of bytes; agreement.agree)
 
     def record(self) -> dict[str, int]:
         rec = {"collective": self.collective.value, "count": self.count,

@@ -19,7 +19,7 @@ from .call import Call, check_chunk, prepare
 from .errors import CommunicatorError, MismatchError, TimeoutError
 from .host.reduce import compiled_walk
 from .options import (ALLREDUCE_ONLY, COMPILED_CHUNK_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS,
-                      EXCHANGE_BYTES, SHARED, check_algorithm, check_path, check_slots)
+                      EXCHANGE_BYTES, RIDE_BYTES, SHARED, check_algorithm, check_path, check_slots)
 from .schedule import Collective, plan
 from .topology import discover
 from .transport.exchange import Exchange
@@ -152,7 +152,7 @@ class Communicator:
             if self._topo.nnodes == 1 else None
         self._xseq = 0  # rounds of the exchange so far
         # signatures of oneshot all-reduces seen, for the per-call fast path (fast.py)
-        self._fast = {} if self._exchange is not None and self.device == "host" else None
+        self._fast = {} if self.device == "host" else None
         self._rules = _tuning.rules_for(table, self.size, self._topo.nnodes)
         self.last_algorithm: str | None = None  # what the latest call ran (as RING_DEBUG logs)
         # host async_op calls run here, in order (started on the first one)
@@ -387,6 +387,11 @@ class Communicator:
             return
         if len(self._fast) >= fast.LIMIT:
             self._fast.clear()
+        if self._exchange is None:  # across nodes: when its data ride in the agreement
+            if c.count * c.dtype.itemsize <= RIDE_BYTES:
+                self._fast[k] = fast.Gathered(self._comm, record, c.op, c.count, c.x.dtype,
+                                              k[3], self.rank)
+            return
         self._fast[k] = fast.Signature(self._exchange, record, c.op, c.count, c.x.dtype,
                                       len(k[1]), k[3], self.rank,
                                       self._backend.entered_address())
@@ -404,8 +409,9 @@ class Communicator:
                synchronize: bool = False) -> None:
         """Start the call's clock and agree on it: through the exchange window when every
         rank is on one node (then oneshot / twoshot data rides in the same round), else
-        one MPI allgather. check=False skips the agreement, except for a barrier and for
-        the calls whose data travels in the exchange."""
+        one MPI allgather (where a small oneshot's data rides too). check=False skips the
+        agreement, except for a barrier and for oneshot / twoshot, whose data travel with
+        it or right after it."""
         self._waiter.start(name)
         self._backend.entered(self._calls)
         ex = self._exchange
@@ -417,14 +423,21 @@ class Communicator:
             post = (lambda: oneshot.post(ex, seq, c.x)) if rides and c.count else None
             agree_shared(ex, seq, record, error, name, post, self._wait_round)
             return
-        if self.check:
+        # oneshot across nodes (host) always agrees: its data follow in a message sized by
+        # the call; up to RIDE_BYTES they ride in the agreement's own message
+        by_mpi = error is None and c is not None and c.algorithm == "oneshot" and \
+            self.device == "host"
+        if self.check or by_mpi:
+            ride = c.x if by_mpi and c.count * c.dtype.itemsize <= RIDE_BYTES else None
             try:
-                agree(self._comm, record, error, self._waiter, name)
+                rode = agree(self._comm, record, error, self._waiter, name, ride)
             except TimeoutError as e:
                 behind = self._backend.behind(self._calls)
                 if behind:
                     raise TimeoutError(f"{e}; rank(s) {behind} have not reached this call") from None
                 raise
+            if ride is not None:
+                c.rode = rode
         elif error is not None:
             raise error
         elif synchronize:
@@ -437,6 +450,9 @@ class Communicator:
         if c.algorithm in ALLREDUCE_ONLY and self.device == "cuda":
             from .cuda import shared  # numba.cuda: imported with the cuda device only
             (shared.run if c.algorithm in SHARED else shared.staged)(self, c)
+            return
+        if c.algorithm == "oneshot" and self._exchange is None:
+            p2p.allgathered(self._comm, self._waiter, c.op, c.x, c.out, c.rode, self._scratch)
             return
         if c.algorithm == "oneshot":
             oneshot.oneshot(self._exchange, self._xseq, c.op, c.out)
@@ -522,7 +538,8 @@ class Communicator:
         if collective is not Collective.ALLREDUCE and algorithm in ALLREDUCE_ONLY:
             return f"it is an all-reduce algorithm; {collective} runs on the ring"
         if algorithm in SHARED:
-            if self._exchange is None:
+            # across nodes, the host's oneshot goes by MPI (p2p.allgathered)
+            if self._exchange is None and not (algorithm == "oneshot" and self.device == "host"):
                 return "it needs every rank of the communicator on one node"
             if nbytes > EXCHANGE_BYTES:
                 return f"it carries at most {EXCHANGE_BYTES} bytes per rank, got {nbytes}"

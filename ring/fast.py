@@ -1,4 +1,4 @@
-"""The per-call fast path of a repeated small host all-reduce on one node.
+"""The per-call fast path of a repeated small host all-reduce.
 
 A training loop calls all-reduce with the same dtype, shape and op thousands of times. The
 first call of a signature goes the whole way (call.py's checks, agreement.py, the tuning
@@ -28,17 +28,26 @@ shape, op, the kind of out, chunk_bytes, algorithm and dtype as passed. Anything
 RING_DEBUG=INFO logs fast calls too, with "path": "fast". What the fast path skips is work
 whose result is the same for the same signature, so its errors and results are the full
 path's. Measured in results/host-call-cost.md.
+
+Across nodes there is no window: a oneshot of up to RIDE_BYTES rides in the agreement's MPI
+allgather (p2p.allgathered), and its signature (`Gathered`) keeps that message and views of
+every rank's row and data in the gathered buffer. A call then writes its number and x into
+the message, posts the allgather, compares the rows and folds, in Python (there is nothing
+to compile: the allgather is MPI's).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from mpi4py import MPI
 
 from ringtypes import FLOATING, Op
 
 from .agreement import mine, verdict
 from .host import fastround
 from .oneshot import fold
+from .options import RIDE_BYTES
+from .transport.exchange import RECORD
 from .schedule import Collective
 
 
@@ -73,6 +82,67 @@ class Signature:
         self.direct = self.wire == dtype and ndim == 1  # x and out as they come
         # what a given out's memory must be, checked every call (out None or x: nothing)
         self.memory = fastround.OWN if kind == 2 else fastround.SAME
+
+
+class Gathered:
+    """What a oneshot of one signature across nodes worked out: the agreement's message
+    (this rank's record, then x's bytes: agreement.agree's layout) and the gathered buffer
+    that host/fastround.gathered compares and folds."""
+
+    __slots__ = ("op", "code", "row", "ride", "everyone", "parts", "args", "me", "wire",
+                 "fold", "quiet", "name", "log", "own")
+
+    def __init__(self, comm: MPI.Comm, record: dict, op: Op, n: int, dtype: np.dtype,
+                 kind: int, rank: int):
+        self.op, self.code, self.me = op, int(op), comm.rank
+        row = mine(record, None)
+        message = np.zeros(RECORD + RIDE_BYTES // 8, np.int64)
+        message[:row.size] = row
+        self.row = message[:row.size]  # row[0] is the call's number (agreement.FIELDS)
+        nbytes = n * dtype.itemsize
+        self.ride = message[RECORD:].view(np.uint8)[:nbytes]
+        self.everyone = np.empty((comm.size, message.size), np.int64)
+        self.args = ([message, MPI.INT64_T], [self.everyone, MPI.INT64_T])
+        self.parts = [self.everyone[q, RECORD:].view(np.uint8)[:nbytes].view(dtype)
+                      for q in range(comm.size)]
+        # as Signature's: compiled where Numba computes the dtype and op, else NumPy's fold
+        self.wire = fastround.wire(dtype)
+        self.fold = self.wire == dtype and not (dtype in FLOATING and op in (Op.MIN, Op.MAX))
+        self.quiet = dtype in FLOATING or op is Op.AVG
+        self.name = f"{Collective.ALLREDUCE} (call %d, rank {rank})"
+        self.log = {"rank": rank, "call": 0, "collective": str(Collective.ALLREDUCE),
+                    "algorithm": "oneshot", "count": n, "dtype": dtype.name, "op": str(op),
+                    "path": "fast"}
+        self.own = kind == 2  # a given out apart from x (else: x's memory)
+
+
+def run_gathered(comm, s: Gathered, x, out):
+    """run() for a signature across nodes: x into the message, the allgather (bounded by
+    the call's deadline), then compare and fold."""
+    if not (out is None or out is x or (not np.may_share_memory(x, out) if s.own else
+                                        _address(out) == _address(x))):
+        return None
+    call = comm._calls + 1
+    waiter = comm._waiter
+    waiter.start(s.name % call)
+    comm._backend.entered(call)
+    s.row[0] = call
+    s.ride[...] = x.reshape(-1).view(np.uint8)
+    req = comm._comm.Iallgather(*s.args)
+    comm._calls = call
+    waiter.until(req.Test, lambda: "waiting for every rank to join the call")
+    result = np.empty(x.shape, x.dtype) if out is None else out
+    flat = result.reshape(-1).view(s.wire)
+    if fastround.gathered(s.everyone, s.me, s.code, s.fold, flat) == fastround.MISMATCH:
+        verdict(s.everyone[:, :s.row.size].copy(), s.row.copy(), None, waiter.context)
+    if not s.fold:
+        flat = result.reshape(-1)
+        if s.quiet:
+            with np.errstate(over="ignore", invalid="ignore"):
+                fold(s.parts.__getitem__, s.op, len(s.parts), flat)
+        else:
+            fold(s.parts.__getitem__, s.op, len(s.parts), flat)
+    return result
 
 
 LIMIT = 64  # signatures kept per communicator (a loop has a few; a sweep starts over)
@@ -120,12 +190,14 @@ def exact_key(x, out, op, chunk_bytes=None, algorithm=None, dtype=None):
     return in_place(k) if _address(out) == _address(x) else None
 
 
-def run(comm, s: Signature, x, out):
+def run(comm, s: Signature | Gathered, x, out):
     """One call of a known signature (comm: the Communicator, usable, every rank on one
     node); the result, or the full path's error. None: out's memory is not what the
     signature says (x's, apart from x's); nothing happened, the caller looks further.
     The call's deadline is armed only when it has to wait in Python (a round that completes
-    in the compiled poll cannot time out)."""
+    in the compiled poll cannot time out). Across nodes: run_gathered."""
+    if type(s) is Gathered:
+        return run_gathered(comm, s, x, out)
     call = comm._calls + 1
     seq = comm._xseq + 1
     result = np.empty(x.shape, x.dtype) if out is None else out

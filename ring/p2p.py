@@ -6,6 +6,10 @@ with, kept as baselines and for the sizes where they win.
     ps      the parameter-server pattern: rank 0 receives every x, reduces, and sends the
             result back to each: 2 (K-1) S through rank 0's link, S elsewhere.
 
+and oneshot where the ranks share no node (on one node it goes through shared memory,
+oneshot.py): every rank's x by one MPI allgather, or, up to RIDE_BYTES, inside the
+agreement's own allgather (agreement.agree), then the same fold as there.
+
 Both reduce element e as ((x[0] op x[1]) op ...) op x[K-1], in the dtype (avg: one division
 by K), so every rank ends with the same bits, and the same as oneshot / twoshot. Every wait
 is bounded by the call's deadline; a lost peer costs a ring.TimeoutError.
@@ -66,6 +70,22 @@ def _own(scratch: Scratch | None, i: int, x: np.ndarray, out: np.ndarray) -> np.
     mine = _buffer(scratch, i, x)
     np.copyto(mine, x)
     return mine
+
+
+def allgathered(comm: MPI.Comm, waiter: Waiter, op: Op, x: np.ndarray, out: np.ndarray,
+                rode: np.ndarray | None = None, scratch: Scratch | None = None) -> None:
+    """oneshot across nodes: rode, every rank's x as it came with the agreement (a row of
+    bytes per rank), or else one allgather of x; then out = the rank-order fold."""
+    k, n, nbytes = comm.size, x.size, x.nbytes
+    if rode is None:
+        every = _buffer(scratch, 0, x, k * n)
+        req = comm.Iallgather(_bytes(x), _bytes(every))
+        _wait_all([req], waiter, "waiting for every rank's data (oneshot)")
+        parts = [every[q * n:(q + 1) * n] for q in range(k)]
+    else:
+        parts = [rode[q, :nbytes].view(x.dtype) for q in range(k)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        fold(parts.__getitem__, op, k, out)
 
 
 def naive(comm: MPI.Comm, waiter: Waiter, op: Op, x: np.ndarray, out: np.ndarray,

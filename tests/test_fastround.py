@@ -86,6 +86,36 @@ def test_fold_is_numpys_bit_for_bit(k, dtype, op, n, seed):
         assert (out == 7).all()
 
 
+@settings(max_examples=100, deadline=None)
+@given(k=st.integers(1, 5), me=st.integers(0, 4), dtype=st.sampled_from(NATIVE),
+       op=st.sampled_from(list(Op)), n=st.integers(1, 32), seed=st.integers(0, 2**32 - 1))
+def test_gathered_folds_as_numpy_and_compares_every_record(k, me, dtype, op, n, seed):
+    """gathered(): the agreement's allgather across nodes (agreement.agree's layout: K rows
+    of a record padded to RECORD, then the data), the same fold bit for bit, and a record
+    that differs in any field, on any rank, a mismatch."""
+    if op is Op.AVG and dtype not in FLOATING:
+        return
+    me %= k
+    rng = np.random.default_rng(seed)
+    everyone = np.zeros((k, RECORD + CAP // 8), np.int64)
+    everyone[:, :7] = np.arange(7)
+    xs = [values(dtype, n, rng) for _ in range(k)]
+    for q in range(k):
+        everyone[q, RECORD:].view(np.uint8)[:xs[q].nbytes] = xs[q].view(np.uint8)
+    fold_here = not (dtype in FLOATING and op in (Op.MIN, Op.MAX))
+    out = np.full(n, 7, dtype)
+    assert fastround.gathered(everyone, me, int(op), fold_here, out) == fastround.DONE
+    want = np.empty(n, dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fold(xs.__getitem__, op, k, want)
+    assert out.tobytes() == (want if fold_here else np.full(n, 7, dtype)).tobytes()
+    if k > 1:
+        q, field = rng.integers(k), rng.integers(RECORD)
+        everyone[q, field] += 1
+        assert fastround.gathered(everyone, me, int(op), fold_here, out) == fastround.MISMATCH
+
+
 def test_a_peer_not_there_is_waiting_and_a_different_record_is_a_mismatch():
     w = Window(3)
     row = np.arange(7, dtype=np.int64)

@@ -14,6 +14,8 @@ an 8-byte all-reduce needs, so that its cost is a Numba dispatch, not a dozen Nu
              order, and the same values (float32 avg divides in float64 and rounds once,
              which gives the correctly rounded float32 quotient)
 
+gathered() compares and folds the same way over the agreement's allgather across nodes.
+
 fold=False stops after compare (dtypes and ops whose NumPy loops the caller keeps:
 float16 / bfloat16, floating min / max, whose signed zeros NumPy orders its own way).
 The window's segments are addressed by their base addresses, kept with the rest of what a
@@ -71,6 +73,22 @@ def _combine(op, a, b):
     return a + b
 
 
+@njit(inline="always")
+def _fold(out, op, slots):
+    """out = the rank-order fold of the data of the records at `slots` (addresses)."""
+    n, k = out.size, slots.size
+    first = _part(slots[0], 0, out, n)
+    for i in range(n):
+        out[i] = first[i]
+    for q in range(1, k):
+        part = _part(slots[q], 0, out, n)
+        for i in range(n):
+            out[i] = _combine(op, out[i], part[i])
+    if op == AVG:
+        for i in range(n):
+            out[i] = out[i] / k
+
+
 @njit(nogil=True, cache=True)
 def finish(plan, out, seq):
     """compare, then fold (after every peer has posted round seq)."""
@@ -84,19 +102,22 @@ def finish(plan, out, seq):
         for i in range(row.size):
             if theirs[i] != row[i]:
                 return MISMATCH
-    if not plan[FOLD]:
-        return DONE
-    n = out.size
-    first = _part(plan[BASES], slot, out, n)
-    for i in range(n):
-        out[i] = first[i]
-    for q in range(1, k):
-        part = _part(plan[BASES + q], slot, out, n)
-        for i in range(n):
-            out[i] = _combine(op, out[i], part[i])
-    if op == AVG:
-        for i in range(n):
-            out[i] = out[i] / k
+    if plan[FOLD]:
+        _fold(out, op, plan[BASES:BASES + k] + slot)
+    return DONE
+
+
+@njit(nogil=True, cache=True)
+def gathered(everyone, me, op, fold, out):
+    """finish() for the agreement's allgather across nodes (fast.Gathered): row q of
+    everyone is rank q's message, its record (RECORD int64s) then its data."""
+    k, width = everyone.shape
+    for q in range(k):
+        for i in range(RECORD):
+            if everyone[q, i] != everyone[me, i]:
+                return MISMATCH
+    if fold:
+        _fold(out, op, everyone.ctypes.data + np.arange(k) * (width * 8))
     return DONE
 
 
@@ -143,10 +164,12 @@ def warm() -> None:
     on a private buffer laid out as one rank's segment."""
     seg = np.zeros(HEADER + 2 * (RECORD * 8 + 64), np.uint8)
     p, _ = plan(0, RECORD * 8 + 64, Op.SUM, True, np.array([seg.ctypes.data]), np.zeros(4))
+    everyone = np.zeros((2, RECORD + 2), np.int64)
     for dt in DTYPES:
         if dt in REDUCIBLE:
             x = np.zeros(2, wire(dt))
             call(p, x, x.copy(), 1, 1, 0, 0, OWN)
+            gathered(everyone, 0, SUM, True, x)
 
 
 def wire(dtype: np.dtype) -> np.dtype:

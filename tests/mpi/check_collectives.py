@@ -334,8 +334,14 @@ ALGORITHMS = ["naive", "ps", "oneshot", "twoshot", "tree"]  # the ring's are tes
 
 
 def _runs_here(algorithm) -> bool:
-    """oneshot and twoshot need every rank on one node (worked out from RING_NODES)."""
-    return algorithm not in ("oneshot", "twoshot") or emulated_nodes(MPI.COMM_WORLD.size) == 1
+    """twoshot needs every rank on one node (worked out from RING_NODES); oneshot runs
+    across nodes too, by MPI."""
+    return algorithm != "twoshot" or emulated_nodes(MPI.COMM_WORLD.size) == 1
+
+
+def _shared() -> bool:
+    """Every rank on one node: the exchange window (and the fast path) exist."""
+    return emulated_nodes(MPI.COMM_WORLD.size) == 1
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
@@ -376,6 +382,29 @@ def test_auto_never_takes_an_algorithm_that_cannot_run(world):
                    ("hierarchical" if two_level_nodes(c.size) > 1 else "ring"), "allreduce")
 
 
+@pytest.mark.parametrize("n", [6, 300])  # float32: in the agreement's message; after it
+@pytest.mark.parametrize("change", ["count, unchecked", "bad out"])
+def test_oneshot_ranks_disagreeing(world, n, change):
+    """oneshot's data travel in the agreement's round or right after it, in messages the
+    call sizes. Ranks that disagree on the count get MismatchError on every rank, with
+    check=False too (oneshot always agrees), never a torn message; a rank with bad
+    arguments its own error and the others MismatchError (with check=False it would raise
+    alone, and its peers time out, as the README says)."""
+    unchecked = change == "count, unchecked"
+    with ring.Communicator(device="host", timeout=60, check=not unchecked,
+                           algorithm="oneshot") as c:
+        odd = c.rank == 0 and c.size > 1
+        x = np.ones(n + (odd and unchecked), np.float32)
+        out = np.empty(n, np.float64) if odd and not unchecked else None
+        if c.size == 1:
+            assert c.allreduce(x).tobytes() == x.tobytes()
+            return
+        own = TypeError if odd and not unchecked else ring.MismatchError
+        with pytest.raises(own) as info:
+            c.allreduce(x, out=out)
+        assert isinstance(info.value, ring.MismatchError) == (own is ring.MismatchError)
+
+
 # compiled folds (host/fastround.py) and NumPy's (16-bit floats, floating min / max)
 FAST_CASES = [("float32", "sum"), ("int32", "max"), ("bfloat16", "avg"), ("int8", "prod"),
               ("float32", "avg"), ("float64", "avg"), ("uint64", "min"), ("float32", "min"),
@@ -386,16 +415,13 @@ FAST_CASES = [("float32", "sum"), ("int32", "max"), ("bfloat16", "avg"), ("int8"
 def test_repeated_small_allreduces_take_the_fast_path(world, dtype, op):
     """From the second call of a oneshot signature on, the fast path (ring/fast.py): new
     data every call, the rank-order reference's bits, out new, in place and given, and the
-    log marks the call fast. Across nodes there is no exchange and no fast path."""
-    with ring.Communicator(device="host", timeout=60, algorithm="oneshot" if _runs_here("oneshot")
-                           else "ring") as c:
+    log marks the call fast. Across nodes the same, for calls whose data ride in the
+    agreement's allgather (up to RIDE_BYTES); larger ones take the full path every time."""
+    from ring.options import RIDE_BYTES
+    with ring.Communicator(device="host", timeout=60, algorithm="oneshot") as c:
         k, r = c.size, c.rank
-        if not _runs_here("oneshot"):
-            c.allreduce(np.ones(4))
-            c.allreduce(np.ones(4))
-            assert c._fast is None and "path" not in last_call()
-            return
         for n in (1, 7, 1000):
+            rides = _shared() or n * np.dtype(ringtypes.BY_NAME[dtype]).itemsize <= RIDE_BYTES
             for kind in ("new", "in place", "given", "in place, another view"):
                 for i in range(3):
                     inputs = [make(q, n, dtype, seed=i, op=op) for q in range(k)]
@@ -412,7 +438,7 @@ def test_repeated_small_allreduces_take_the_fast_path(world, dtype, op):
                         assert x.tobytes() == want.tobytes()
                     assert last_call()["algorithm"] == "oneshot"
                     # another view of x is in place too: that signature is known already
-                    known = i or kind == "in place, another view"
+                    known = rides and (i or kind == "in place, another view")
                     assert last_call().get("path") == ("fast" if known else None), (kind, i)
         assert same_everywhere(world, got)
 
@@ -422,16 +448,15 @@ def test_repeated_small_allreduces_take_the_fast_path(world, dtype, op):
 def test_a_rank_leaving_the_fast_path_is_caught_on_every_rank(world, change):
     """The ranks still on the fast path compare records too: when one rank's next call
     differs (op, count, algorithm) or has bad arguments, every rank raises, the bad rank its own
-    error and the others MismatchError. (Across nodes: the same through the full path.)
-    "overlap, out given before": the signature of an out of its own is known, and the
-    overlap is seen only by the compiled round (host/fastround.py), before it posts."""
-    shared = _runs_here("oneshot")  # else no exchange, no fast path: the full path must do it
-    with ring.Communicator(device="host", timeout=60, algorithm="oneshot" if shared else "ring") as c:
+    error and the others MismatchError. (Across nodes: the same through the agreement's
+    allgather.) "overlap, out given before": the signature of an out of its own is known,
+    and the overlap is seen only by the fast path's check, before it posts."""
+    with ring.Communicator(device="host", timeout=60, algorithm="oneshot") as c:
         x = np.ones(8, np.float32)
         given = np.empty(8, np.float32) if change == "overlap, out given before" else None
         c.allreduce(x, out=given)
         c.allreduce(x, out=given)
-        assert last_call().get("path") == ("fast" if shared else None)
+        assert last_call().get("path") == "fast"
         odd = c.rank == c.size - 1  # at 1 rank, the only rank
         args = {"x": np.ones(8, np.float32), "op": "sum", "out": given}
         if odd and change == "op":
