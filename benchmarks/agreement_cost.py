@@ -1,8 +1,10 @@
 """Cost of an 8-byte all-reduce per call: ring with and without the agreement check, in
 place and not, and MPI_Allreduce, in interleaved blocks (each block: `calls` calls back to
 back after a barrier, the slowest rank's mean); the best and the median block of each.
+--algorithms adds a row per algorithm named (check on), beside "auto"'s.
 
     mpiexec -n 2 python benchmarks/agreement_cost.py [--blocks 15] [--calls 2000]
+        [--algorithms ring,oneshot]
 """
 
 import argparse
@@ -18,6 +20,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--blocks", type=int, default=15)
     ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--algorithms", default="", help="comma list: a row for each (check on)")
     a = ap.parse_args()
     world = MPI.COMM_WORLD
     x = np.ones(2, np.float32)
@@ -30,6 +33,9 @@ def main():
         "ring, check off": lambda: unchecked.allreduce(x, out=out),
         "MPI_Allreduce": lambda: world.Allreduce(x, out),
     }
+    for algo in filter(None, a.algorithms.split(",")):
+        rows[f"ring, check on, {algo}"] = \
+            (lambda algo: lambda: checked.allreduce(x, out=out, algorithm=algo))(algo)
     for fn in rows.values():
         for _ in range(200):
             fn()
@@ -45,10 +51,10 @@ def main():
     if world.rank == 0:
         print(f"# {world.size} ranks, 8-byte float32 all-reduce, us per call, "
               f"{a.blocks} interleaved blocks of {a.calls} calls")
-        print(f"{'':<26}{'best':>8}{'median':>8}")
+        print(f"{'':<32}{'best':>8}{'median':>8}")
         for name, t in times.items():
             t.sort()
-            print(f"{name:<26}{t[0]:8.2f}{t[len(t) // 2]:8.2f}")
+            print(f"{name:<32}{t[0]:8.2f}{t[len(t) // 2]:8.2f}")
     checked.close()
     unchecked.close()
 

@@ -9,7 +9,8 @@ chunks are still in flight on its stream; under Numba's simulator they ran at on
 'cuda-kernel' (path="kernel") it dies instead of launching its kernel, while the others'
 kernels spin on it. With
 another all-reduce algorithm (host) it dies where that algorithm needs it: oneshot before
-posting its data, twoshot after the first round, naive, ps and tree before sending (on
+posting its data (across nodes, after the agreement, before the data's allgather),
+twoshot after the first round, naive, ps and tree before sending (on
 'cuda', oneshot before its first call makes the GPU areas, and twoshot, after a call that
 made them, before the reduced blocks' round; hierarchical, under RING_NODES, before its
 first call makes the two-level rings). With
@@ -67,6 +68,9 @@ if comm.rank == victim:
         # oneshot: after the agreement's round, before its first call makes the GPU areas;
         # twoshot: after the agreement's and the data's rounds, before the reduced blocks'
         die_after(comm._exchange, "post", 1 if algorithm == "oneshot" else 2)
+    elif algorithm == "oneshot" and comm._exchange is None:  # across nodes: by MPI
+        from ring import p2p
+        die_after(p2p, "allgathered", 0)
     elif algorithm in ("oneshot", "twoshot"):
         from ring import oneshot
         die_after(oneshot, "post" if algorithm == "oneshot" else "twoshot", 0)
