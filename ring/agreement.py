@@ -2,10 +2,10 @@
 
 Each rank checks its own arguments, then all ranks exchange one small integer record with a
 non-blocking allgather, polled under the call's deadline (on one node: through node-shared
-memory instead, agree_shared). A small all-reduce's data may ride in the same message. A rank whose own arguments were
-bad raises its TypeError / ValueError; the others raise MismatchError naming it. If the
-records differ, every rank raises the same MismatchError. Nothing has moved yet, so no rank
-is left waiting.
+memory instead, agree_shared). A small all-reduce's data may ride in the same message. A
+rank whose own arguments were bad raises its TypeError / ValueError; the others raise
+MismatchError naming it. If the records differ, every rank raises the same MismatchError.
+Nothing has moved yet, so no rank is left waiting.
 """
 
 from __future__ import annotations
@@ -50,6 +50,13 @@ def mine(record: dict[str, int], error: Exception | None) -> np.ndarray:
     return np.array([record.get(f, NONE) for f in FIELDS] + [int(error is not None)], np.int64)
 
 
+def padded(row: np.ndarray) -> np.ndarray:
+    """The message of agree(): row, padded to RECORD int64s, then RIDE_BYTES for data."""
+    message = np.zeros(RECORD + RIDE_BYTES // 8, np.int64)
+    message[:row.size] = row
+    return message
+
+
 def agree(comm: MPI.Comm, record: dict[str, int], error: Exception | None, waiter: Waiter,
           name: str, ride: np.ndarray | None = None) -> np.ndarray:
     """Collective over comm: one small non-blocking allgather of every rank's record, with
@@ -57,8 +64,7 @@ def agree(comm: MPI.Comm, record: dict[str, int], error: Exception | None, waite
     when this rank's arguments are good. Raises on every rank, or returns on every rank
     what rode: a row of RIDE_BYTES bytes per rank."""
     row = mine(record, error)
-    message = np.zeros(RECORD + RIDE_BYTES // 8, np.int64)  # the record padded, then ride
-    message[:row.size] = row
+    message = padded(row)
     if ride is not None and error is None:
         message[RECORD:].view(np.uint8)[:ride.nbytes] = ride.view(np.uint8)
     everyone = np.empty((comm.size, message.size), np.int64)

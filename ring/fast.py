@@ -32,8 +32,8 @@ path's. Measured in results/host-call-cost.md.
 Across nodes there is no window: a oneshot of up to RIDE_BYTES rides in the agreement's MPI
 allgather (p2p.allgathered), and its signature (`Gathered`) keeps that message and views of
 every rank's row and data in the gathered buffer. A call then writes its number and x into
-the message, posts the allgather, compares the rows and folds, in Python (there is nothing
-to compile: the allgather is MPI's).
+the message and posts the allgather; one compiled call (host/fastround.gathered) compares
+every rank's record and folds.
 """
 
 from __future__ import annotations
@@ -43,28 +43,20 @@ from mpi4py import MPI
 
 from ringtypes import FLOATING, Op
 
-from .agreement import mine, verdict
+from .agreement import mine, padded, verdict
 from .host import fastround
 from .oneshot import fold
-from .options import RIDE_BYTES
-from .transport.exchange import RECORD
 from .schedule import Collective
+from .transport.exchange import RECORD
 
 
-class Signature:
-    """What a call of one (dtype, shape, op, out kind) worked out, and the window's views
-    for it: records and data of every rank, by call parity."""
+class _Known:
+    """What every signature keeps, whichever way its data travel."""
 
-    __slots__ = ("op", "row", "records", "data", "quiet", "name", "log", "plan", "wire",
-                 "fold", "direct", "memory")
+    __slots__ = ("op", "quiet", "name", "log", "wire", "fold")
 
-    def __init__(self, ex, record: dict, op: Op, n: int, dtype: np.dtype, ndim: int, kind: int,
-                 rank: int, entered: int = 0):
+    def __init__(self, op: Op, n: int, dtype: np.dtype, rank: int):
         self.op = op
-        row = mine(record, None)
-        width = row.size
-        self.records = [[ex.record(q, p)[:width] for q in range(ex.size)] for p in (0, 1)]
-        self.data = [[ex.data(q, p, dtype, n) for q in range(ex.size)] for p in (0, 1)]
         # floating sums may overflow to inf; the full path says nothing of it either
         self.quiet = dtype in FLOATING or op is Op.AVG
         self.name = f"{Collective.ALLREDUCE} (call %d, rank {rank})"
@@ -72,11 +64,35 @@ class Signature:
         self.log = {"rank": rank, "call": 0, "collective": str(Collective.ALLREDUCE),
                     "algorithm": "oneshot", "count": n, "dtype": dtype.name, "op": str(op),
                     "path": "fast"}
-        # the compiled round (host/fastround.py): the window by address, x and out as its
-        # dtype's bits where Numba has no arithmetic for it; NumPy's own loops fold
-        # float16 / bfloat16 and floating min / max
+        # the compiled round (host/fastround.py): x and out as their dtype's bits where
+        # Numba has no arithmetic for it; NumPy's own loops fold float16 / bfloat16 and
+        # floating min / max (fold False)
         self.wire = fastround.wire(dtype)
         self.fold = self.wire == dtype and not (dtype in FLOATING and op in (Op.MIN, Op.MAX))
+
+    def numpy_fold(self, parts: list, out: np.ndarray) -> None:
+        """out = the rank-order fold of parts with NumPy's loops (where fold is False)."""
+        if self.quiet:
+            with np.errstate(over="ignore", invalid="ignore"):
+                fold(parts.__getitem__, self.op, len(parts), out)
+        else:
+            fold(parts.__getitem__, self.op, len(parts), out)
+
+
+class Signature(_Known):
+    """What a call of one (dtype, shape, op, out kind) worked out, and the window's views
+    for it: records and data of every rank, by call parity."""
+
+    __slots__ = ("row", "records", "data", "plan", "direct", "memory")
+
+    def __init__(self, ex, record: dict, op: Op, n: int, dtype: np.dtype, ndim: int, kind: int,
+                 rank: int, entered: int = 0):
+        super().__init__(op, n, dtype, rank)
+        row = mine(record, None)
+        width = row.size
+        self.records = [[ex.record(q, p)[:width] for q in range(ex.size)] for p in (0, 1)]
+        self.data = [[ex.data(q, p, dtype, n) for q in range(ex.size)] for p in (0, 1)]
+        # the window by address
         self.plan, self.row = fastround.plan(ex.rank, ex.area, op, self.fold, ex.bases, row,
                                              entered)
         self.direct = self.wire == dtype and ndim == 1  # x and out as they come
@@ -84,20 +100,19 @@ class Signature:
         self.memory = fastround.OWN if kind == 2 else fastround.SAME
 
 
-class Gathered:
+class Gathered(_Known):
     """What a oneshot of one signature across nodes worked out: the agreement's message
     (this rank's record, then x's bytes: agreement.agree's layout) and the gathered buffer
     that host/fastround.gathered compares and folds."""
 
-    __slots__ = ("op", "code", "row", "ride", "everyone", "parts", "args", "me", "wire",
-                 "fold", "quiet", "name", "log", "own")
+    __slots__ = ("code", "row", "ride", "everyone", "parts", "args", "me", "own")
 
     def __init__(self, comm: MPI.Comm, record: dict, op: Op, n: int, dtype: np.dtype,
                  kind: int, rank: int):
-        self.op, self.code, self.me = op, int(op), comm.rank
+        super().__init__(op, n, dtype, rank)
+        self.code, self.me = int(op), comm.rank
         row = mine(record, None)
-        message = np.zeros(RECORD + RIDE_BYTES // 8, np.int64)
-        message[:row.size] = row
+        message = padded(row)
         self.row = message[:row.size]  # row[0] is the call's number (agreement.FIELDS)
         nbytes = n * dtype.itemsize
         self.ride = message[RECORD:].view(np.uint8)[:nbytes]
@@ -105,14 +120,6 @@ class Gathered:
         self.args = ([message, MPI.INT64_T], [self.everyone, MPI.INT64_T])
         self.parts = [self.everyone[q, RECORD:].view(np.uint8)[:nbytes].view(dtype)
                       for q in range(comm.size)]
-        # as Signature's: compiled where Numba computes the dtype and op, else NumPy's fold
-        self.wire = fastround.wire(dtype)
-        self.fold = self.wire == dtype and not (dtype in FLOATING and op in (Op.MIN, Op.MAX))
-        self.quiet = dtype in FLOATING or op is Op.AVG
-        self.name = f"{Collective.ALLREDUCE} (call %d, rank {rank})"
-        self.log = {"rank": rank, "call": 0, "collective": str(Collective.ALLREDUCE),
-                    "algorithm": "oneshot", "count": n, "dtype": dtype.name, "op": str(op),
-                    "path": "fast"}
         self.own = kind == 2  # a given out apart from x (else: x's memory)
 
 
@@ -136,12 +143,7 @@ def run_gathered(comm, s: Gathered, x, out):
     if fastround.gathered(s.everyone, s.me, s.code, s.fold, flat) == fastround.MISMATCH:
         verdict(s.everyone[:, :s.row.size].copy(), s.row.copy(), None, waiter.context)
     if not s.fold:
-        flat = result.reshape(-1)
-        if s.quiet:
-            with np.errstate(over="ignore", invalid="ignore"):
-                fold(s.parts.__getitem__, s.op, len(s.parts), flat)
-        else:
-            fold(s.parts.__getitem__, s.op, len(s.parts), flat)
+        s.numpy_fold(s.parts, result.reshape(-1))
     return result
 
 
@@ -220,11 +222,5 @@ def run(comm, s: Signature | Gathered, x, out):
             records = s.records[seq & 1]
             verdict(np.stack([r.copy() for r in records]), s.row, None, waiter.context)
     if not s.fold:
-        flat_out = result.reshape(-1)
-        data = s.data[seq & 1]
-        if s.quiet:
-            with np.errstate(over="ignore", invalid="ignore"):
-                fold(data.__getitem__, s.op, comm._exchange.size, flat_out)
-        else:
-            fold(data.__getitem__, s.op, comm._exchange.size, flat_out)
+        s.numpy_fold(s.data[seq & 1], result.reshape(-1))
     return result
