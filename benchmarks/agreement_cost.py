@@ -1,10 +1,10 @@
-"""Cost of an 8-byte all-reduce per call: ring with and without the agreement check, in
+"""Cost of a small all-reduce per call (--bytes, default 8): ring with and without the agreement check, in
 place and not, and MPI_Allreduce, in interleaved blocks (each block: `calls` calls back to
 back after a barrier, the slowest rank's mean); the best and the median block of each.
 --algorithms adds a row per algorithm named (check on), beside "auto"'s.
 
     mpiexec -n 2 python benchmarks/agreement_cost.py [--blocks 15] [--calls 2000]
-        [--algorithms ring,oneshot]
+        [--algorithms ring,oneshot] [--bytes 1024]
 """
 
 import argparse
@@ -21,9 +21,10 @@ def main():
     ap.add_argument("--blocks", type=int, default=15)
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--algorithms", default="", help="comma list: a row for each (check on)")
+    ap.add_argument("--bytes", type=int, default=8, help="float32 bytes per call (a multiple of 4)")
     a = ap.parse_args()
     world = MPI.COMM_WORLD
-    x = np.ones(2, np.float32)
+    x = np.ones(max(1, a.bytes // 4), np.float32)
     out = np.empty_like(x)
     checked = ring.Communicator(device="host")
     unchecked = ring.Communicator(device="host", check=False)
@@ -49,7 +50,7 @@ def main():
             times[name].append(world.allreduce((time.perf_counter() - t) / a.calls * 1e6,
                                                op=MPI.MAX))
     if world.rank == 0:
-        print(f"# {world.size} ranks, 8-byte float32 all-reduce, us per call, "
+        print(f"# {world.size} ranks, {x.nbytes}-byte float32 all-reduce, us per call, "
               f"{a.blocks} interleaved blocks of {a.calls} calls")
         print(f"{'':<32}{'best':>8}{'median':>8}")
         for name, t in times.items():

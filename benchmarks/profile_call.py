@@ -3,7 +3,7 @@
     python3 benchmarks/profile_call.py --group 4            # ring.Group, 4 ranks, one process
     mpiexec -n 2 python3 benchmarks/profile_call.py         # Communicator(device="cuda")
 
-Profiles `calls` 8-byte all-reduces after warm-up and prints rank 0's top functions by
+Profiles `calls` all-reduces of --count float32 (default 2: 8 bytes) after warm-up and prints rank 0's top functions by
 own time, and the mean wall time per call without the profiler.
 """
 
@@ -25,17 +25,19 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--count", type=int, default=2, help="float32 elements per call")
+    ap.add_argument("--algorithm", default="auto", help="Communicator's algorithm")
     a = ap.parse_args()
     if a.group:
         g = ring.Group(a.group)
-        xs = [cuda.to_device(np.ones(2, np.float32)) for _ in range(a.group)]
-        outs = [cuda.device_array(2, np.float32) for _ in range(a.group)]
+        xs = [cuda.to_device(np.ones(a.count, np.float32)) for _ in range(a.group)]
+        outs = [cuda.device_array(a.count, np.float32) for _ in range(a.group)]
         call, rank, what = (lambda: g.allreduce(xs, outs=outs)), 0, f"Group({a.group})"
         sync = cuda.synchronize
     else:
-        comm = ring.Communicator(device=a.device)
-        x = cuda.to_device(np.ones(2, np.float32)) if a.device == "cuda" else np.ones(2, np.float32)
-        out = cuda.device_array(2, np.float32) if a.device == "cuda" else np.empty(2, np.float32)
+        comm = ring.Communicator(device=a.device, algorithm=a.algorithm)
+        x = cuda.to_device(np.ones(a.count, np.float32)) if a.device == "cuda" else np.ones(a.count, np.float32)
+        out = cuda.device_array(a.count, np.float32) if a.device == "cuda" else np.empty(a.count, np.float32)
         call, rank, what = (lambda: comm.allreduce(x, out=out)), comm.rank, f"Communicator({a.device}, {comm.size} ranks)"
         sync = cuda.synchronize if a.device == "cuda" else (lambda: None)
     for _ in range(20):
@@ -55,7 +57,7 @@ def main():
     if rank == 0:
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(a.top)
-        print(f"# {what}: 8-byte all-reduce, {wall:.1f} us per call (wall, no profiler)")
+        print(f"# {what}: {4 * a.count}-byte all-reduce ({a.algorithm}), {wall:.1f} us per call (wall, no profiler)")
         print("\n".join(s.getvalue().splitlines()[:a.top + 12]))
 
 

@@ -387,10 +387,9 @@ class Communicator:
             return
         if len(self._fast) >= fast.LIMIT:
             self._fast.clear()
-        if self._exchange is None:  # across nodes: when its data ride in the agreement
-            if c.count * c.dtype.itemsize <= RIDE_BYTES:
-                self._fast[k] = fast.Gathered(self._comm, record, c.op, c.count, c.x.dtype,
-                                              k[3], self.rank)
+        if self._exchange is None:  # across nodes: the agreement's allgather (and x's)
+            self._fast[k] = fast.Gathered(self._comm, record, c.op, c.count, c.x.dtype, k[3],
+                                          self.rank)
             return
         self._fast[k] = fast.Signature(self._exchange, record, c.op, c.count, c.x.dtype,
                                       len(k[1]), k[3], self.rank,

@@ -33,7 +33,10 @@ Across nodes there is no window: a oneshot of up to RIDE_BYTES rides in the agre
 allgather (p2p.allgathered), and its signature (`Gathered`) keeps that message and views of
 every rank's row and data in the gathered buffer. A call then writes its number and x into
 the message and posts the allgather; one compiled call (host/fastround.gathered) compares
-every rank's record and folds.
+every rank's record and folds. A larger one keeps the message too; after the compare, x
+goes in an allgather of its own, as on the full path, and one compiled call folds it
+(host/fastround.folded). Two allgathers, always in that order and the second only once
+the records agree: a rank that disagrees never posts an allgather of another size.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from ringtypes import FLOATING, Op
 from .agreement import mine, padded, verdict
 from .host import fastround
 from .oneshot import fold
+from .options import RIDE_BYTES
 from .schedule import Collective
 from .transport.exchange import RECORD
 
@@ -102,10 +106,10 @@ class Signature(_Known):
 
 class Gathered(_Known):
     """What a oneshot of one signature across nodes worked out: the agreement's message
-    (this rank's record, then x's bytes: agreement.agree's layout) and the gathered buffer
-    that host/fastround.gathered compares and folds."""
+    (this rank's record, then x's bytes when they ride: agreement.agree's layout) and the
+    gathered buffer that host/fastround.gathered compares (and folds, when x rode)."""
 
-    __slots__ = ("code", "row", "ride", "everyone", "parts", "args", "me", "own")
+    __slots__ = ("code", "row", "ride", "nbytes", "everyone", "parts", "args", "me", "own")
 
     def __init__(self, comm: MPI.Comm, record: dict, op: Op, n: int, dtype: np.dtype,
                  kind: int, rank: int):
@@ -114,18 +118,22 @@ class Gathered(_Known):
         row = mine(record, None)
         message = padded(row)
         self.row = message[:row.size]  # row[0] is the call's number (agreement.FIELDS)
-        nbytes = n * dtype.itemsize
-        self.ride = message[RECORD:].view(np.uint8)[:nbytes]
+        self.nbytes = nbytes = n * dtype.itemsize
         self.everyone = np.empty((comm.size, message.size), np.int64)
         self.args = ([message, MPI.INT64_T], [self.everyone, MPI.INT64_T])
+        self.own = kind == 2  # a given out apart from x (else: x's memory)
+        if nbytes > RIDE_BYTES:  # x follows in its own allgather (p2p.allgathered's)
+            self.ride = self.parts = None
+            return
+        self.ride = message[RECORD:].view(np.uint8)[:nbytes]
         self.parts = [self.everyone[q, RECORD:].view(np.uint8)[:nbytes].view(dtype)
                       for q in range(comm.size)]
-        self.own = kind == 2  # a given out apart from x (else: x's memory)
 
 
 def run_gathered(comm, s: Gathered, x, out):
-    """run() for a signature across nodes: x into the message, the allgather (bounded by
-    the call's deadline), then compare and fold."""
+    """run() for a signature across nodes: x into the message (or, larger, after it in an
+    allgather of its own, into the communicator's scratch buffer as the full path's),
+    the allgathers bounded by the call's deadline, then compare and fold."""
     if not (out is None or out is x or (not np.may_share_memory(x, out) if s.own else
                                         _address(out) == _address(x))):
         return None
@@ -134,16 +142,28 @@ def run_gathered(comm, s: Gathered, x, out):
     waiter.start(s.name % call)
     comm._backend.entered(call)
     s.row[0] = call
-    s.ride[...] = x.reshape(-1).view(np.uint8)
+    if s.ride is not None:
+        s.ride[...] = x.reshape(-1).view(np.uint8)
     req = comm._comm.Iallgather(*s.args)
     comm._calls = call
     waiter.until(req.Test, lambda: "waiting for every rank to join the call")
     result = np.empty(x.shape, x.dtype) if out is None else out
     flat = result.reshape(-1).view(s.wire)
-    if fastround.gathered(s.everyone, s.me, s.code, s.fold, flat) == fastround.MISMATCH:
+    if fastround.gathered(s.everyone, s.me, s.code, s.fold and s.ride is not None,
+                          flat) == fastround.MISMATCH:
         verdict(s.everyone[:, :s.row.size].copy(), s.row.copy(), None, waiter.context)
+    parts = s.parts
+    if s.ride is None:  # the records agree: every rank posts x's allgather, of one size
+        data = x.reshape(-1).view(np.uint8)
+        rows = comm._scratch.get(0, data, comm.size * s.nbytes).reshape(comm.size, s.nbytes)
+        req = comm._comm.Iallgather([data, MPI.BYTE], [rows, MPI.BYTE])
+        waiter.until(req.Test, lambda: "waiting for every rank's data (oneshot)")
+        if s.fold:
+            fastround.folded(rows, s.code, flat)
+            return result
+        parts = [row.view(x.dtype) for row in rows]
     if not s.fold:
-        s.numpy_fold(s.parts, result.reshape(-1))
+        s.numpy_fold(parts, result.reshape(-1))
     return result
 
 

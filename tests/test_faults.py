@@ -88,18 +88,20 @@ def test_a_rank_dies_in_the_middle_of_an_allreduce(nprocs, device, algorithm):
     assert _left_behind(script) == []
 
 
-@pytest.mark.parametrize("nprocs,algorithm", [(2, "ring"), (3, "ring"), (3, "oneshot")])
+@pytest.mark.parametrize("nprocs,algorithm", [(2, "ring"), (3, "ring"), (3, "oneshot"),
+                                             (2, "oneshot fast")])
 def test_a_rank_dies_in_the_middle_of_an_allreduce_across_nodes(nprocs, algorithm):
     """One emulated node per rank: every link is MPI, chunks sent from and received into
     the caller's arrays (transport/mpi.py). The survivors raise TimeoutError where they
     waited, for data or for a message to be taken, and cancel their receives. oneshot
-    (one MPI allgather there): the victim dies after the agreement, before the data's."""
+    (one MPI allgather there): the victim dies after the agreement, before the data's, on
+    the full path and ("fast") on the fast path."""
     script = "tests/faults/dies_mid_collective.py"
-    rc, out = run(nprocs, [script, "2", "host", algorithm], timeout=120,
+    rc, out = run(nprocs, [script, "2", "host", *algorithm.split()], timeout=120,
                   mpi_args=["-disable-auto-cleanup"],
                   env={"RING_NODES": str(nprocs), "RING_TEST_DIRECT": "1"})
     assert rc not in (0, None), out
-    stuck = r"waiting for every rank's data \(oneshot\)" if algorithm == "oneshot" else \
+    stuck = r"waiting for every rank's data \(oneshot\)" if "oneshot" in algorithm else \
         r"chunk \d+ step \d+: waiting for (data from rank \d+|rank \d+ to take a message)"
     for r in range(nprocs - 1):
         m = _report(out, r)

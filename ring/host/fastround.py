@@ -14,7 +14,8 @@ an 8-byte all-reduce needs, so that its cost is a Numba dispatch, not a dozen Nu
              order, and the same values (float32 avg divides in float64 and rounds once,
              which gives the correctly rounded float32 quotient)
 
-gathered() compares and folds the same way over the agreement's allgather across nodes.
+gathered() compares and folds the same way over the agreement's allgather across nodes;
+folded() folds a larger oneshot's own allgather there.
 
 fold=False stops after compare (dtypes and ops whose NumPy loops the caller keeps:
 float16 / bfloat16, floating min / max, whose signed zeros NumPy orders its own way).
@@ -57,9 +58,15 @@ def _slot(plan, seq):
 
 
 @njit(inline="always")
+def _at(address, like, n):
+    """n elements of like's dtype at address."""
+    return carray(pointer(address), n * like.itemsize, np.uint8).view(like.dtype)
+
+
+@njit(inline="always")
 def _part(base, slot, like, n):
     """The data of the slot at base + slot, as n elements of like's dtype."""
-    return carray(pointer(base + slot + RECORD * 8), n * like.itemsize, np.uint8).view(like.dtype)
+    return _at(base + slot + RECORD * 8, like, n)
 
 
 @njit(inline="always")
@@ -74,14 +81,14 @@ def _combine(op, a, b):
 
 
 @njit(inline="always")
-def _fold(out, op, slots):
-    """out = the rank-order fold of the data of the records at `slots` (addresses)."""
-    n, k = out.size, slots.size
-    first = _part(slots[0], 0, out, n)
+def _fold(out, op, starts):
+    """out = the rank-order fold of the data at `starts` (addresses, one per rank)."""
+    n, k = out.size, starts.size
+    first = _at(starts[0], out, n)
     for i in range(n):
         out[i] = first[i]
     for q in range(1, k):
-        part = _part(slots[q], 0, out, n)
+        part = _at(starts[q], out, n)
         for i in range(n):
             out[i] = _combine(op, out[i], part[i])
     if op == AVG:
@@ -103,7 +110,7 @@ def finish(plan, out, seq):
             if theirs[i] != row[i]:
                 return MISMATCH
     if plan[FOLD]:
-        _fold(out, op, plan[BASES:BASES + k] + slot)
+        _fold(out, op, plan[BASES:BASES + k] + (slot + RECORD * 8))
     return DONE
 
 
@@ -117,8 +124,15 @@ def gathered(everyone, me, op, fold, out):
             if everyone[q, i] != everyone[me, i]:
                 return MISMATCH
     if fold:
-        _fold(out, op, everyone.ctypes.data + np.arange(k) * (width * 8))
+        _fold(out, op, everyone.ctypes.data + np.arange(k) * (width * 8) + RECORD * 8)
     return DONE
+
+
+@njit(nogil=True, cache=True)
+def folded(rows, op, out):
+    """out = the rank-order fold of the rows of rows (K rows of out's bytes, rank q's x
+    at row q: a oneshot's own allgather after the agreement's, fast.Gathered)."""
+    _fold(out, op, rows.ctypes.data + np.arange(rows.shape[0]) * rows.shape[1])
 
 
 @njit(nogil=True, cache=True)
@@ -170,6 +184,7 @@ def warm() -> None:
             x = np.zeros(2, wire(dt))
             call(p, x, x.copy(), 1, 1, 0, 0, OWN)
             gathered(everyone, 0, SUM, True, x)
+            folded(np.zeros((2, x.nbytes), np.uint8), SUM, x)
 
 
 def wire(dtype: np.dtype) -> np.dtype:

@@ -2,7 +2,7 @@
 survivor must raise ring.TimeoutError naming the call, the step and the peer, and find the
 communicator broken afterwards.
 
-    dies_mid_collective.py TIMEOUT [host|cuda|cuda-kernel] [ALGORITHM] [async]
+    dies_mid_collective.py TIMEOUT [host|cuda|cuda-kernel] [ALGORITHM] [async|fast]
 
 On 'cuda' the victim dies after enqueuing its fifth chunk for its successor (on a GPU the
 chunks are still in flight on its stream; under Numba's simulator they ran at once). On
@@ -15,7 +15,9 @@ twoshot after the first round, naive, ps and tree before sending (on
 made them, before the reduced blocks' round; hierarchical, under RING_NODES, before its
 first call makes the two-level rings). With
 'async' the survivors make the call with async_op=True and meet the error in wait()
-(on the host: from the communicator's progress thread)."""
+(on the host: from the communicator's progress thread). With 'fast' (oneshot across nodes)
+every rank makes two calls first, and the victim dies in the third, on the fast path
+(ring/fast.py), after the agreement's allgather and before the data's."""
 
 import os
 import sys
@@ -29,6 +31,7 @@ timeout = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
 device = sys.argv[2] if len(sys.argv) > 2 else "host"
 algorithm = sys.argv[3] if len(sys.argv) > 3 else "ring"
 behind = len(sys.argv) > 4 and sys.argv[4] == "async"
+fast = len(sys.argv) > 4 and sys.argv[4] == "fast"
 device, path = ("cuda", "kernel") if device == "cuda-kernel" else (device, "fused")
 comm = ring.Communicator(device=device, timeout=timeout, algorithm=algorithm, path=path,
                          chunk_bytes=4096 if device == "host" else 1024)
@@ -63,8 +66,15 @@ else:
 if device == "cuda" and algorithm == "twoshot":
     comm.allreduce(x)  # makes the GPU areas: the victim dies in the next call's rounds
 
+if fast:  # the signature learnt, then taken by the fast path
+    comm.allreduce(x)
+    comm.allreduce(x)
+
 if comm.rank == victim:
-    if algorithm in ("oneshot", "twoshot") and device == "cuda":
+    if fast:  # the agreement's allgather has completed when its records are compared
+        from ring.host import fastround
+        die_after(fastround, "gathered", 0)
+    elif algorithm in ("oneshot", "twoshot") and device == "cuda":
         # oneshot: after the agreement's round, before its first call makes the GPU areas;
         # twoshot: after the agreement's and the data's rounds, before the reduced blocks'
         die_after(comm._exchange, "post", 1 if algorithm == "oneshot" else 2)

@@ -415,13 +415,11 @@ FAST_CASES = [("float32", "sum"), ("int32", "max"), ("bfloat16", "avg"), ("int8"
 def test_repeated_small_allreduces_take_the_fast_path(world, dtype, op):
     """From the second call of a oneshot signature on, the fast path (ring/fast.py): new
     data every call, the rank-order reference's bits, out new, in place and given, and the
-    log marks the call fast. Across nodes the same, for calls whose data ride in the
-    agreement's allgather (up to RIDE_BYTES); larger ones take the full path every time."""
-    from ring.options import RIDE_BYTES
+    log marks the call fast. Across nodes the same, whether the data ride in the
+    agreement's allgather (up to RIDE_BYTES: n = 1, 7) or follow it in their own (1000)."""
     with ring.Communicator(device="host", timeout=60, algorithm="oneshot") as c:
         k, r = c.size, c.rank
         for n in (1, 7, 1000):
-            rides = _shared() or n * np.dtype(ringtypes.BY_NAME[dtype]).itemsize <= RIDE_BYTES
             for kind in ("new", "in place", "given", "in place, another view"):
                 for i in range(3):
                     inputs = [make(q, n, dtype, seed=i, op=op) for q in range(k)]
@@ -438,38 +436,39 @@ def test_repeated_small_allreduces_take_the_fast_path(world, dtype, op):
                         assert x.tobytes() == want.tobytes()
                     assert last_call()["algorithm"] == "oneshot"
                     # another view of x is in place too: that signature is known already
-                    known = rides and (i or kind == "in place, another view")
+                    known = i or kind == "in place, another view"
                     assert last_call().get("path") == ("fast" if known else None), (kind, i)
         assert same_everywhere(world, got)
 
 
+@pytest.mark.parametrize("n", [8, 100])  # float32: riding in the agreement (across nodes), not
 @pytest.mark.parametrize("change", ["op", "count", "algorithm", "bad out", "overlap",
                                     "overlap, out given before"])
-def test_a_rank_leaving_the_fast_path_is_caught_on_every_rank(world, change):
+def test_a_rank_leaving_the_fast_path_is_caught_on_every_rank(world, change, n):
     """The ranks still on the fast path compare records too: when one rank's next call
     differs (op, count, algorithm) or has bad arguments, every rank raises, the bad rank its own
     error and the others MismatchError. (Across nodes: the same through the agreement's
     allgather.) "overlap, out given before": the signature of an out of its own is known,
     and the overlap is seen only by the fast path's check, before it posts."""
     with ring.Communicator(device="host", timeout=60, algorithm="oneshot") as c:
-        x = np.ones(8, np.float32)
-        given = np.empty(8, np.float32) if change == "overlap, out given before" else None
+        x = np.ones(n, np.float32)
+        given = np.empty(n, np.float32) if change == "overlap, out given before" else None
         c.allreduce(x, out=given)
         c.allreduce(x, out=given)
         assert last_call().get("path") == "fast"
         odd = c.rank == c.size - 1  # at 1 rank, the only rank
-        args = {"x": np.ones(8, np.float32), "op": "sum", "out": given}
+        args = {"x": np.ones(n, np.float32), "op": "sum", "out": given}
         if odd and change == "op":
             args["op"] = "max"
         if odd and change == "count":
-            args["x"] = np.ones(9, np.float32)
+            args["x"] = np.ones(n + 1, np.float32)
         if odd and change == "algorithm":
             args["algorithm"] = "naive"
         if odd and change == "bad out":
-            args["out"] = np.empty(8, np.float64)
+            args["out"] = np.empty(n, np.float64)
         if odd and change.startswith("overlap"):
-            big = np.ones(9, np.float32)
-            args["x"], args["out"] = big[:8], big[1:]
+            big = np.ones(n + 1, np.float32)
+            args["x"], args["out"] = big[:n], big[1:]
         own = {"bad out": TypeError, "overlap": ValueError,
                "overlap, out given before": ValueError}.get(change)
         if c.size == 1 and own is None:
