@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import numpy as np
@@ -139,11 +140,16 @@ def main(argv) -> int:
             old = json.load(f)
         kept = [r for r in old["rules"] if (r["ranks"], r["nodes"]) != (world.size, nodes)]
     f = fits(best)
+    emulated = os.environ.get("RING_NODES")
+    command = (f"RING_NODES={emulated} " if emulated else "") + \
+        f"mpiexec -n {world.size} python -m harness tune " + " ".join(argv)
+    # each layout's entry names its own run: a merged table holds several
     table = {"device": args.device, "machine": meta.gpu().get("gpu") or "host",
-             "host": __import__("platform").node(), "command": "python -m harness tune "
-             + " ".join(argv), "git_commit": meta.git_commit(),
+             "host": __import__("platform").node(), "command": command,
+             "git_commit": meta.git_commit(),
              "rules": sorted(kept + mine, key=lambda r: (r["nodes"], r["ranks"], r["max_bytes"])),
              "measured": {f"{world.size} ranks, {nodes} node(s)": {
+                 "command": command, "git_commit": meta.git_commit(),
                  "us_per_call": {a: {str(s): round(t, 2) for s, t in sorted(v.items())}
                                  for a, v in best.items()},
                  "fits": f, "crossovers": crossovers(f)}}}
@@ -152,9 +158,9 @@ def main(argv) -> int:
     with open(args.out, "w") as fh:
         json.dump(table, fh, indent=1)
     print(f"# {world.size} ranks, {nodes} node(s): µs per call (best of {args.rounds} rounds)")
-    print("#" + "".join(f"{a:>11}" for a in best) + "     bytes  winner")
+    print("#" + "".join(f"{a:>13}" for a in best) + "     bytes  winner")
     for s in sorted({s for t in best.values() for s in t}):
-        row = "".join(f"{best[a][s]:11.1f}" if s in best[a] else f"{'-':>11}" for a in best)
+        row = "".join(f"{best[a][s]:13.1f}" if s in best[a] else f"{'-':>13}" for a in best)
         winner = min((t[s], a) for a, t in best.items() if s in t)[1]
         print(f" {row} {s:9d}  {winner}")
     for c in crossovers(f):

@@ -159,15 +159,19 @@ def _sweep(nprocs, *args, env=None):
     not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator"))])
 def test_tune_writes_a_table_that_auto_reads(device, tmp_path):
     """harness tune on 2 ranks, then 3 merged into the same file: every algorithm timed at
-    every size, rules for both layouts, the device named; the table loads for "auto"."""
+    every size, rules for both layouts, the device named, each layout's own command kept
+    through the merge; the table loads for "auto"."""
     table = tmp_path / "t.json"
     for k, merge in ((2, []), (3, ["--merge", str(table)])):
         _sweep(k, "tune", "--device", device, "-b", "8", "-e", "4K", "-f", "8", "--rounds", "1",
                *merge, "--out", str(table))
     data = json.loads(table.read_text())
-    assert data["device"] == device and data["command"].startswith("python -m harness tune")
+    assert data["device"] == device
+    assert data["command"].startswith("mpiexec -n 3 python -m harness tune")
     for k in (2, 3):
-        times = data["measured"][f"{k} ranks, 1 node(s)"]["us_per_call"]
+        entry = data["measured"][f"{k} ranks, 1 node(s)"]
+        assert entry["command"].startswith(f"mpiexec -n {k} python -m harness tune --device")
+        times = entry["us_per_call"]
         assert set(times) == {"ring", "naive", "ps", "oneshot", "twoshot", "tree"}
         assert all(set(t) == {"8", "64", "512", "4096"} and min(t.values()) > 0
                    for t in times.values())
