@@ -10,7 +10,8 @@ measured size wins it; consecutive winners make one rule, up to the last size it
 Each algorithm's alpha-beta fit (harness/model.py) and the sizes where the fits cross are
 written beside the rules, to read, not to decide: a fit that spans two regimes would
 move a boundary that a measurement puts right. --merge keeps another table's rules for
-the other layouts (rank and node counts), so one file can hold K = 2, 3 and 4.
+the other layouts (rank and node counts) and their measurements, so one file can hold
+K = 2, 3 and 4; each layout's entry under "measured" names its own command and commit.
 --device cuda times GPU buffers (CuPy; under NUMBA_ENABLE_CUDASIM=1 Numba's simulated ones,
 whose times mean nothing) for ring/tables/cuda.json.
 """
