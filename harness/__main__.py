@@ -6,8 +6,9 @@ python -m harness model FILE... [--min-bytes B] [--segments N] [--predict SIZE -
 mpiexec -n K python -m harness tune --out TABLE      (the table algorithm="auto" reads)
 
 Flags follow nccl-tests: -b/-e/-f sizes (K/M/G suffixes), -n iterations, -w warm-up,
--c check, -d dtype, -o op, -r root, -G CUDA-graph replays; plus --device, --impl, --json,
---plot. Exit status 1 when any element was wrong.
+-c check, -d dtype, -o op, -r root, -G CUDA-graph replays; plus -a/--also (sizes besides
+the grid: -b 8 -f 4 steps over 64M and 1G), --device, --impl, --json, --plot. Exit status 1
+when any element was wrong.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ringtypes import DATA_ONLY, DTYPES, FLOATING, parse_dtype
 from . import buffers, meta, roofline, table
 from .collectives import ALIASES, COLLECTIVES
 from .impls import IMPLS, Ring
-from .sizes import parse_size, sizes
+from .sizes import parse_size, parse_sizes, sizes, with_also
 from .sweep import run_case
 
 DTYPE_ALIASES = {"float": "float32", "half": "float16", "double": "float64", "int": "int32",
@@ -43,6 +44,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("32M"))
     p.add_argument("-f", "--stepfactor", type=float, default=1.0)
     p.add_argument("-i", "--stepbytes", type=parse_size, default=parse_size("1M"))
+    p.add_argument("-a", "--also", metavar="SIZES", type=parse_sizes,
+                   help="sizes to measure besides the -b/-e/-f grid, a comma list (64M,1G)")
     p.add_argument("-n", "--iters", type=int, default=20)
     p.add_argument("-w", "--warmup_iters", type=int, default=5)
     p.add_argument("-c", "--check", type=int, default=1)
@@ -142,7 +145,8 @@ def main(argv=None) -> int:
         for op in ops:
             if op == "avg" and dtype not in FLOATING:
                 continue
-            for nbytes in sizes(args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes):
+            for nbytes in with_also(sizes(args.minbytes, args.maxbytes, args.stepfactor,
+                                          args.stepbytes), args.also):
                 if rank0:
                     print(f"[{coll.name} {dt} {op} {nbytes} B]", file=sys.stderr, flush=True)
                 case = {}

@@ -20,6 +20,19 @@ def sizes(begin: int, end: int, factor: float, step: int) -> list[int]:
     return out
 
 
+def parse_sizes(text: str) -> list[int]:
+    """A comma list of sizes (--also 64M,1G), each positive."""
+    out = [parse_size(t) for t in text.split(",") if t.strip()]
+    if not out or any(s <= 0 for s in out):
+        raise ValueError(f"sizes must be positive, got {text!r}")
+    return out
+
+
+def with_also(grid: list[int], also: list[int] | None) -> list[int]:
+    """grid and the sizes of also (the points a -f grid steps over), in order, each once."""
+    return sorted(set(grid) | set(also or ()))
+
+
 def human(n: float) -> str:
     """A size as people read it: 8 B, 1 KB, 64 MB, 1 GB (binary multiples, as -b / -e)."""
     for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.sizes import parse_size, sizes
+from harness.__main__ import parser
+from harness.sizes import parse_size, parse_sizes, sizes, with_also
 from harness.collectives import ALIASES, COLLECTIVES, fill
 from harness.model import fit, report
 from ring import simulate
@@ -22,6 +23,18 @@ def test_sizes_parse_like_nccl_tests():
     assert parse_size("1G") == 1 << 30 and parse_size("1.5K") == 1536 and parse_size("4kb") == 4096
     assert sizes(8, 1024, 4, 0) == [8, 32, 128, 512]
     assert sizes(100, 400, 1, 100) == [100, 200, 300, 400]  # -i step when -f is 1
+
+
+def test_also_adds_the_sizes_a_grid_steps_over():
+    """-b 8 -e 1G -f 4 steps over 64 MiB and 1 GiB (8 x 4^n); --also 64M,1G measures them."""
+    grid = sizes(8, 1 << 30, 4, 0)
+    assert 64 << 20 not in grid and 1 << 30 not in grid
+    got = with_also(grid, parse_sizes("64M, 1G,8"))
+    assert got == sorted(grid + [64 << 20, 1 << 30]) and with_also(grid, None) == grid
+    with pytest.raises(ValueError):
+        parse_sizes("0")
+    args = parser().parse_args(["allreduce", "-a", "64M,1G"])
+    assert args.also == [64 << 20, 1 << 30]
 
 
 @pytest.mark.parametrize("name", list(COLLECTIVES))

@@ -6,6 +6,7 @@
 # .whl, made here once (echo /.whl/ >> .git/info/exclude):
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d .whl numpy==2.4.6 mpich==5.0.2
+# The sweeps add 64M and their end size (-a) to the -f grid, which steps over both.
 # At most 8 files come back from $OUT: run a few steps per call (results/h100/README.md).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench sweep sweep4 nodes colls mps
 #        kernelpath kernelbench kernelsweep algos training all
@@ -33,21 +34,21 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   lifetime)   step 150 lifetime-group python3 -m pytest tests/test_group.py -q -p no:cacheprovider -k thousand
               step 300 lifetime-comm python3 -m pytest -q -p no:cacheprovider --durations=3 \
                   "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]" ;;
-  sweep)      TAIL=20 step 300 sweep2 mpiexec -n 2 python3 -m harness allreduce -b 8 -e 1G -f 4 -n ${ITERS:-10} -w 2 \
+  sweep)      TAIL=20 step 300 sweep2 mpiexec -n 2 python3 -m harness allreduce -b 8 -e 1G -f 4 -a 64M,1G -n ${ITERS:-10} -w 2 \
                   --device cuda --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-2ranks-$GPU.json ;;
-  sweep4)     TAIL=20 step 420 sweep4 mpiexec -n 4 python3 -m harness allreduce -b 8 -e ${MAX:-1G} -f 4 -n ${ITERS:-10} -w 2 --device cuda \
+  sweep4)     TAIL=20 step 420 sweep4 mpiexec -n 4 python3 -m harness allreduce -b 8 -e ${MAX:-1G} -f 4 -a 64M,${MAX:-1G} -n ${ITERS:-10} -w 2 --device cuda \
                   --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-4ranks-$GPU.json ;;
   nodes)      RING_NODES=2 step 300 nodes mpiexec -n 4 python3 -m harness allreduce -b 1M -e 256M -f 4 \
                   --device cuda --impl ring-hier,ring-flat,mpi --json $OUT/allreduce-2nodes-$GPU.json ;;
   colls)      mkdir -p $OUT/colls  # one archive comes back: the tool returns at most 8 files
               for c in ${COLLS:-reduce_scatter allgather broadcast reduce gather scatter alltoall}; do
-                step ${COLL_LIMIT:-120} colls/$c-${NP:-2} mpiexec -n ${NP:-2} python3 -m harness $c -b 8 -e ${MAX:-256M} -f 8 \
+                step ${COLL_LIMIT:-120} colls/$c-${NP:-2} mpiexec -n ${NP:-2} python3 -m harness $c -b 8 -e ${MAX:-256M} -f 8 -a 64M,${MAX:-256M} \
                   -n ${ITERS:-10} -w 2 --device cuda --impl ring,nccl,mpi --nccl-hostid \
                   --json $OUT/colls/$c-${NP:-2}ranks-$GPU.json; done
               tar -C $OUT -czf $OUT/colls.tgz colls && rm -r $OUT/colls ;;
   mps)        nvidia-cuda-mps-control -d > $OUT/mps.txt 2>&1; echo "== mps start rc=$?"; cat $OUT/mps.txt
               sleep 1; echo get_server_list | nvidia-cuda-mps-control 2>&1 | head -3
-              TAIL=20 step 300 sweep${NP:-2}-mps mpiexec -n ${NP:-2} python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 8 \
+              TAIL=20 step 300 sweep${NP:-2}-mps mpiexec -n ${NP:-2} python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 8 -a 64M,${MAX:-256M} \
                   -n 10 -w 2 --device cuda --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-${NP:-2}ranks-mps-$GPU.json
               echo quit | nvidia-cuda-mps-control ;;
   kernelpath) # path="kernel" (issue 14), one call each: kernelpath (compiles, tests under MPS),
@@ -63,7 +64,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   --json $OUT/group-kernel-$GPU.json ;;
   kernelsweep) nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
               for np in ${NPS:-2 4}; do
-                TAIL=30 step 270 sweep-kernel-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 4 \
+                TAIL=30 step 270 sweep-kernel-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 4 -a 64M,${MAX:-256M} \
                   -n ${ITERS:-10} -w 2 --device cuda --impl ring-kernel,ring,nccl,mpi --nccl-hostid \
                   --json $OUT/allreduce-${np}ranks-kernel-mps-$GPU.json; done
               echo quit | nvidia-cuda-mps-control ;;
