@@ -141,16 +141,16 @@ def main(argv) -> int:
             old = json.load(f)
         kept = [r for r in old["rules"] if (r["ranks"], r["nodes"]) != (world.size, nodes)]
     f = fits(best)
-    emulated = os.environ.get("RING_NODES")
+    emulated, commit = os.environ.get("RING_NODES"), meta.git_commit()
     command = (f"RING_NODES={emulated} " if emulated else "") + \
         f"mpiexec -n {world.size} python -m harness tune " + " ".join(argv)
     # each layout's entry names its own run: a merged table holds several
     table = {"device": args.device, "machine": meta.gpu().get("gpu") or "host",
              "host": __import__("platform").node(), "command": command,
-             "git_commit": meta.git_commit(),
+             "git_commit": commit,
              "rules": sorted(kept + mine, key=lambda r: (r["nodes"], r["ranks"], r["max_bytes"])),
              "measured": {f"{world.size} ranks, {nodes} node(s)": {
-                 "command": command, "git_commit": meta.git_commit(),
+                 "command": command, "git_commit": commit,
                  "us_per_call": {a: {str(s): round(t, 2) for s, t in sorted(v.items())}
                                  for a, v in best.items()},
                  "fits": f, "crossovers": crossovers(f)}}}

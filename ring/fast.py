@@ -46,6 +46,7 @@ from mpi4py import MPI
 
 from ringtypes import FLOATING, Op
 
+from . import p2p
 from .agreement import mine, padded, verdict
 from .host import fastround
 from .oneshot import fold
@@ -109,7 +110,7 @@ class Gathered(_Known):
     (this rank's record, then x's bytes when they ride: agreement.agree's layout) and the
     gathered buffer that host/fastround.gathered compares (and folds, when x rode)."""
 
-    __slots__ = ("code", "row", "ride", "nbytes", "everyone", "parts", "args", "me", "own")
+    __slots__ = ("code", "row", "ride", "everyone", "parts", "args", "me", "own")
 
     def __init__(self, comm: MPI.Comm, record: dict, op: Op, n: int, dtype: np.dtype,
                  kind: int, rank: int):
@@ -118,11 +119,11 @@ class Gathered(_Known):
         row = mine(record, None)
         message = padded(row)
         self.row = message[:row.size]  # row[0] is the call's number (agreement.FIELDS)
-        self.nbytes = nbytes = n * dtype.itemsize
+        nbytes = n * dtype.itemsize
         self.everyone = np.empty((comm.size, message.size), np.int64)
         self.args = ([message, MPI.INT64_T], [self.everyone, MPI.INT64_T])
         self.own = kind == 2  # a given out apart from x (else: x's memory)
-        if nbytes > RIDE_BYTES:  # x follows in its own allgather (p2p.allgathered's)
+        if nbytes > RIDE_BYTES:  # x follows in its own allgather (p2p.every_x)
             self.ride = self.parts = None
             return
         self.ride = message[RECORD:].view(np.uint8)[:nbytes]
@@ -132,7 +133,7 @@ class Gathered(_Known):
 
 def run_gathered(comm, s: Gathered, x, out):
     """run() for a signature across nodes: x into the message (or, larger, after it in an
-    allgather of its own, into the communicator's scratch buffer as the full path's),
+    allgather of its own, p2p.every_x, as the full path's),
     the allgathers bounded by the call's deadline, then compare and fold."""
     if not (out is None or out is x or (not np.may_share_memory(x, out) if s.own else
                                         _address(out) == _address(x))):
@@ -154,10 +155,7 @@ def run_gathered(comm, s: Gathered, x, out):
         verdict(s.everyone[:, :s.row.size].copy(), s.row.copy(), None, waiter.context)
     parts = s.parts
     if s.ride is None:  # the records agree: every rank posts x's allgather, of one size
-        data = x.reshape(-1).view(np.uint8)
-        rows = comm._scratch.get(0, data, comm.size * s.nbytes).reshape(comm.size, s.nbytes)
-        req = comm._comm.Iallgather([data, MPI.BYTE], [rows, MPI.BYTE])
-        waiter.until(req.Test, lambda: "waiting for every rank's data (oneshot)")
+        rows = p2p.every_x(comm._comm, waiter, x, comm._scratch)
         if s.fold:
             fastround.folded(rows, s.code, flat)
             return result

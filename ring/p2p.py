@@ -72,20 +72,29 @@ def _own(scratch: Scratch | None, i: int, x: np.ndarray, out: np.ndarray) -> np.
     return mine
 
 
+def _waiting_data() -> str:
+    return "waiting for every rank's data (oneshot)"
+
+
+def every_x(comm: MPI.Comm, waiter: Waiter, x: np.ndarray,
+            scratch: Scratch | None = None) -> np.ndarray:
+    """Every rank's x (contiguous) by one allgather: K rows of x.nbytes bytes, rank q's at
+    row q (in scratch's buffer 0: valid until the next call)."""
+    data = x.reshape(-1).view(np.uint8)
+    rows = _buffer(scratch, 0, data, comm.size * data.size).reshape(comm.size, data.size)
+    req = comm.Iallgather([data, MPI.BYTE], [rows, MPI.BYTE])  # bytes already
+    waiter.until(req.Test, _waiting_data)  # one request: Test, cheaper than Testall
+    return rows
+
+
 def allgathered(comm: MPI.Comm, waiter: Waiter, op: Op, x: np.ndarray, out: np.ndarray,
                 rode: np.ndarray | None = None, scratch: Scratch | None = None) -> None:
     """oneshot across nodes: rode, every rank's x as it came with the agreement (a row of
-    bytes per rank), or else one allgather of x; then out = the rank-order fold."""
-    k, n, nbytes = comm.size, x.size, x.nbytes
-    if rode is None:
-        every = _buffer(scratch, 0, x, k * n)
-        req = comm.Iallgather(_bytes(x), _bytes(every))
-        _wait_all([req], waiter, "waiting for every rank's data (oneshot)")
-        parts = [every[q * n:(q + 1) * n] for q in range(k)]
-    else:
-        parts = [rode[q, :nbytes].view(x.dtype) for q in range(k)]
+    bytes per rank), or else one allgather of x (every_x); then out = the rank-order fold."""
+    rows = every_x(comm, waiter, x, scratch) if rode is None else rode[:, :x.nbytes]
+    parts = [row.view(x.dtype) for row in rows]
     with np.errstate(over="ignore", invalid="ignore"):
-        fold(parts.__getitem__, op, k, out)
+        fold(parts.__getitem__, op, comm.size, out)
 
 
 def naive(comm: MPI.Comm, waiter: Waiter, op: Op, x: np.ndarray, out: np.ndarray,

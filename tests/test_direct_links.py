@@ -1,6 +1,6 @@
 """The host executor through direct links (MPI's: chunks sent from x and out, received into
 out, no staging copy), with every rank a thread and fake MPI ends that hold the executor to
-MPI's rules for nonblocking calls, so that a rule of executor.sends_from / receives_into
+MPI's rules for nonblocking calls, so that a rule of executor.sends_from_x / receives_into
 that is too loose shows as an error or a wrong result:
 
 - a send's memory must not change until its request completes (where MpiSend tests it:

@@ -37,16 +37,16 @@ def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter,
     kept at the current (chunk, step) so that a timeout can say where.
 
     Through `direct` ends (MPI) chunks are sent from x and out, and received into out,
-    where that is safe (`sends_from`, `receives_into`), instead of through staging slots."""
+    where that is safe (`sends_from_x`, `receives_into`), instead of through staging slots."""
     divisor = plan.size if divisor is None else divisor
     dtype = x.dtype if wire is None else wire
     itemsize = dtype.itemsize
     apply = apply_chunk if wire is None else apply_wire
     # not for a 16-bit wire (its slots hold another type than the arrays), nor small chunks
     direct = wire is None and plan.max_chunk() * itemsize >= DIRECT_MIN_BYTES
-    from_x = from_out = False
-    if send is not None and direct and send.direct:
-        from_x, from_out = sends_from(plan, x, out)
+    # out's chunks go from out once written; x's from x unless that memory is written over
+    from_out = send is not None and direct and send.direct
+    from_x = from_out and sends_from_x(plan, x, out)
     into = None
     if recv is not None:
         if direct and recv.direct:
@@ -87,13 +87,13 @@ def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter,
 # until they complete. Every element of out is written once in a call (by the unit that
 # receives or reduces it) and only read after; x is only read.
 
-def sends_from(plan: Plan, x, out) -> tuple[bool, bool]:
-    """(from_x, from_out): whether a unit's chunk may be sent from x as it is (a step that
-    does not receive), and from out once the unit has written it (one that receives and
-    writes out). out: always. x: unless out overlaps it and this rank writes out (in
-    place, the chunk would be written over while it is still being sent)."""
+def sends_from_x(plan: Plan, x, out) -> bool:
+    """Whether a unit's chunk may be sent from x as it is (a step that does not receive):
+    unless out overlaps x and this rank writes out (in place, the chunk would be written
+    over while it is still being sent). A chunk of out, once its unit has written it, may
+    always be sent from there."""
     overlap = x.size > 0 and out.size > 0 and np.may_share_memory(x, out)
-    return not (overlap and any(s.out for s in plan.steps)), True
+    return not (overlap and any(s.out for s in plan.steps))
 
 
 def receives_into(plan: Plan, x, out) -> list | None:
