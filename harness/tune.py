@@ -1,7 +1,11 @@
-"""Measure ring's all-reduce algorithms on this machine and write the table "auto" reads.
+"""Measure ring's algorithms on this machine and write the table "auto" reads.
 
     mpiexec -n K python -m harness tune [-b 8] [-e 64M] [-f 4] [--rounds 5]
-        [--algos ring,hierarchical,naive,ps,oneshot,twoshot,tree] [--device host|cuda] [--merge TABLE] --out TABLE
+        [--algos ring,hierarchical,naive,ps,oneshot,twoshot,tree] [--device host|cuda]
+        [--collective allreduce|reduce_scatter|allgather|...] [--merge TABLE] --out TABLE
+
+--collective (all-reduce by default) measures another collective: its sizes are the
+harness's (the larger of input and output), its rules name it (ring/tuning.py).
 
 For every size and every algorithm that can run here: float32 sum with the agreement
 check on (as users call it), interleaved rounds, each a barrier then enough calls for about
@@ -30,56 +34,73 @@ import ring
 from ring.options import ALLREDUCE_ONLY
 
 from . import buffers, meta
+from .collectives import COLLECTIVES
 from .model import fit
 from .sizes import parse_size, sizes
 
 ALL = ("ring", "hierarchical") + ALLREDUCE_ONLY  # those that cannot run here are left out
 
 
-def per_call_us(comm: ring.Communicator, x, out, algorithm: str) -> float:
+def per_call_us(comm: ring.Communicator, x, out, algorithm: str,
+                collective: str = "allreduce") -> float:
     """Mean µs per call of one timed round (slowest rank), after one call to warm up."""
     world = comm._comm
-    comm.allreduce(x, out=out, algorithm=algorithm)
+    if collective == "broadcast":
+        def call():
+            comm.broadcast(x, algorithm=algorithm)
+    else:
+        fn = getattr(comm, collective)
+
+        def call():
+            fn(x, out=out, algorithm=algorithm)
+    call()
     world.Barrier()
     t0 = time.perf_counter()
-    comm.allreduce(x, out=out, algorithm=algorithm)
+    call()
     one = world.allreduce(time.perf_counter() - t0, op=MPI.MAX)
     n = int(min(500, max(3, 0.02 / max(one, 1e-6))))
     world.Barrier()
     t0 = time.perf_counter()
     for _ in range(n):
-        comm.allreduce(x, out=out, algorithm=algorithm)
+        call()
     return world.allreduce((time.perf_counter() - t0) / n * 1e6, op=MPI.MAX)
 
 
-def measure(comm, algos, byte_sizes, rounds: int, bufs=None) -> dict[str, dict[int, float]]:
+def measure(comm, algos, byte_sizes, rounds: int, bufs=None,
+            collective: str = "allreduce") -> dict[str, dict[int, float]]:
     """{algorithm: {bytes: best µs}} over interleaved rounds (bufs: where the arrays live,
-    harness/buffers.py's; host memory by default)."""
+    harness/buffers.py's; host memory by default). bytes: the call's larger array."""
     bufs = bufs or buffers.HostBuffers()
+    coll = COLLECTIVES[collective]
+    which = ring.schedule.Collective[collective.upper()]
     best: dict[str, dict[int, float]] = {a: {} for a in algos}
     for _ in range(rounds):
         for s in byte_sizes:
-            n = max(s // 4, 1)
-            x, out = bufs.put(np.ones(n, np.float32)), bufs.empty(n, np.float32)
-            nbytes = 4 * n
+            whole = coll.layout == "same" and collective != "alltoall"  # else K blocks
+            n_in, n_out = coll.counts(max(s, 4 if whole else 4 * comm.size), 4, comm.size)
+            x, out = bufs.put(np.ones(n_in, np.float32)), bufs.empty(n_out, np.float32)
+            nbytes = coll.size_bytes(n_in, n_out, 4)
             for a in algos:
-                if comm._why_not(a, ring.schedule.Collective.ALLREDUCE, nbytes):
+                if comm._why_not(a, which, nbytes):
                     continue
-                t = per_call_us(comm, x, out, a)
+                t = per_call_us(comm, x, out, a, collective)
                 best[a][nbytes] = min(best[a].get(nbytes, float("inf")), t)
     return {a: times for a, times in best.items() if times}
 
 
-def rules(best: dict[str, dict[int, float]], ranks: int, nodes: int) -> list[dict]:
+def rules(best: dict[str, dict[int, float]], ranks: int, nodes: int,
+          collective: str = "allreduce") -> list[dict]:
     """Consecutive sizes with the same winner make one rule, up to the last it won."""
     measured = sorted({s for times in best.values() for s in times})
+    named = {} if collective == "allreduce" else {"collective": collective}
     out: list[dict] = []
     for s in measured:
         winner = min((t[s], a) for a, t in best.items() if s in t)[1]
         if out and out[-1]["algorithm"] == winner:
             out[-1]["max_bytes"] = s
         else:
-            out.append({"ranks": ranks, "nodes": nodes, "max_bytes": s, "algorithm": winner})
+            out.append({**named, "ranks": ranks, "nodes": nodes, "max_bytes": s,
+                        "algorithm": winner})
     return out
 
 
@@ -120,6 +141,7 @@ def main(argv) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--algos", default=",".join(ALL))
     p.add_argument("--device", choices=("host", "cuda"), default="host")
+    p.add_argument("--collective", choices=sorted(COLLECTIVES), default="allreduce")
     p.add_argument("--merge", metavar="TABLE", help="keep this table's rules for other layouts")
     p.add_argument("--out", required=True, metavar="TABLE")
     args = p.parse_args(argv)
@@ -131,15 +153,16 @@ def main(argv) -> int:
     with ring.Communicator(world, device=args.device) as comm:
         nodes = comm._topo.nnodes
         best = measure(comm, algos, sizes(args.minbytes, args.maxbytes, args.stepfactor, 0),
-                       args.rounds, bufs)
+                       args.rounds, bufs, args.collective)
     if world.rank != 0:
         return 0
-    mine = rules(best, world.size, nodes)
+    mine = rules(best, world.size, nodes, args.collective)
     kept = []
     if args.merge:
         with open(args.merge) as f:
             old = json.load(f)
-        kept = [r for r in old["rules"] if (r["ranks"], r["nodes"]) != (world.size, nodes)]
+        kept = [r for r in old["rules"] if (r["ranks"], r["nodes"], r.get("collective", "allreduce"))
+                != (world.size, nodes, args.collective)]
     f = fits(best)
     emulated, commit = os.environ.get("RING_NODES"), meta.git_commit()
     command = (f"RING_NODES={emulated} " if emulated else "") + \
@@ -148,8 +171,10 @@ def main(argv) -> int:
     table = {"device": args.device, "machine": meta.gpu().get("gpu") or "host",
              "host": __import__("platform").node(), "command": command,
              "git_commit": commit,
-             "rules": sorted(kept + mine, key=lambda r: (r["nodes"], r["ranks"], r["max_bytes"])),
-             "measured": {f"{world.size} ranks, {nodes} node(s)": {
+             "rules": sorted(kept + mine, key=lambda r: (r.get("collective", ""), r["nodes"],
+                                                         r["ranks"], r["max_bytes"])),
+             "measured": {f"{'' if args.collective == 'allreduce' else args.collective + ', '}"
+                          f"{world.size} ranks, {nodes} node(s)": {
                  "command": command, "git_commit": commit,
                  "us_per_call": {a: {str(s): round(t, 2) for s, t in sorted(v.items())}
                                  for a, v in best.items()},
@@ -158,7 +183,8 @@ def main(argv) -> int:
         table["measured"] = {**old.get("measured", {}), **table["measured"]}
     with open(args.out, "w") as fh:
         json.dump(table, fh, indent=1)
-    print(f"# {world.size} ranks, {nodes} node(s): µs per call (best of {args.rounds} rounds)")
+    print(f"# {args.collective}, {world.size} ranks, {nodes} node(s): µs per call (best of "
+          f"{args.rounds} rounds)")
     print("#" + "".join(f"{a:>13}" for a in best) + "     bytes  winner")
     for s in sorted({s for t in best.values() for s in t}):
         row = "".join(f"{best[a][s]:13.1f}" if s in best[a] else f"{'-':>13}" for a in best)

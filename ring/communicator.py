@@ -27,6 +27,9 @@ from .wait import Waiter, napping, oversubscribed
 from . import progress
 
 
+GATHERS = (Collective.ALLGATHER, Collective.GATHER)  # a call's count is K x's
+
+
 class Work:
     """Handle of an asynchronous call (async_op=True), as torch.distributed's.
 
@@ -153,7 +156,11 @@ class Communicator:
         self._xseq = 0  # rounds of the exchange so far
         # signatures of oneshot all-reduces seen, for the per-call fast path (fast.py)
         self._fast = {} if self.device == "host" else None
+        # "auto"'s rules: the all-reduce's, and every other collective's by collective
         self._rules = _tuning.rules_for(table, self.size, self._topo.nnodes)
+        self._rules_of = {c: _tuning.rules_for(table, self.size, self._topo.nnodes, c.label)
+                          for c in Collective if c not in (Collective.ALLREDUCE,
+                                                           Collective.BARRIER)}
         self.last_algorithm: str | None = None  # what the latest call ran (as RING_DEBUG logs)
         # host async_op calls run here, in order (started on the first one)
         self._progress = progress.Progress(f"ring-progress-{self.rank}") \
@@ -214,10 +221,8 @@ class Communicator:
         if self._fast and not async_op and compression is None and self._progress.idle():
             k = fast.key(x, out, op, chunk_bytes, algorithm, dtype)
             if k is not None:
-                result = self._fast_call(self._fast.get(k), x, out)
-                if result is None and k[3] == 2:  # out may be another view of x: in place
-                    result = self._fast_call(self._fast.get(fast.in_place(k)), x, out)
-                if result is not None:
+                result = self._fast_call(k, x, out)
+                if result is not fast.ELSEWHERE:
                     return result
         return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
                           0, compression)
@@ -302,6 +307,13 @@ class Communicator:
 
     def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None, dtype=None,
               root=0, compression=None):
+        if (self._fast and collective is not Collective.ALLREDUCE and not async_op
+                and compression is None and self._progress.idle()):  # (allreduce: its own)
+            k = fast.key_of(collective, x, out, op, root, chunk_bytes, algorithm, dtype)
+            if k is not None:
+                result = self._fast_call(k, x, out)
+                if result is not fast.ELSEWHERE:
+                    return result
         if async_op and self._progress is not None:
             self._usable()
             return Work(None, self._progress.submit(lambda: self._behind(
@@ -344,9 +356,11 @@ class Communicator:
             self._broken(e)
             raise
         self.last_algorithm = c.algorithm
-        if (self._fast is not None and collective is Collective.ALLREDUCE and c.count
-                and c.algorithm == "oneshot" and not async_op):
-            self._learn(fast.exact_key(x, out, op, chunk_bytes, algorithm, dtype), record, c)
+        if self._fast is not None and c.count and c.algorithm == "oneshot" and not async_op:
+            self._learn(fast.learnt_key(c, x, out, fast.key(x, out, op, chunk_bytes, algorithm, dtype)
+                                        if collective is Collective.ALLREDUCE else
+                                        fast.key_of(collective, x, out, op, root, chunk_bytes,
+                                                    algorithm, dtype), self.rank), record, c)
         if debug.enabled():
             debug.call({"rank": self.rank, "call": self._calls, "collective": str(collective),
                         "algorithm": c.algorithm, "count": c.count, "dtype": c.dtype.name,
@@ -365,35 +379,44 @@ class Communicator:
             return c.chunk_bytes
         return min(COMPILED_CHUNK_BYTES, c.chunk_bytes)
 
-    def _fast_call(self, known: fast.Signature | None, x, out):
-        """The call through ring/fast.py, of signature `known`; None if there is none or
-        it was not this call's."""
+    def _fast_call(self, k, x, out):
+        """The call through ring/fast.py, of signature k or, where out may be another view
+        of x, k in place; fast.ELSEWHERE if neither is known or this call's."""
+        result = self._fast_as(self._fast.get(k), x, out)
+        if result is fast.ELSEWHERE and k[3] == 2:
+            result = self._fast_as(self._fast.get(fast.in_place(k)), x, out)
+        return result
+
+    def _fast_as(self, known: fast.Signature | fast.Gathered | None, x, out):
         if known is None:
-            return None
+            return fast.ELSEWHERE
         try:
             result = fast.run(self, known, x, out)
         except BaseException as e:
             self._broken(e)
             raise
-        if result is not None:
+        if result is not fast.ELSEWHERE:
             self.last_algorithm = "oneshot"
             if debug.enabled():
                 debug.call({**known.log, "call": self._calls})
         return result
 
-    def _learn(self, k, record: dict, c: Call) -> None:
-        """Keep what this oneshot all-reduce worked out, for the next calls like it."""
-        if k is None:
+    def _learn(self, learnt, record: dict, c: Call) -> None:
+        """Keep what this oneshot call worked out, for the next calls like it (learnt:
+        fast.learnt_key's answer)."""
+        if learnt is None:
             return
+        k, memory, delta = learnt
         if len(self._fast) >= fast.LIMIT:
             self._fast.clear()
-        if self._exchange is None:  # across nodes: the agreement's allgather (and x's)
+        if self._exchange is None:  # across nodes (all-reduce): the agreement's allgather
             self._fast[k] = fast.Gathered(self._comm, record, c.op, c.count, c.x.dtype, k[3],
                                           self.rank)
             return
-        self._fast[k] = fast.Signature(self._exchange, record, c.op, c.count, c.x.dtype,
-                                      len(k[1]), k[3], self.rank,
-                                      self._backend.entered_address())
+        self._fast[k] = fast.Signature(
+            self._exchange, record, c.op, c.count, c.x.dtype, len(k[1]), k[3], self.rank,
+            self._backend.entered_address(), c.collective, c.root, memory, delta,
+            () if c.result is None or c.collective is Collective.ALLREDUCE else c.result.shape)
 
     def _wait_round(self, seq: int) -> None:
         """Until every rank has posted exchange round seq; a timeout names who has not."""
@@ -419,7 +442,8 @@ class Communicator:
         if ex is not None and (self.check or rides or synchronize):
             self._xseq += 1
             seq = self._xseq
-            post = (lambda: oneshot.post(ex, seq, c.x)) if rides and c.count else None
+            post = (lambda: oneshot.post(ex, seq, c.x)) if rides and c.count and \
+                oneshot.posts(c.collective, self.rank, c.root) else None
             agree_shared(ex, seq, record, error, name, post, self._wait_round)
             return
         # oneshot across nodes (host) always agrees: its data follow in a message sized by
@@ -454,7 +478,7 @@ class Communicator:
             p2p.allgathered(self._comm, self._waiter, c.op, c.x, c.out, c.rode, self._scratch)
             return
         if c.algorithm == "oneshot":
-            oneshot.oneshot(self._exchange, self._xseq, c.op, c.out)
+            oneshot.run(self._exchange, self._xseq, c.collective, c.op, c.root, c.count, c.out)
             return
         if c.algorithm == "twoshot":
             oneshot.twoshot(self._exchange, self._xseq, c.op, c.out)
@@ -513,11 +537,12 @@ class Communicator:
                                  "(the ring's slots carry the compressed wire)")
             return "ring"
         if algorithm == "auto":
-            if collective is Collective.ALLREDUCE:
-                pick = _tuning.choose(self._rules, nbytes,
-                                      lambda a: self._why_not(a, collective, nbytes) is None)
-                if pick is not None:
-                    return pick
+            rules = self._rules if collective is Collective.ALLREDUCE else \
+                self._rules_of.get(collective, ())
+            pick = _tuning.choose(rules, nbytes,
+                                  lambda a: self._why_not(a, collective, nbytes) is None)
+            if pick is not None:
+                return pick
             return "ring" if self._why_not("hierarchical", collective, nbytes) else "hierarchical"
         why = self._why_not(algorithm, collective, nbytes)
         if why:
@@ -534,12 +559,18 @@ class Communicator:
             if collective is Collective.ALLTOALL:
                 return "alltoall runs on the flat ring only"
             return self._hier_why
-        if collective is not Collective.ALLREDUCE and algorithm in ALLREDUCE_ONLY:
+        allreduce = collective is Collective.ALLREDUCE
+        if algorithm == "oneshot" and not allreduce:  # every collective, on the host
+            if self.device != "host":
+                return f"oneshot runs {collective} on the host device only"
+        elif not allreduce and algorithm in ALLREDUCE_ONLY:
             return f"it is an all-reduce algorithm; {collective} runs on the ring"
         if algorithm in SHARED:
-            # across nodes, the host's oneshot goes by MPI (p2p.allgathered)
-            if self._exchange is None and not (algorithm == "oneshot" and self.device == "host"):
+            # across nodes, the host's oneshot all-reduce goes by MPI (p2p.allgathered)
+            if self._exchange is None and not (algorithm == "oneshot" and allreduce
+                                               and self.device == "host"):
                 return "it needs every rank of the communicator on one node"
-            if nbytes > EXCHANGE_BYTES:
-                return f"it carries at most {EXCHANGE_BYTES} bytes per rank, got {nbytes}"
+            posted = nbytes // self.size if collective in GATHERS else nbytes
+            if posted > EXCHANGE_BYTES:
+                return f"it carries at most {EXCHANGE_BYTES} bytes per rank, got {posted}"
         return None

@@ -23,8 +23,11 @@ A round the compiled poll does not see complete (a late peer, or ranks that outn
 cores) is waited for in Python, under the call's deadline, as every wait is.
 
 The signature is every argument but the arrays' contents and identities: x's dtype and
-shape, op, the kind of out, chunk_bytes, algorithm and dtype as passed. Anything else
-(another algorithm than oneshot, async_op, a broken communicator) takes the full path.
+shape, op, the kind of out, chunk_bytes, algorithm and dtype as passed (and for the other
+collectives, which run oneshot through the window too: the collective, out's shape and
+the root). Anything else (another algorithm than oneshot, async_op, a broken
+communicator) takes the full path. Another collective posts x where it sends and follows
+oneshot.recipe instead of the fold, compiled as well.
 RING_DEBUG=INFO logs fast calls too, with "path": "fast". What the fast path skips is work
 whose result is the same for the same signature, so its errors and results are the full
 path's. Measured in results/host-call-cost.md.
@@ -49,10 +52,13 @@ from ringtypes import FLOATING, Op
 from . import p2p
 from .agreement import mine, padded, verdict
 from .host import fastround
-from .oneshot import fold
+from .oneshot import fold, follow, posts, recipe
 from .options import RIDE_BYTES
-from .schedule import Collective
+from .schedule import Collective, sizes
 from .transport.exchange import RECORD
+
+ELSEWHERE = object()  # run()'s answer when the call is not of the signature it was given
+OUT, X, NOTHING = 0, 1, 2  # what a call returns: out (or a new array), x, None
 
 
 class _Known:
@@ -60,20 +66,23 @@ class _Known:
 
     __slots__ = ("op", "quiet", "name", "log", "wire", "fold")
 
-    def __init__(self, op: Op, n: int, dtype: np.dtype, rank: int):
+    def __init__(self, op: Op, n: int, dtype: np.dtype, rank: int,
+                 collective: Collective = Collective.ALLREDUCE, root: int = 0):
         self.op = op
         # floating sums may overflow to inf; the full path says nothing of it either
         self.quiet = dtype in FLOATING or op is Op.AVG
-        self.name = f"{Collective.ALLREDUCE} (call %d, rank {rank})"
+        self.name = f"{collective} (call %d, rank {rank})"
         # RING_DEBUG=INFO's line for a call, as the full path writes it, marked fast
-        self.log = {"rank": rank, "call": 0, "collective": str(Collective.ALLREDUCE),
-                    "algorithm": "oneshot", "count": n, "dtype": dtype.name, "op": str(op),
-                    "path": "fast"}
+        self.log = {"rank": rank, "call": 0, "collective": str(collective),
+                    "algorithm": "oneshot", "count": n, "dtype": dtype.name,
+                    **({"op": str(op)} if collective.reduces else {}),
+                    **({"root": root} if collective.rooted else {}), "path": "fast"}
         # the compiled round (host/fastround.py): x and out as their dtype's bits where
         # Numba has no arithmetic for it; NumPy's own loops fold float16 / bfloat16 and
-        # floating min / max (fold False)
+        # floating min / max (fold False); a collective that only copies copies bits
         self.wire = fastround.wire(dtype)
-        self.fold = self.wire == dtype and not (dtype in FLOATING and op in (Op.MIN, Op.MAX))
+        self.fold = not collective.reduces or self.wire == dtype and not (
+            dtype in FLOATING and op in (Op.MIN, Op.MAX))
 
     def numpy_fold(self, parts: list, out: np.ndarray) -> None:
         """out = the rank-order fold of parts with NumPy's loops (where fold is False)."""
@@ -86,23 +95,44 @@ class _Known:
 
 class Signature(_Known):
     """What a call of one (dtype, shape, op, out kind) worked out, and the window's views
-    for it: records and data of every rank, by call parity."""
+    for it: records and data of every rank, by call parity. collective: the all-reduce's
+    fold, or another collective's recipe (segments; returns: OUT, X or NOTHING; shape:
+    of a new out). memory, delta: what a given out's memory must be (fastround.call's)."""
 
-    __slots__ = ("row", "records", "data", "plan", "direct", "memory")
+    __slots__ = ("row", "records", "data", "plan", "direct", "memory", "segments", "returns",
+                 "shape")
 
     def __init__(self, ex, record: dict, op: Op, n: int, dtype: np.dtype, ndim: int, kind: int,
-                 rank: int, entered: int = 0):
-        super().__init__(op, n, dtype, rank)
+                 rank: int, entered: int = 0, collective: Collective = Collective.ALLREDUCE,
+                 root: int = 0, memory: int | None = None, delta: int = 0,
+                 shape: tuple = ()):
+        super().__init__(op, n, dtype, rank, collective, root)
         row = mine(record, None)
         width = row.size
         self.records = [[ex.record(q, p)[:width] for q in range(ex.size)] for p in (0, 1)]
-        self.data = [[ex.data(q, p, dtype, n) for q in range(ex.size)] for p in (0, 1)]
+        allreduce = collective is Collective.ALLREDUCE
+        posted = n // ex.size if collective in (Collective.ALLGATHER, Collective.GATHER) else n
+        self.data = [[ex.data(q, p, dtype, posted) for q in range(ex.size)] for p in (0, 1)]
+        self.segments = None if allreduce else recipe(collective, ex.size, ex.rank, root, n)
         # the window by address
         self.plan, self.row = fastround.plan(ex.rank, ex.area, op, self.fold, ex.bases, row,
-                                             entered)
+                                             entered, self.segments,
+                                             posts(collective, ex.rank, root), delta)
         self.direct = self.wire == dtype and ndim == 1  # x and out as they come
-        # what a given out's memory must be, checked every call (out None or x: nothing)
-        self.memory = fastround.OWN if kind == 2 else fastround.SAME
+        # what a given out's memory must be, checked every call (out None: nothing)
+        self.memory = (fastround.OWN if kind == 2 else fastround.SAME) if memory is None \
+            else memory
+        self.returns = X if collective is Collective.BROADCAST else \
+            NOTHING if collective in (Collective.REDUCE, Collective.GATHER) and rank != root \
+            else OUT
+        self.shape = shape
+
+    def numpy(self, parity: int, out: np.ndarray) -> None:
+        """The fold or the recipe with NumPy's loops (where fold is False)."""
+        if self.segments is None:
+            self.numpy_fold(self.data[parity], out)
+        else:
+            follow(self.segments, self.data[parity].__getitem__, self.op, out)
 
 
 class Gathered(_Known):
@@ -137,7 +167,7 @@ def run_gathered(comm, s: Gathered, x, out):
     the allgathers bounded by the call's deadline, then compare and fold."""
     if not (out is None or out is x or (not np.may_share_memory(x, out) if s.own else
                                         _address(out) == _address(x))):
-        return None
+        return ELSEWHERE
     call = comm._calls + 1
     waiter = comm._waiter
     waiter.start(s.name % call)
@@ -196,9 +226,50 @@ def key(x, out, op, chunk_bytes=None, algorithm=None, dtype=None):
     return x.dtype, x.shape, op, kind, chunk_bytes, algorithm, dtype
 
 
+def key_of(collective: Collective, x, out, op, root, chunk_bytes=None, algorithm=None,
+           dtype=None):
+    """key() for the other collectives: out of any shape (kind at the same place), then
+    the collective, out's shape and the root. x must be an array (scatter's None is not)."""
+    if (type(x) is not np.ndarray or not x.flags.c_contiguous or not isinstance(op, (str, Op))
+            or type(chunk_bytes) not in PLAIN or type(algorithm) not in PLAIN
+            or type(dtype) not in PLAIN or type(root) is not int):
+        return None
+    if out is None:
+        kind, shape = 0, None
+    elif out is x:
+        kind, shape = 1, x.shape
+    elif type(out) is np.ndarray and out.dtype == x.dtype:
+        flags = out.flags
+        if not (flags.c_contiguous and flags.writeable):
+            return None
+        kind, shape = 2, out.shape
+    else:
+        return None
+    return x.dtype, x.shape, op, kind, chunk_bytes, algorithm, dtype, collective, shape, root
+
+
 def in_place(k):
-    """The signature of the same call with out another view of x's memory."""
+    """The signature of the same call with out another view of x's memory (in place)."""
     return k[:3] + (1,) + k[4:]
+
+
+def learnt_key(c, x, out, k, rank: int):
+    """Where a oneshot call `c` (call.Call, just run on the full path by rank `rank`) is
+    kept: (key, memory, delta), memory and delta what out's memory must be on later calls
+    (fastround's ANY / OWN / SAME; None: by the key's kind, the all-reduce's), or None
+    where it is not kept (an out that overlaps x without being in place)."""
+    if k is None:
+        return None
+    collective = c.collective
+    if collective is Collective.ALLREDUCE:
+        k = exact_key(x, out, k[2], k[4], k[5], k[6]) if k[3] == 2 else k
+        return None if k is None else (k, None, 0)
+    reads = collective is not Collective.SCATTER or rank == c.root  # x is read
+    if out is None or collective is Collective.BROADCAST or c.result is None or not reads:
+        return k, fastround.ANY, 0
+    if c.in_place:
+        return in_place(k), fastround.SAME, _address(out) - _address(x)
+    return k, fastround.OWN, 0
 
 
 def exact_key(x, out, op, chunk_bytes=None, algorithm=None, dtype=None):
@@ -212,7 +283,7 @@ def exact_key(x, out, op, chunk_bytes=None, algorithm=None, dtype=None):
 
 def run(comm, s: Signature | Gathered, x, out):
     """One call of a known signature (comm: the Communicator, usable, every rank on one
-    node); the result, or the full path's error. None: out's memory is not what the
+    node); the result, or the full path's error. ELSEWHERE: out's memory is not what the
     signature says (x's, apart from x's); nothing happened, the caller looks further.
     The call's deadline is armed only when it has to wait in Python (a round that completes
     in the compiled poll cannot time out). Across nodes: run_gathered."""
@@ -220,8 +291,9 @@ def run(comm, s: Signature | Gathered, x, out):
         return run_gathered(comm, s, x, out)
     call = comm._calls + 1
     seq = comm._xseq + 1
-    result = np.empty(x.shape, x.dtype) if out is None else out
-    if s.direct:
+    result = out if out is not None else np.empty(s.shape or x.shape, x.dtype) \
+        if s.returns == OUT else x  # (where nothing is written: x, never written)
+    if s.direct and result.ndim == 1:
         flat_x, flat_out = x, result
     else:
         flat_x, flat_out = x.reshape(-1).view(s.wire), result.reshape(-1).view(s.wire)
@@ -229,7 +301,7 @@ def run(comm, s: Signature | Gathered, x, out):
     status = fastround.call(s.plan, flat_x, flat_out, call, seq, waiter.spins, waiter.yields,
                             fastround.ANY if out is None or out is x else s.memory)
     if status >= fastround.ALIASED:
-        return None
+        return ELSEWHERE
     comm._calls, comm._xseq = call, seq
     if status != fastround.DONE:
         waiter.start(s.name % call)
@@ -240,5 +312,5 @@ def run(comm, s: Signature | Gathered, x, out):
             records = s.records[seq & 1]
             verdict(np.stack([r.copy() for r in records]), s.row, None, waiter.context)
     if not s.fold:
-        s.numpy_fold(s.data[seq & 1], result.reshape(-1))
-    return result
+        s.numpy(seq & 1, result.reshape(-1))
+    return None if s.returns == NOTHING else result

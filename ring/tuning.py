@@ -1,12 +1,15 @@
-"""Which all-reduce algorithm "auto" picks, from a table measured on the machine
-(`python -m harness tune` writes one), as NCCL's tuner plugins choose per size.
+"""Which algorithm "auto" picks, from a table measured on the machine (`python -m harness
+tune` writes one), as NCCL's tuner plugins choose per size.
 
 A table is JSON:
 
     {"device": "host", "command": "...", "machine": "...",
-     "rules": [{"ranks": 2, "nodes": 1, "max_bytes": 16384, "algorithm": "oneshot"}, ...]}
+     "rules": [{"ranks": 2, "nodes": 1, "max_bytes": 16384, "algorithm": "oneshot"}, ...,
+               {"collective": "allgather", "ranks": 2, ...}, ...]}
 
-For a call of S bytes per rank on K ranks over N nodes, the first rule with ranks == K (or,
+A rule without "collective" is an all-reduce's. For a call of S bytes (the call's full
+array: call.Call.count elements, so an all-gather's output) on K ranks over N nodes, the
+first rule of its collective with ranks == K (or,
 when no rule names K, the largest ranks below it), nodes == N and S <= max_bytes names the
 algorithm, if it can run here; otherwise the ring (two-level where it applies). ring ships
 one table per device kind (ring/tables/<device>.json); Communicator(tuning=PATH) or the
@@ -21,6 +24,10 @@ import json
 import os
 from pathlib import Path
 
+from .schedule import Collective
+
+ALLREDUCE = "allreduce"  # a rule's collective when it names none
+NAMES = {c.label for c in Collective if c is not Collective.BARRIER}
 TABLES = Path(__file__).resolve().parent / "tables"
 
 
@@ -36,15 +43,19 @@ def load(path: str | None, device: str) -> dict:
         rules = table["rules"]
         for r in rules:
             int(r["ranks"]), int(r["nodes"]), int(r["max_bytes"]), str(r["algorithm"])
+            if r.get("collective", ALLREDUCE) not in NAMES:
+                raise ValueError(f"collective {r['collective']!r} is none of {sorted(NAMES)}")
     except (OSError, ValueError, KeyError, TypeError) as e:
         what = "tuning" if path else ("RING_TUNING" if os.environ.get("RING_TUNING") else "tuning table")
         raise ValueError(f"{what}: cannot read a tuning table from {source!r}: {e}") from None
     return table
 
 
-def rules_for(table: dict, ranks: int, nodes: int) -> list[tuple[int, str]]:
-    """(max_bytes, algorithm) for this layout, in the table's order."""
-    mine = [r for r in table["rules"] if int(r["nodes"]) == nodes]
+def rules_for(table: dict, ranks: int, nodes: int,
+              collective: str = "allreduce") -> list[tuple[int, str]]:
+    """(max_bytes, algorithm) for this layout and collective, in the table's order."""
+    mine = [r for r in table["rules"] if int(r["nodes"]) == nodes
+            and r.get("collective", ALLREDUCE) == collective]
     known = sorted({int(r["ranks"]) for r in mine if int(r["ranks"]) <= ranks})
     if not known:
         return []

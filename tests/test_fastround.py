@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ring.host import fastround
-from ring.oneshot import fold
+from ring.oneshot import fold, follow, posts, recipe
+from ring.schedule import Collective, sizes
 from ring.transport.exchange import HEADER, RECORD
 from ringtypes import DTYPES, FLOATING, REDUCIBLE, Op
 
@@ -196,3 +197,60 @@ def test_sixteen_bit_floats_post_their_bits(dtype):
     out = np.zeros(2, np.uint16)
     assert fastround.call(plan, x.view(np.uint16), out, 0, 1, 10, 0, fastround.OWN) == fastround.DONE
     assert w.data(0, 1, dtype, 2).tobytes() == x.tobytes() and (out == 0).all()
+
+
+def test_in_place_at_any_distance_from_x():
+    """SAME: out at the plan's delta bytes from x, before or after it (an all-gather's
+    in place: x is out's block r). The addresses are unsigned in Numba: a delta below
+    zero once read as 2**64 - 12."""
+    w = Window(2)
+    big = np.zeros(6, np.float32)
+    for delta, x in ((-12, big[3:]), (0, big), (12, None)):
+        plan, _ = fastround.plan(0, AREA, Op.SUM, True, w.bases, np.zeros(4, np.int64),
+                                 segments=[], delta=delta)
+        if x is None:
+            x, out = big[:3], big[3:]  # out after x: delta 12
+        else:
+            out = big
+        assert fastround.call(plan, x, out, 0, 1, 10, 0, fastround.SAME) == fastround.WAITING
+        assert fastround.call(plan, big[1:4], big, 0, 3, 10, 0, fastround.SAME) == \
+            fastround.APART
+
+
+@settings(max_examples=150, deadline=None)
+@given(k=st.integers(1, 5), dtype=st.sampled_from(NATIVE + [np.dtype("u2")]),
+       collective=st.sampled_from([c for c in Collective if c is not Collective.BARRIER]),
+       per_rank=st.integers(0, 6), seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_a_recipe_followed_compiled_is_numpys(k, dtype, collective, per_rank, seed, data):
+    """Another collective's round (oneshot.recipe in the plan): rank `me` posts x only
+    where it sends, and out is oneshot.follow's, bit for bit."""
+    rng = np.random.default_rng(seed)
+    me, root = data.draw(st.integers(0, k - 1)), data.draw(st.integers(0, k - 1))
+    op = data.draw(st.sampled_from([o for o in Op if o is not Op.AVG or dtype in FLOATING]))
+    if not collective.reduces:
+        op = Op.SUM
+    n = per_rank * k if collective.divides else per_rank + 1
+    count, out_n = sizes(collective, n, k)
+    segments = recipe(collective, k, me, root, count)
+    fold_here = not (dtype in FLOATING and op in (Op.MIN, Op.MAX))
+    w = Window(k)
+    row = np.arange(7, dtype=np.int64)
+    plan, _ = fastround.plan(me, AREA, op, fold_here, w.bases, row, segments=segments,
+                             posts=posts(collective, me, root))
+    xs = [values(dtype, n, rng) for _ in range(k)]
+    for q in range(k):
+        if q != me:
+            w.post(q, 5, row, xs[q] if posts(collective, q, root) else xs[q][:0])
+    w.data(me, 5, np.dtype(np.uint8), n * dtype.itemsize)[...] = 0xAB
+    out = np.full(out_n if collective not in (Collective.ALLREDUCE, Collective.REDUCE) else n,
+                  7, dtype)
+    assert fastround.call(plan, xs[me], out, 0, 5, 10, 0, fastround.OWN) == fastround.DONE
+    posted = w.data(me, 5, dtype, n).tobytes()
+    assert posted == (xs[me].tobytes() if posts(collective, me, root) else
+                      b"\xab" * (n * dtype.itemsize))
+    want = np.full_like(out, 7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        follow(segments, lambda q: xs[q], op, want)
+    if fold_here or not collective.reduces:
+        assert out.tobytes() == want.tobytes()

@@ -192,6 +192,19 @@ def test_tune_writes_a_table_that_auto_reads(device, tmp_path):
         assert rules and rules[-1]["max_bytes"] == 4096 and all(r["nodes"] == 1 for r in rules)
     from ring.tuning import load, rules_for
     assert rules_for(load(str(table), device), 3, 1)
+    if device == "host":  # another collective's rules name it, beside the all-reduce's
+        _sweep(2, "tune", "--collective", "reduce_scatter", "-b", "8", "-e", "64", "-f", "8",
+               "--rounds", "1", "--algos", "ring,oneshot", "--merge", str(table),
+               "--out", str(table))
+        data = json.loads(table.read_text())
+        named = [r for r in data["rules"] if r.get("collective") == "reduce_scatter"]
+        assert named and all(r["ranks"] == 2 for r in named)
+        assert set(data["measured"]["reduce_scatter, 2 ranks, 1 node(s)"]["us_per_call"]) == \
+            {"ring", "oneshot"}
+        assert rules_for(load(str(table), device), 2, 1) == \
+            rules_for(data, 2, 1), "the all-reduce's rules kept"
+        assert rules_for(data, 2, 1, "reduce_scatter") == [
+            (r["max_bytes"], r["algorithm"]) for r in named]
 
 
 @pytest.mark.mpi

@@ -55,3 +55,17 @@ def test_an_unreadable_table_is_a_clear_error(tmp_path, text, why):
         tuning.load(str(p), "host")
     with pytest.raises(ValueError, match="tuning: cannot read a tuning table from .*missing"):
         tuning.load(str(tmp_path / "missing.json"), "host")
+
+
+def test_rules_name_their_collective_and_an_unknown_one_is_refused(tmp_path):
+    table = {"rules": [{"ranks": 2, "nodes": 1, "max_bytes": 64, "algorithm": "oneshot"},
+                       {"collective": "alltoall", "ranks": 2, "nodes": 1, "max_bytes": 8,
+                        "algorithm": "oneshot"}]}
+    assert tuning.rules_for(table, 2, 1) == [(64, "oneshot")]
+    assert tuning.rules_for(table, 2, 1, "alltoall") == [(8, "oneshot")]
+    assert tuning.rules_for(table, 2, 1, "gather") == []
+    bad = tmp_path / "bad.json"
+    table["rules"][1]["collective"] = "all_to_all"
+    bad.write_text(json.dumps(table))
+    with pytest.raises(ValueError, match="cannot read a tuning table.*all_to_all"):
+        tuning.load(str(bad), "host")

@@ -14,6 +14,10 @@ an 8-byte all-reduce needs, so that its cost is a Numba dispatch, not a dozen Nu
              order, and the same values (float32 avg divides in float64 and rounds once,
              which gives the correctly rounded float32 quotient)
 
+Any other collective (oneshot.recipe) posts x only where it sends (broadcast and scatter:
+the root) and, instead of the fold, follows its recipe: segments of out, each the fold (or,
+from one rank, the copy) of a stretch of the posted data, kept in the plan.
+
 gathered() compares and folds the same way over the agreement's allgather across nodes;
 folded() folds a larger oneshot's own allgather there.
 
@@ -35,21 +39,35 @@ from ..transport.atomic import pointer, poll, store_release
 from ..transport.exchange import HEADER, RECORD, ROUND1
 
 DONE, WAITING, MISMATCH, ALIASED, APART, OVERLAP = 0, 1, 2, 3, 4, 5
-ANY, OWN, SAME = 0, 1, 2  # what out's memory must be: unchecked, apart from x's, x's
+# what out's memory must be: unchecked, apart from x's, x's (at the plan's DELTA bytes
+# from x: the in-place position, call.py's)
+ANY, OWN, SAME = 0, 1, 2
 SUM, PROD, MIN, MAX, AVG = int(Op.SUM), int(Op.PROD), int(Op.MIN), int(Op.MAX), int(Op.AVG)
-# a signature's plan: one int64 array (one argument is cheaper to pass than several)
-ME, AREA, OP, FOLD, K, ENTERED, BASES = range(7)  # then K segment addresses, the record row
+# a signature's plan: one int64 array (one argument is cheaper to pass than several):
+# these fields, then K segment addresses, the record row (NROW int64s), the recipe
+# (NSEG rows of WIDTH: out_lo, n, then (rank, lo) per source; NSEG -1: the all-reduce's,
+# every rank's data folded in rank order into all of out)
+ME, AREA, OP, FOLD, K, ENTERED, POSTS, DELTA, NROW, NSEG, WIDTH, BASES = range(12)
 
 
 def plan(rank: int, area: int, op: Op, fold: bool, bases: np.ndarray, row: np.ndarray,
-         entered: int = 0):
+         entered: int = 0, segments=None, posts: bool = True, delta: int = 0):
     """The plan of a signature, and its record row (a view into it; call() writes the call
     number into row[0]). entered: the address where this rank notes the number of the call
-    it is in, for the peers' timeout messages (host/backend.py's header; 0: nowhere)."""
+    it is in, for the peers' timeout messages (host/backend.py's header; 0: nowhere).
+    segments: oneshot.recipe's (None: the all-reduce's); posts: whether x is posted;
+    delta: out's address less x's when out must be x's (SAME)."""
     k = bases.size
-    p = np.concatenate([[rank, area, int(op), int(fold), k, entered], bases, row])
-    p = p.astype(np.int64)
-    return p, p[BASES + k:]
+    if segments is None:
+        nseg, width, flat = -1, 0, []
+    else:
+        nseg, width = len(segments), 2 + 2 * max((len(s[2]) for s in segments), default=0)
+        flat = [v for lo, n, sources in segments
+                for v in (lo, n, *[i for src in sources for i in src])
+                + (0,) * (width - 2 - 2 * len(sources))]
+    p = np.concatenate([[rank, area, int(op), int(fold), k, entered, int(posts), delta,
+                         row.size, nseg, width], bases, row, flat]).astype(np.int64)
+    return p, p[BASES + k:BASES + k + row.size]
 
 
 @njit(inline="always")
@@ -96,11 +114,26 @@ def _fold(out, op, starts):
             out[i] = out[i] / k
 
 
+@njit(inline="always")
+def _follow(out, op, plan, data):
+    """The recipe: each segment of out folded (or copied) from the posted data; data: the
+    addresses of every rank's posted data."""
+    start = BASES + plan[K] + plan[NROW]
+    width, nsources = plan[WIDTH], (plan[WIDTH] - 2) // 2
+    for s in range(plan[NSEG]):
+        seg = plan[start + s * width:start + (s + 1) * width]
+        lo, n = seg[0], seg[1]
+        starts = np.empty(nsources, np.int64)
+        for i in range(nsources):
+            starts[i] = data[seg[2 + 2 * i]] + seg[3 + 2 * i] * out.itemsize
+        _fold(out[lo:lo + n], op, starts)
+
+
 @njit(nogil=True, cache=True)
 def finish(plan, out, seq):
-    """compare, then fold (after every peer has posted round seq)."""
+    """compare, then fold or follow the recipe (after every peer has posted round seq)."""
     k, me, op = plan[K], plan[ME], plan[OP]
-    row = plan[BASES + k:]
+    row = plan[BASES + k:BASES + k + plan[NROW]]
     slot = _slot(plan, seq)
     for q in range(k):
         if q == me:
@@ -110,7 +143,11 @@ def finish(plan, out, seq):
             if theirs[i] != row[i]:
                 return MISMATCH
     if plan[FOLD]:
-        _fold(out, op, plan[BASES:BASES + k] + (slot + RECORD * 8))
+        data = plan[BASES:BASES + k] + (slot + RECORD * 8)
+        if plan[NSEG] < 0:
+            _fold(out, op, data)
+        else:
+            _follow(out, op, plan, data)
     return DONE
 
 
@@ -140,29 +177,33 @@ def call(plan, x, out, number, seq, spins, yields, memory):
     """post call `number` as exchange round `seq`, poll, then finish. A peer not there
     within `spins` polls, then `yields` polls each after giving the core away: WAITING.
     memory: what the signature says of out (ANY: nothing to check; OWN: apart from x's;
-    SAME: x's own, in place). Where out says otherwise (ALIASED: x's memory, APART: not
-    x's, OVERLAP: a part of it), nothing is posted."""
+    SAME: x's own, at the plan's DELTA from it: in place). Where out says otherwise
+    (ALIASED: x's memory, APART: not in place, OVERLAP: overlapping x otherwise), nothing
+    is posted."""
     if memory != ANY:
-        xa, oa, nbytes = x.ctypes.data, out.ctypes.data, x.size * x.itemsize
-        if memory == SAME and oa != xa:
-            return APART
-        if memory == OWN and oa == xa:
+        xa, oa = np.int64(x.ctypes.data), np.int64(out.ctypes.data)  # (uintp in Numba)
+        xb, ob = x.size * x.itemsize, out.size * out.itemsize
+        if memory == SAME:
+            if oa - xa != plan[DELTA]:
+                return APART
+        elif oa == xa:
             return ALIASED
-        if oa != xa and oa < xa + nbytes and xa < oa + nbytes:
+        elif oa < xa + xb and xa < oa + ob:
             return OVERLAP
     k, me = plan[K], plan[ME]
     if plan[ENTERED]:
         store_release(plan[ENTERED], number)
-    row = plan[BASES + k:]
+    row = plan[BASES + k:BASES + k + plan[NROW]]
     row[0] = number  # agreement.FIELDS[0]
     slot = _slot(plan, seq)
     mine = plan[BASES + me]
     record = carray(pointer(mine + slot), row.size, np.int64)
     for i in range(row.size):
         record[i] = row[i]
-    data = _part(mine, slot, x, x.size)
-    for i in range(x.size):
-        data[i] = x[i]
+    if plan[POSTS]:
+        data = _part(mine, slot, x, x.size)
+        for i in range(x.size):
+            data[i] = x[i]
     store_release(mine + ROUND1 * 8, seq)
     for q in range(k):
         if q == me:
@@ -189,5 +230,6 @@ def warm() -> None:
 
 def wire(dtype: np.dtype) -> np.dtype:
     """The dtype the compiled round sees dtype's elements as: float16 and bfloat16 as their
-    bits (Numba has no bfloat16; their arithmetic is half.py's)."""
-    return np.dtype(np.uint16) if dtype in HALF else dtype
+    bits (Numba has no bfloat16; their arithmetic is half.py's), and so every dtype that is
+    not NumPy's own (ml_dtypes' float8: only moved, never reduced)."""
+    return np.dtype(f"u{dtype.itemsize}") if dtype in HALF or dtype.isbuiltin != 1 else dtype

@@ -382,6 +382,190 @@ def test_auto_never_takes_an_algorithm_that_cannot_run(world):
                    ("hierarchical" if two_level_nodes(c.size) > 1 else "ring"), "allreduce")
 
 
+REDUCING = ("reduce_scatter", "reduce")
+MOVING = ("allgather", "broadcast", "gather", "scatter", "alltoall")
+ROOTED = ("broadcast", "reduce", "gather", "scatter")
+
+
+def _arguments(collective, inputs, r, root, in_place):
+    """(x, out) for rank r: out None, or at the in-place position (call.py's) where the
+    rank has one (reduce, gather, scatter: the root's only; broadcast: always); in_place
+    "given": an out of its own where the rank writes one."""
+    x = inputs[r].copy()
+    k = len(inputs)
+    if in_place == "given":
+        want = reference.expected(collective, inputs, root=root)[r]
+        return x, None if want is None or collective == "broadcast" else np.empty_like(want)
+    if not in_place or collective == "broadcast":
+        return x, None
+    if collective in ("allgather", "gather"):
+        if collective == "gather" and r != root:
+            return x, None
+        out = np.zeros(k * x.size, x.dtype)
+        out[r * x.size:(r + 1) * x.size] = x
+        return out[r * x.size:(r + 1) * x.size], out
+    b = x.size // k
+    if collective in ("reduce_scatter", "scatter"):
+        return (x, x[r * b:(r + 1) * b]) if collective == "reduce_scatter" or r == root \
+            else (x, None)
+    return (x, x) if collective == "alltoall" or r == root else (x, None)
+
+
+def _by_oneshot(comm, collective, inputs, op, root, in_place, **options):
+    """One call of `collective` with `options`, checked bit for bit against the reference
+    (the flat ring's order for reduce_scatter and reduce)."""
+    r = comm.rank
+    x, out = _arguments(collective, inputs, r, root, in_place)
+    kw = dict(options)
+    if collective in REDUCING:
+        kw["op"] = op
+    if collective in ROOTED:
+        kw["root"] = root
+    got = comm.broadcast(x, **kw) if collective == "broadcast" else \
+        getattr(comm, collective)(x, out=out, **kw)
+    want = reference.expected(collective, inputs, op, root=root)[r]
+    if want is None:
+        assert got is None
+        return
+    if out is not None:
+        assert got is out
+    if collective == "broadcast":
+        assert got is x
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes(), (collective, op, in_place, root)
+
+
+@pytest.mark.parametrize("collective", REDUCING)
+@pytest.mark.parametrize("dtype,op", list(cases()))
+def test_reduce_scatter_and_reduce_by_oneshot(comm, world, collective, dtype, op):
+    """oneshot on one node (ring/oneshot.py's recipe): the flat ring's order, so the
+    same bits as the ring (both are checked against one reference), every root, in place
+    and out; across nodes a clear refusal."""
+    if not _shared():
+        return  # test_oneshot_needs_one_node_beyond_allreduce
+    k = comm.size
+    for per_rank in (0, 1, 3, 40):
+        inputs = [make(q, per_rank * k + (collective == "reduce"), dtype, op=op)
+                  for q in range(k)]
+        for root in range(k) if collective == "reduce" else (0,):
+            for in_place in (False, True):
+                _by_oneshot(comm, collective, inputs, op, root, in_place, algorithm="oneshot")
+                assert_ran("oneshot", collective)
+
+
+@pytest.mark.parametrize("collective", MOVING)
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_moving_collectives_by_oneshot(comm, world, collective, dtype):
+    if not _shared():
+        return  # test_oneshot_needs_one_node_beyond_allreduce
+    k = comm.size
+    for per_rank in (0, 1, 5, 130):
+        inputs = [make(q, per_rank * k + 1 if collective in ("allgather", "gather",
+                                                               "broadcast") else per_rank * k,
+                       dtype) for q in range(k)]
+        for root in range(k) if collective in ROOTED else (0,):
+            for in_place in (False, True):
+                _by_oneshot(comm, collective, inputs, "sum", root, in_place,
+                            algorithm="oneshot")
+                assert_ran("oneshot", collective)
+
+
+@pytest.mark.parametrize("collective,dtype,op", [
+    *[(c, d, o) for c in REDUCING for d, o in [("float32", "sum"), ("bfloat16", "avg"),
+                                               ("float32", "min"), ("int8", "prod")]],
+    *[(c, d, "sum") for c in MOVING for d in ("float32", "bfloat16", "float8_e4m3fn")]])
+def test_repeated_collectives_take_the_fast_path(world, collective, dtype, op):
+    """Every collective's oneshot keeps its signature (ring/fast.py) too: a call repeated
+    with new data takes the fast path, with the reference's bits (compiled, or NumPy's loops
+    for 16-bit floats and floating min / max), out new, given and in place, every root."""
+    if not _shared():
+        return
+    with ring.Communicator(device="host", timeout=60, algorithm="oneshot") as c:
+        k = c.size
+        for per_rank in (1, 7):
+            n = per_rank * k + (collective in ("allgather", "gather", "broadcast", "reduce"))
+            for root in range(k) if collective in ROOTED else (0,):
+                for in_place in ("given", False, True):
+                    for i in range(3):
+                        inputs = [make(q, n, dtype, seed=i, op=op) for q in range(k)]
+                        _by_oneshot(c, collective, inputs, op, root, in_place)
+                        assert last_call()["algorithm"] == "oneshot"
+                        if i:
+                            assert last_call().get("path") == "fast", (n, root, in_place)
+
+
+@pytest.mark.parametrize("collective", ["allgather", "broadcast", "reduce_scatter"])
+@pytest.mark.parametrize("change", ["count", "root", "op", "bad out"])
+def test_a_rank_leaving_the_fast_path_of_any_collective_is_caught(world, collective, change):
+    """As for the all-reduce: the ranks on the fast path compare records, so one rank's
+    different call (count, root, op) or bad argument raises on every rank."""
+    if not _shared() or (change == "root") != (collective == "broadcast") or \
+            change == "op" and collective != "reduce_scatter":
+        return
+    with ring.Communicator(device="host", timeout=60, algorithm="oneshot") as c:
+        k, odd = c.size, c.rank == c.size - 1
+        call = {"allgather": c.allgather, "reduce_scatter": c.reduce_scatter,
+                "broadcast": lambda x, out=None, op=None, root=0: c.broadcast(x, root=root)
+                }[collective]
+        for _ in range(2):
+            call(np.ones(2 * k, np.float32))
+        assert last_call().get("path") == "fast"
+        x, kw = np.ones(2 * k, np.float32), {}
+        if odd and change == "count":
+            x = np.ones(3 * k, np.float32)
+        if odd and change == "root":
+            kw["root"] = k - 1 if k > 1 else 0
+        if odd and change == "op":
+            kw["op"] = "max"
+        if odd and change == "bad out":
+            kw["out"] = np.empty(1, np.float32)
+        if k == 1 and change != "bad out":
+            call(x, **kw)
+            return
+        with pytest.raises(ValueError if odd and change == "bad out" else ring.MismatchError):
+            call(x, **kw)
+
+
+def test_oneshot_needs_one_node_beyond_allreduce(world):
+    """oneshot runs every collective through the exchange window, so only with every
+    rank on one node (its all-reduce alone goes by MPI across nodes); the refusal names
+    why, and so does one past the window's capacity."""
+    from ring.options import EXCHANGE_BYTES
+    with ring.Communicator(device="host", timeout=60) as c:
+        if _shared():
+            with pytest.raises(ValueError, match="'oneshot' cannot run here: it carries at "
+                                                 f"most {EXCHANGE_BYTES} bytes per rank"):
+                c.allgather(np.ones(EXCHANGE_BYTES + 1, np.uint8), algorithm="oneshot")
+        else:
+            with pytest.raises(ValueError, match="'oneshot' cannot run here: it needs every "
+                                                 "rank of the communicator on one node"):
+                c.alltoall(np.ones(4 * c.size), algorithm="oneshot")
+
+
+def test_auto_takes_a_tables_rule_for_every_collective(world):
+    """A table's rules name their collective ("auto" of reduce_scatter, broadcast, ...),
+    and one that cannot run here is not taken."""
+    from ring.schedule import Collective
+    with ring.Communicator(device="host", timeout=60, tuning=NO_RULES) as c:
+        k = c.size
+        for collective in Collective:
+            if collective not in (Collective.ALLREDUCE, Collective.BARRIER):
+                c._rules_of[collective] = [(64, "oneshot")]
+        small, big = np.ones(4 * k, np.float32), np.ones(64 * k, np.float32)
+        for name, call in [("reduce_scatter", c.reduce_scatter), ("alltoall", c.alltoall),
+                           ("broadcast", lambda x: c.broadcast(x, root=k - 1)),
+                           ("scatter", c.scatter), ("reduce", c.reduce)]:
+            for x, small_enough in ((small, True), (big, False)):
+                call(x.copy())
+                flat = "ring" if name != "reduce_scatter" or two_level_nodes(k) == 1 else \
+                    "hierarchical"
+                assert_ran("oneshot" if small_enough and _shared() else flat, name)
+        for name, call in [("allgather", c.allgather), ("gather", c.gather)]:
+            call(np.ones(16 // k, np.float32))  # the rule's bytes: those gathered, <= 64
+            assert_ran("oneshot" if _shared() else "hierarchical" if name == "allgather"
+                       and two_level_nodes(k) > 1 else "ring", name)
+
+
 @pytest.mark.parametrize("n", [6, 300])  # float32: in the agreement's message; after it
 @pytest.mark.parametrize("change", ["count, unchecked", "bad out"])
 def test_oneshot_ranks_disagreeing(world, n, change):

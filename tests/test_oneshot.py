@@ -1,0 +1,71 @@
+"""oneshot's recipes (ring/oneshot.py) as pure data: followed with NumPy over K ranks'
+posted arrays, every rank's result is tests/reference.py's exact one (rank order for the
+all-reduce, the flat ring's for reduce-scatter and reduce), for every collective,
+rank count, root and size; and a rank never reads what was not posted."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ring.oneshot import follow, posts, recipe
+from ring.schedule import Collective, sizes
+from ringtypes import Op
+
+from . import reference
+
+EVERY = [c for c in Collective if c is not Collective.BARRIER]
+
+
+def _inputs(collective, k, per_rank, dtype, rng):
+    n = per_rank * k if collective.divides else per_rank
+    if np.dtype(dtype).kind == "f":
+        return [rng.standard_normal(n).astype(dtype) for _ in range(k)]
+    return [rng.integers(0, 50, n).astype(dtype) for _ in range(k)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(collective=st.sampled_from(EVERY), k=st.integers(1, 6), per_rank=st.integers(0, 9),
+       op=st.sampled_from(["sum", "prod", "min", "max", "avg"]),
+       dtype=st.sampled_from(["float32", "float16", "int32"]), seed=st.integers(0, 2**16),
+       data=st.data())
+def test_following_a_recipe_gives_the_reference(collective, k, per_rank, op, dtype, seed, data):
+    if op == "avg" and dtype == "int32":
+        op = "sum"
+    if not collective.reduces:
+        op = "sum"
+    root = data.draw(st.integers(0, k - 1))
+    rng = np.random.default_rng(seed)
+    inputs = _inputs(collective, k, per_rank, dtype, rng)
+    count, out_n = sizes(collective, inputs[0].size, k)
+    want = [reference.in_rank_order(inputs, op)] * k if collective is Collective.ALLREDUCE \
+        else reference.expected(collective.label, inputs, op, root=root)  # the ring's order
+
+    def posted(q):
+        assert posts(collective, q, root), f"read rank {q}'s x, which it did not post"
+        return inputs[q]
+
+    for r in range(k):
+        shape = inputs[r].shape if collective in (Collective.ALLREDUCE, Collective.REDUCE) \
+            else (out_n,)
+        segments = recipe(collective, k, r, root, count)
+        out = np.full(shape, 77, dtype)
+        with np.errstate(all="ignore"):
+            follow(segments, posted, Op[op.upper()], out)
+        expect = want[r]
+        if expect is None or collective is Collective.BROADCAST and r == root:
+            assert segments == [], "a rank that gets nothing writes nothing"
+            continue
+        assert out.tobytes() == expect.tobytes(), (collective, k, r, root, op)
+        ends = [0]
+        for lo, n, _ in sorted(segments):  # every element written, once
+            assert lo == ends[-1]
+            ends.append(lo + n)
+        assert ends[-1] == out.size
+
+
+@pytest.mark.parametrize("collective", [Collective.REDUCE_SCATTER, Collective.REDUCE])
+def test_the_reducing_recipes_fold_in_the_flat_rings_order(collective):
+    """Block r of a reduce-scatter, the root's reduce: r+1, r+2, ..., r (schedule.py)."""
+    segments = recipe(collective, 4, 2, 2, 8)
+    assert [q for q, _ in segments[0][2]] == [3, 0, 1, 2]
