@@ -27,9 +27,6 @@ from .wait import Waiter, napping, oversubscribed
 from . import progress
 
 
-GATHERS = (Collective.ALLGATHER, Collective.GATHER)  # a call's count is K x's
-
-
 class Work:
     """Handle of an asynchronous call (async_op=True), as torch.distributed's.
 
@@ -357,10 +354,10 @@ class Communicator:
             raise
         self.last_algorithm = c.algorithm
         if self._fast is not None and c.count and c.algorithm == "oneshot" and not async_op:
-            self._learn(fast.learnt_key(c, x, out, fast.key(x, out, op, chunk_bytes, algorithm, dtype)
-                                        if collective is Collective.ALLREDUCE else
-                                        fast.key_of(collective, x, out, op, root, chunk_bytes,
-                                                    algorithm, dtype), self.rank), record, c)
+            k = fast.key(x, out, op, chunk_bytes, algorithm, dtype) \
+                if collective is Collective.ALLREDUCE else \
+                fast.key_of(collective, x, out, op, root, chunk_bytes, algorithm, dtype)
+            self._learn(fast.learnt_key(c, x, out, k, self.rank), record, c)
         if debug.enabled():
             debug.call({"rank": self.rank, "call": self._calls, "collective": str(collective),
                         "algorithm": c.algorithm, "count": c.count, "dtype": c.dtype.name,
@@ -570,7 +567,7 @@ class Communicator:
             if self._exchange is None and not (algorithm == "oneshot" and allreduce
                                                and self.device == "host"):
                 return "it needs every rank of the communicator on one node"
-            posted = nbytes // self.size if collective in GATHERS else nbytes
+            posted = oneshot.posted(collective, nbytes, self.size)
             if posted > EXCHANGE_BYTES:
                 return f"it carries at most {EXCHANGE_BYTES} bytes per rank, got {posted}"
         return None

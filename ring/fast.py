@@ -52,13 +52,13 @@ from ringtypes import FLOATING, Op
 from . import p2p
 from .agreement import mine, padded, verdict
 from .host import fastround
-from .oneshot import fold, follow, posts, recipe
+from .oneshot import fold, follow, posted, posts, recipe
 from .options import RIDE_BYTES
-from .schedule import Collective, sizes
+from .schedule import Collective
 from .transport.exchange import RECORD
 
 ELSEWHERE = object()  # run()'s answer when the call is not of the signature it was given
-OUT, X, NOTHING = 0, 1, 2  # what a call returns: out (or a new array), x, None
+OUT, NOTHING = 0, 1  # what a call returns: out (or a new array; broadcast's is x), None
 
 
 class _Known:
@@ -96,7 +96,7 @@ class _Known:
 class Signature(_Known):
     """What a call of one (dtype, shape, op, out kind) worked out, and the window's views
     for it: records and data of every rank, by call parity. collective: the all-reduce's
-    fold, or another collective's recipe (segments; returns: OUT, X or NOTHING; shape:
+    fold, or another collective's recipe (segments; returns: OUT or NOTHING; shape:
     of a new out). memory, delta: what a given out's memory must be (fastround.call's)."""
 
     __slots__ = ("row", "records", "data", "plan", "direct", "memory", "segments", "returns",
@@ -111,28 +111,24 @@ class Signature(_Known):
         width = row.size
         self.records = [[ex.record(q, p)[:width] for q in range(ex.size)] for p in (0, 1)]
         allreduce = collective is Collective.ALLREDUCE
-        posted = n // ex.size if collective in (Collective.ALLGATHER, Collective.GATHER) else n
-        self.data = [[ex.data(q, p, dtype, posted) for q in range(ex.size)] for p in (0, 1)]
-        self.segments = None if allreduce else recipe(collective, ex.size, ex.rank, root, n)
-        # the window by address
+        self.data = [[ex.data(q, p, dtype, posted(collective, n, ex.size))
+                      for q in range(ex.size)] for p in (0, 1)]
+        self.segments = recipe(collective, ex.size, ex.rank, root, n)
+        # the window by address; the all-reduce's recipe is the compiled round's own fold
         self.plan, self.row = fastround.plan(ex.rank, ex.area, op, self.fold, ex.bases, row,
-                                             entered, self.segments,
+                                             entered, None if allreduce else self.segments,
                                              posts(collective, ex.rank, root), delta)
         self.direct = self.wire == dtype and ndim == 1  # x and out as they come
         # what a given out's memory must be, checked every call (out None: nothing)
         self.memory = (fastround.OWN if kind == 2 else fastround.SAME) if memory is None \
             else memory
-        self.returns = X if collective is Collective.BROADCAST else \
-            NOTHING if collective in (Collective.REDUCE, Collective.GATHER) and rank != root \
-            else OUT
+        self.returns = NOTHING if collective in (Collective.REDUCE, Collective.GATHER) \
+            and rank != root else OUT
         self.shape = shape
 
     def numpy(self, parity: int, out: np.ndarray) -> None:
-        """The fold or the recipe with NumPy's loops (where fold is False)."""
-        if self.segments is None:
-            self.numpy_fold(self.data[parity], out)
-        else:
-            follow(self.segments, self.data[parity].__getitem__, self.op, out)
+        """The recipe with NumPy's loops (where fold is False)."""
+        follow(self.segments, self.data[parity].__getitem__, self.op, out)
 
 
 class Gathered(_Known):
@@ -261,24 +257,16 @@ def learnt_key(c, x, out, k, rank: int):
     if k is None:
         return None
     collective = c.collective
-    if collective is Collective.ALLREDUCE:
-        k = exact_key(x, out, k[2], k[4], k[5], k[6]) if k[3] == 2 else k
-        return None if k is None else (k, None, 0)
+    if collective is Collective.ALLREDUCE:  # out's memory looked at once, here
+        if k[3] == 2 and np.may_share_memory(x, out):  # another view of x: in place
+            return (in_place(k), None, 0) if _address(out) == _address(x) else None
+        return k, None, 0
     reads = collective is not Collective.SCATTER or rank == c.root  # x is read
     if out is None or collective is Collective.BROADCAST or c.result is None or not reads:
         return k, fastround.ANY, 0
     if c.in_place:
         return in_place(k), fastround.SAME, _address(out) - _address(x)
     return k, fastround.OWN, 0
-
-
-def exact_key(x, out, op, chunk_bytes=None, algorithm=None, dtype=None):
-    """key, with out's memory looked at (once per signature, when it is learnt): another
-    view of x's memory is in place; an out that overlaps x otherwise has no signature."""
-    k = key(x, out, op, chunk_bytes, algorithm, dtype)
-    if k is None or k[3] != 2 or not np.may_share_memory(x, out):
-        return k
-    return in_place(k) if _address(out) == _address(x) else None
 
 
 def run(comm, s: Signature | Gathered, x, out):

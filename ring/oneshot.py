@@ -37,6 +37,12 @@ def posts(collective: Collective, rank: int, root: int) -> bool:
     return rank == root or collective not in (C.BROADCAST, C.SCATTER)
 
 
+def posted(collective: Collective, count, k: int):
+    """What each rank that sends posts, in elements or bytes as count is: x (an
+    all-gather's or a gather's count is K of them)."""
+    return count // k if collective in (C.ALLGATHER, C.GATHER) else count
+
+
 def recipe(collective: Collective, k: int, rank: int, root: int, count: int):
     """What rank `rank` of k reads after the round, as segments (out_lo, n, sources):
     out[out_lo:out_lo + n] is the fold, in the order listed, of posted[q][lo:lo + n] for
@@ -44,9 +50,9 @@ def recipe(collective: Collective, k: int, rank: int, root: int, count: int):
     the plan's full array). Ranks that write nothing (reduce, gather: not the root;
     broadcast: the root) get no segments."""
     if collective in (C.ALLGATHER, C.GATHER):
-        n = count // k if k else 0
         if collective is C.GATHER and rank != root:
             return []
+        n = posted(collective, count, k)
         return [(q * n, n, ((q, 0),)) for q in range(k)]
     if collective in (C.ALLREDUCE, C.REDUCE):
         if collective is C.REDUCE and rank != root:
@@ -84,13 +90,6 @@ def fold(parts, op: Op, k: int, out: np.ndarray) -> None:
         divide(out, k)
 
 
-def oneshot(ex: Exchange, seq: int, op: Op, out: np.ndarray) -> None:
-    """After the round of call `seq` (everyone's x posted): the reduction into out."""
-    n, dt = out.size, out.dtype
-    with np.errstate(over="ignore", invalid="ignore"):
-        fold(lambda q: ex.data(q, seq, dt, n), op, ex.size, out)
-
-
 def follow(segments, parts, op: Op, out: np.ndarray) -> None:
     """Do a recipe: parts(q) is rank q's posted array (out's dtype)."""
     for lo, n, sources in segments:
@@ -106,9 +105,6 @@ def follow(segments, parts, op: Op, out: np.ndarray) -> None:
 def run(ex: Exchange, seq: int, collective: Collective, op: Op, root: int, count: int,
         out: np.ndarray) -> None:
     """After the round of call `seq`: this rank's part of any collective (recipe)."""
-    if collective is C.ALLREDUCE:
-        oneshot(ex, seq, op, out)
-        return
     dt, cap = out.dtype, ex.cap // out.dtype.itemsize
     follow(recipe(collective, ex.size, ex.rank, root, count),
            lambda q: ex.data(q, seq, dt, cap), op, out)
