@@ -121,10 +121,10 @@ def main():
                     continue
                 run(k, nbytes, path, 4 << 20, 4, True, 5 if nbytes >= 1 << 26 else 20)
     for path in paths:
-        for graph in (False, True):
-            us = host_overhead_us(ks[0], graph, calls=200 if not graph else 2000, path=path)
-            out["host_overhead_us"][f"K={ks[0]} {path} " + ("graph" if graph else "calls")] = us
-            print(f"host overhead per 8-byte all-reduce, {ks[0]} ranks, {path}, "
+        for k, graph in ((k, g) for k in dict.fromkeys([2, ks[0]]) for g in (False, True)):
+            us = host_overhead_us(k, graph, calls=200 if not graph else 2000, path=path)
+            out["host_overhead_us"][f"K={k} {path} " + ("graph" if graph else "calls")] = us
+            print(f"host overhead per 8-byte all-reduce, {k} ranks, {path}, "
                   f"{'graph replay' if graph else 'plain call'}: {us:.1f} us", flush=True)
         # enqueue time against size (issue 14: within 2x from 8 B to 1 GiB on the kernel path)
         for nbytes in (8, 1 << 30):

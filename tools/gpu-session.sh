@@ -55,10 +55,10 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # kernelbench (ring.Group: the 256 MiB acceptance case, host cost, enqueue time),
               # kernelsweep (2 and 4 processes beside the stream path and NCCL, under MPS:
               # processes sharing the GPU run persistent kernels concurrently only there)
-              step 300 ptx python3 tools/compile_kernels.py
+              step 120 ptx python3 tools/compile_kernels.py --quick
               nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
               step 420 kernelpath python3 -m pytest tests/test_mpi.py tests/test_faults.py tests/test_group.py -q \
-                  -p no:cacheprovider --durations=0 -k "cuda_kernel_path or cuda-kernel or kernel"
+                  -p no:cacheprovider --durations=0 --maxfail=${MAXFAIL:-5} -k "cuda_kernel_path or cuda-kernel or kernel"
               echo quit | nvidia-cuda-mps-control ;;
   kernelbench) TAIL=40 step 540 groupbench-kernel python3 benchmarks/group_bench.py --quick --paths kernel,fused \
                   --json $OUT/group-kernel-$GPU.json ;;
