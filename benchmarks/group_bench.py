@@ -12,6 +12,7 @@ roofline is a device-to-device copy (2N bytes moved) measured in the same run.
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -86,6 +87,10 @@ def main():
     ap.add_argument("--paths", default="fused,copy",
                     help="comma list of data paths for the acceptance case and the size sweep "
                          "(fused, copy, kernel); the chunk and slot sweeps use the first")
+    ap.add_argument("--kernel-shapes",
+                    help="comma list of CxTxU (channels x threads x unroll): path='kernel' at "
+                         "each, K = 4 256 MiB and K = 2 / 4 8 B with graph replay, before the rest")
+    ap.add_argument("--only-shapes", action="store_true", help="stop after --kernel-shapes")
     a = ap.parse_args()
     dev = cuda.get_current_device()
     name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
@@ -102,6 +107,20 @@ def main():
               f"busbw {r['busbw_GBps']:>7.1f} GB/s moved {r['moved_GBps']:>6.0f} GB/s "
               f"= {r['fraction_of_copy']:>5.1%} of copy {'' if r['correct'] else 'WRONG'}", flush=True)
 
+    for shape in a.kernel_shapes.split(",") if a.kernel_shapes else ():
+        c, t, u = shape.split("x")
+        os.environ.update(RING_KERNEL_CHANNELS=c, RING_KERNEL_THREADS=t, RING_KERNEL_UNROLL=u)
+        print(f"# kernel shape: {c} channels x {t} threads, unroll {u}", flush=True)
+        for k, nbytes in ((4, 256 << 20), (2, 8), (4, 8)):
+            run(k, nbytes, "kernel", 4 << 20, 4, True, 5 if nbytes > 8 else 50)
+            out["cases"][-1]["kernel_shape"] = shape
+    for key in ("RING_KERNEL_CHANNELS", "RING_KERNEL_THREADS", "RING_KERNEL_UNROLL"):
+        os.environ.pop(key, None)
+    if a.only_shapes:
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(out, f, indent=1)
+        return
     ks = [int(k) for k in a.ranks.split(",")] if a.ranks else ([4] if a.quick else [2, 4, 8])
     big = 256 << 20
     paths = a.paths.split(",")

@@ -9,7 +9,7 @@
 # The sweeps add 64M and their end size (-a) to the -f grid, which steps over both.
 # At most 8 files come back from $OUT: run a few steps per call (results/h100/README.md).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench sweep sweep4 nodes colls mps
-#        kernelpath kernelbench kernelsweep algos training all
+#        kernelpath kernelshapes kernelbench kernelsweep algos training all
 . tools/gpu-env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
@@ -25,7 +25,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   group)      step 240 group python3 -m pytest tests/test_group.py tests/test_kernels.py tests/test_kernel_quantize.py -x -q -p no:cacheprovider ;;
   cuda)       step 420 cuda python3 -m pytest tests/test_mpi.py -x -q -p no:cacheprovider -k cuda_device_processes ;;
   cudanodes)  step 300 cudanodes python3 -m pytest tests/test_mpi.py -q -p no:cacheprovider --durations=0 -k "cuda_device_across${NODES_K:+ and $NODES_K}" ;;
-  faults)     step 200 faults python3 -m pytest tests/test_faults.py -q -p no:cacheprovider --durations=0 -k cuda ;;
+  faults)     step 200 faults python3 -m pytest tests/test_faults.py -q -p no:cacheprovider --durations=0 -k "${FAULTS_K:-cuda}" ;;
   where)      TAIL=8 step 200 where python3 benchmarks/where_time_goes.py --json $OUT/where-time-goes-$GPU.json ;;
   profile)    TAIL=40 step 90 profile-group python3 benchmarks/profile_call.py --group 4
               TAIL=40 step 90 profile-comm mpiexec -n 2 python3 benchmarks/profile_call.py ;;
@@ -60,6 +60,9 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               step 420 kernelpath python3 -m pytest tests/test_mpi.py tests/test_faults.py tests/test_group.py -q \
                   -p no:cacheprovider --durations=0 --maxfail=${MAXFAIL:-5} -k "cuda_kernel_path or cuda-kernel or kernel"
               echo quit | nvidia-cuda-mps-control ;;
+  kernelshapes) TAIL=40 step 300 kernelshapes python3 benchmarks/group_bench.py --only-shapes \
+                  --kernel-shapes ${SHAPES:-8x512x1,8x512x4,16x1024x4,32x512x4,32x1024x4} \
+                  --json $OUT/group-kernel-shapes-$GPU.json ;;
   kernelbench) TAIL=40 step 540 groupbench-kernel python3 benchmarks/group_bench.py --quick --paths kernel,fused \
                   --json $OUT/group-kernel-$GPU.json ;;
   kernelsweep) nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"

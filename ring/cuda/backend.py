@@ -28,6 +28,12 @@ from .arrays import SIMULATED, DeviceArrays
 from .enqueue import Rank, Slots, _copy, _unit, event
 from .group import ALIGNED, SLOT_PAD, _align
 
+# The host waits for a kernel-path call this much longer than the kernel's own bound
+# (timeout, plus the grace): the kernel's error word says where it was stuck, so it should
+# be the one to speak. Measured on an H100 under MPS: with the grace at 0 (host deadline =
+# kernel's + timeout) the host spoke first at 2 and 3 processes when a peer died.
+KERNEL_GRACE_S = 5.0
+
 
 class CudaBackend(DeviceArrays):
     name = "cuda"
@@ -154,7 +160,7 @@ class CudaBackend(DeviceArrays):
             self.kernel.launch(plan, op, x, out, divisor, name, self.waiter.timeout)
             # the kernel's own waits are bounded by the timeout: give it the time to say
             # where it was stuck before the host gives up on it
-            pending = Pending(self.rank, self.kernel, self.waiter.timeout)
+            pending = Pending(self.rank, self.kernel, self.waiter.timeout + KERNEL_GRACE_S)
         else:
             if self.inbound is not None:  # None: a ring of one, which neither sends nor receives
                 self.inbound.begin(plan.recvs)

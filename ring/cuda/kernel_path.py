@@ -31,7 +31,7 @@ from .arrays import SIMULATED
 from .ipc import HEADER, MAX_CHANNELS
 from .program import encode
 from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ERR_SEEN,
-                         ERR_STEP, WAIT_DATA, ring_kernel)
+                         ERR_STEP, UNROLL, WAIT_DATA, ring_kernel)
 
 # Channels x threads per channel. Under the simulator every thread is a Python thread: two
 # small channels still run the channel split. On a GPU a first guess, to be measured.
@@ -49,6 +49,15 @@ def shape_from_env() -> tuple[int, int]:
     if not 1 <= t <= 1024:
         raise ValueError(f"RING_KERNEL_THREADS: need 1..1024, got {t}")
     return c, t
+
+
+def unroll_from_env() -> int:
+    """RING_KERNEL_UNROLL (1 or 4; default persistent.UNROLL): elements a thread loads
+    before it stores."""
+    u = int(os.environ.get("RING_KERNEL_UNROLL", UNROLL))
+    if u not in (1, 4):
+        raise ValueError(f"RING_KERNEL_UNROLL: 1 or 4, got {u}")
+    return u
 
 
 def slot_bytes(chunk_slot_bytes: int, channels: int) -> int:
@@ -100,6 +109,7 @@ class KernelPath:
             self.headers = (mine.header(), pred.header(), succ.header())
             self.regions = (mine.region(), succ.region())
         self.err = cuda.to_device(np.zeros(ERR_LEN, np.int64))
+        self.unroll = unroll_from_env()
         self._programs: dict = {}
         self._empty: dict = {}
 
@@ -126,10 +136,10 @@ class KernelPath:
         free or a module load between two launches could synchronise with it."""
         if p.collective.reduces:  # in the kernel dtype's storage (16-bit floats: bits)
             storage = kernel_dtype(dtype_name).storage
-            kernel = ring_kernel(op, dtype_name)
+            kernel = ring_kernel(op, dtype_name, self.unroll)
         else:  # only copies: any dtype of the width moves the bits
             storage = MOVER[np.dtype(out.dtype).itemsize]
-            kernel = ring_kernel(Op.SUM, storage.name)
+            kernel = ring_kernel(Op.SUM, storage.name, self.unroll)
         x, out = (None if a is None else a.view(storage) for a in (x, out))
         if x is None:  # scatter away from the root reads no input
             x = self._empty.get(storage)

@@ -49,10 +49,13 @@ ERR_LEN = 8
 WAIT_DATA, WAIT_CREDIT = 1, 2  # ERR_CODE: what the kernel waited for
 
 
+UNROLL = 4  # elements a thread loads before it stores any (bytes in flight per thread)
+
+
 @lru_cache(maxsize=None)
-def ring_kernel(op: Op, dtype_name: str):
+def ring_kernel(op: Op, dtype_name: str, unroll: int = UNROLL):
     """The compiled kernel for (op, dtype) (compiled on first request and kept)."""
-    return cuda.jit(signature(dtype_name))(source(op, dtype_name))
+    return cuda.jit(signature(dtype_name))(source(op, dtype_name, unroll))
 
 
 def signature(dtype_name: str):
@@ -62,17 +65,29 @@ def signature(dtype_name: str):
                       types.float64)
 
 
-def source(op: Op, dtype_name: str):
+def source(op: Op, dtype_name: str, unroll: int = UNROLL):
     """The kernel for (op, dtype), uncompiled: arguments (program, x, out, inslots,
     outslots, mine, pred, succ, err, recvs, sends, nslots, stride, timeout_ns, divisor),
     where the slots are 1-D (nslots x stride elements), mine / pred / succ the int64 headers
     of this rank's, its predecessor's and its successor's segments, and recvs / sends the
-    program's receives and sends (what the call adds to the channel's totals)."""
+    program's receives and sends (what the call adds to the channel's totals). unroll (1 or
+    4): the elements, nt apart, each thread loads before it stores any: a memory-bound loop
+    runs at the bytes it keeps in flight."""
     kd = kernel_dtype(dtype_name)
     if op is Op.AVG and not kd.floating:
         raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
+    if unroll not in (1, 4):
+        raise ValueError(f"unroll: 1 or 4, got {unroll}")
     final = OPS[op](kd)
     middle = OPS[Op.SUM if op is Op.AVG else op](kd)  # avg divides at the final step only
+    wide = unroll == 4
+
+    @cuda.jit(device=True, inline=True)
+    def fold(f, v, w, div):
+        """A received element v folded with x's w: the final op at the last step."""
+        if f & FINAL:
+            return final(v, w, div)
+        return middle(v, w, div)
 
     def kernel(prog, x, out, inslots, outslots, mine, pred, succ, err, recvs, sends,
                nslots, stride, timeout_ns, div):
@@ -118,14 +133,29 @@ def source(op: Op, dtype_name: str):
             rs, ss = (uin % nslots) * stride + at, (uout % nslots) * stride + at
             xo, oo = prog[i, X], prog[i, OUT]
             e = lo + t
+            if wide:  # four loads in flight before the first store
+                while e + 3 * nt < hi:
+                    e1, e2, e3 = e + nt, e + 2 * nt, e + 3 * nt
+                    if f & RECV:
+                        v0, v1 = inslots[rs + e], inslots[rs + e1]
+                        v2, v3 = inslots[rs + e2], inslots[rs + e3]
+                        if f & REDUCE:
+                            w0, w1, w2, w3 = x[xo + e], x[xo + e1], x[xo + e2], x[xo + e3]
+                            v0, v1 = fold(f, v0, w0, div), fold(f, v1, w1, div)
+                            v2, v3 = fold(f, v2, w2, div), fold(f, v3, w3, div)
+                    else:
+                        v0, v1, v2, v3 = x[xo + e], x[xo + e1], x[xo + e2], x[xo + e3]
+                    if f & WRITE_OUT:
+                        out[oo + e], out[oo + e1], out[oo + e2], out[oo + e3] = v0, v1, v2, v3
+                    if f & SEND:
+                        outslots[ss + e], outslots[ss + e1] = v0, v1
+                        outslots[ss + e2], outslots[ss + e3] = v2, v3
+                    e += 4 * nt
             while e < hi:
                 if f & RECV:
                     v = inslots[rs + e]
                     if f & REDUCE:
-                        if f & FINAL:
-                            v = final(v, x[xo + e], div)
-                        else:
-                            v = middle(v, x[xo + e], div)
+                        v = fold(f, v, x[xo + e], div)
                 else:
                     v = x[xo + e]
                 if f & WRITE_OUT:
