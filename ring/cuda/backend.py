@@ -63,7 +63,7 @@ class CudaBackend(DeviceArrays):
         pred, succ = (r - 1) % size, (r + 1) % size
         near_pred, near_succ = topo.same_node(pred, r), topo.same_node(r, succ)
         sharing = sum(q % ngpu == self.device for q in range(topo.machine_ranks))
-        why = kernel_path.why_not(near_pred and near_succ, sharing, shape[0]) if shape else None
+        why = kernel_path.why_not(near_pred and near_succ, sharing, *shape) if shape else None
         if SIMULATED:  # IPC emulated in MPI shared memory (simipc.py): collective per node
             from .simipc import Segment
             self.segment = Segment(topo.node_comm, nslots, b, waiter)
@@ -96,8 +96,10 @@ class CudaBackend(DeviceArrays):
             self.outbound.progress_too = self.inbound.progress
         self._mapped = list(maps.values())
         if self.path == "kernel":
+            one_gpu = everyone[pred][0] == everyone[succ][0] == self.device  # on this node
             self.kernel = kernel_path.KernelPath(self.rank.stream, self.segment, mapped(pred),
-                                                 mapped(succ), nslots, b, *shape, r, size)
+                                                 mapped(succ), nslots, b, *shape, r, size,
+                                                 one_gpu)
         cuda.synchronize()  # headers zeroed on every GPU before anyone maps and writes
         comm.Barrier()
 

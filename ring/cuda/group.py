@@ -75,7 +75,7 @@ class Group:
         if not SIMULATED:
             for d in set(self.devices):
                 with on_device(d):
-                    why = kernel_path.not_resident(channels, self.devices.count(d))
+                    why = kernel_path.not_resident(channels, self.devices.count(d), threads)
                     if why:
                         raise ValueError(f"path='kernel' on GPU {d}: {why} (RING_KERNEL_CHANNELS)")
                     ipc.enable_peer_access(d, [q for q in self.devices if q != d])
@@ -90,7 +90,8 @@ class Group:
             with on_device(self.devices[r]):
                 ends = (segs[r], segs[r - 1], segs[(r + 1) % k]) if k > 1 else (None, None, None)
                 kernels.append(kernel_path.KernelPath(self._ranks[r].stream, *ends, nslots, b,
-                                                      channels, threads, r, k))
+                                                      channels, threads, r, k,
+                                                      len(set(self.devices)) == 1))
         return kernels
 
     # -- collectives (xs: one array per rank; the result: one per rank) ----------------

@@ -32,7 +32,7 @@ from ..transport.shm import Typed
 
 POSTED, ACKED = 0, 128  # byte offsets in the header
 KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED, KERNEL_TOTALS = 32, 48, 16, 32  # int64 indices
-MAX_CHANNELS = 32
+MAX_CHANNELS = 64
 HEADER = 8 * (KERNEL_BASE + KERNEL_STRIDE * MAX_CHANNELS)
 
 

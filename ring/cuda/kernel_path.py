@@ -72,7 +72,7 @@ def mps_running() -> bool:
     return os.path.exists(os.path.join(pipe, "control"))
 
 
-def why_not(one_node: bool, ranks_on_my_gpu: int, channels: int) -> str | None:
+def why_not(one_node: bool, ranks_on_my_gpu: int, channels: int, threads: int) -> str | None:
     """Why the persistent kernel cannot run on this rank (None: it can)."""
     if not one_node:
         return "a ring link crosses nodes (the kernel path needs every neighbour on this node)"
@@ -81,24 +81,45 @@ def why_not(one_node: bool, ranks_on_my_gpu: int, channels: int) -> str | None:
     if ranks_on_my_gpu > 1 and not mps_running():
         return (f"{ranks_on_my_gpu} processes share this GPU without MPS: their persistent "
                 f"kernels would time-slice (start nvidia-cuda-mps-control -d)")
-    return not_resident(channels, ranks_on_my_gpu)
+    return not_resident(channels, ranks_on_my_gpu, threads)
 
 
-def not_resident(channels: int, ranks: int) -> str | None:
-    """Why `ranks` kernels of `channels` blocks each might not all be resident on the
-    current GPU at once (None: one block per multiprocessor fits them)."""
+def blocks_per_sm(threads: int) -> int:
+    """Channels of `threads` threads a multiprocessor keeps resident at once: 64 K registers
+    at up to 64 a thread (tools/compile_kernels.py checks every variant fits 1024 threads
+    in them) and 2048 threads."""
+    return max(1, min(2048 // threads, 1024 // threads))
+
+
+def not_resident(channels: int, ranks: int, threads: int) -> str | None:
+    """Why `ranks` kernels of `channels` blocks of `threads` each might not all be resident
+    on the current GPU at once (None: they fit)."""
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-    if channels * ranks > sms:
-        return (f"{channels} channels x {ranks} ranks on this GPU exceed its {sms} "
-                f"multiprocessors: the ranks' kernels could not all be resident")
+    room = sms * blocks_per_sm(threads)
+    if channels * ranks > room:
+        return (f"{channels} channels x {ranks} ranks on this GPU exceed the {room} blocks of "
+                f"{threads} threads its {sms} multiprocessors keep resident: the ranks' "
+                f"kernels could not all run at once")
     return None
+
+
+def scope_from_env(one_gpu: bool) -> bool:
+    """Whether the kernel's fences may be GPU-scoped (every neighbour on this GPU; across
+    GPUs they must be system-scoped); RING_KERNEL_SCOPE=sys forces system scope."""
+    scope = os.environ.get("RING_KERNEL_SCOPE", "gpu" if one_gpu else "sys")
+    if scope not in ("gpu", "sys"):
+        raise ValueError(f"RING_KERNEL_SCOPE: gpu or sys, got {scope!r}")
+    if scope == "gpu" and not one_gpu:
+        raise ValueError("RING_KERNEL_SCOPE=gpu: a neighbour is on another GPU")
+    return scope == "gpu"
 
 
 class KernelPath:
     def __init__(self, stream, mine, pred, succ, nslots: int, slot_bytes: int,
-                 channels: int, threads: int, rank: int, size: int):
+                 channels: int, threads: int, rank: int, size: int, one_gpu: bool = False):
         """mine / pred / succ: this rank's segment and its neighbours' (header() and
-        region()); None for a ring of one."""
+        region()); None for a ring of one. one_gpu: both neighbours run on this rank's GPU
+        (the fences need only GPU scope)."""
         self.stream, self.nslots, self.slot_bytes = stream, nslots, slot_bytes
         self.channels, self.threads, self.rank, self.size = channels, threads, rank, size
         if mine is None:  # a ring of one: nothing is sent or received
@@ -109,7 +130,7 @@ class KernelPath:
             self.headers = (mine.header(), pred.header(), succ.header())
             self.regions = (mine.region(), succ.region())
         self.err = cuda.to_device(np.zeros(ERR_LEN, np.int64))
-        self.unroll = unroll_from_env()
+        self.unroll, self.gpu_scope = unroll_from_env(), scope_from_env(one_gpu)
         self._programs: dict = {}
         self._empty: dict = {}
 
@@ -136,10 +157,10 @@ class KernelPath:
         free or a module load between two launches could synchronise with it."""
         if p.collective.reduces:  # in the kernel dtype's storage (16-bit floats: bits)
             storage = kernel_dtype(dtype_name).storage
-            kernel = ring_kernel(op, dtype_name, self.unroll)
+            kernel = ring_kernel(op, dtype_name, self.unroll, self.gpu_scope)
         else:  # only copies: any dtype of the width moves the bits
             storage = MOVER[np.dtype(out.dtype).itemsize]
-            kernel = ring_kernel(Op.SUM, storage.name, self.unroll)
+            kernel = ring_kernel(Op.SUM, storage.name, self.unroll, self.gpu_scope)
         x, out = (None if a is None else a.view(storage) for a in (x, out))
         if x is None:  # scatter away from the root reads no input
             x = self._empty.get(storage)

@@ -53,9 +53,9 @@ UNROLL = 4  # elements a thread loads before it stores any (bytes in flight per 
 
 
 @lru_cache(maxsize=None)
-def ring_kernel(op: Op, dtype_name: str, unroll: int = UNROLL):
+def ring_kernel(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = False):
     """The compiled kernel for (op, dtype) (compiled on first request and kept)."""
-    return cuda.jit(signature(dtype_name))(source(op, dtype_name, unroll))
+    return cuda.jit(signature(dtype_name))(source(op, dtype_name, unroll, gpu_scope))
 
 
 def signature(dtype_name: str):
@@ -65,14 +65,16 @@ def signature(dtype_name: str):
                       types.float64)
 
 
-def source(op: Op, dtype_name: str, unroll: int = UNROLL):
+def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = False):
     """The kernel for (op, dtype), uncompiled: arguments (program, x, out, inslots,
     outslots, mine, pred, succ, err, recvs, sends, nslots, stride, timeout_ns, divisor),
     where the slots are 1-D (nslots x stride elements), mine / pred / succ the int64 headers
     of this rank's, its predecessor's and its successor's segments, and recvs / sends the
     program's receives and sends (what the call adds to the channel's totals). unroll (1 or
     4): the elements, nt apart, each thread loads before it stores any: a memory-bound loop
-    runs at the bytes it keeps in flight."""
+    runs at the bytes it keeps in flight. gpu_scope: the fences around the counters are
+    GPU-scoped (every neighbour runs on this GPU, processes under MPS included), not
+    system-scoped (needed across GPUs)."""
     kd = kernel_dtype(dtype_name)
     if op is Op.AVG and not kd.floating:
         raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
@@ -81,6 +83,13 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL):
     final = OPS[op](kd)
     middle = OPS[Op.SUM if op is Op.AVG else op](kd)  # avg divides at the final step only
     wide = unroll == 4
+
+    @cuda.jit(device=True, inline=True)
+    def fence():
+        if gpu_scope:
+            cuda.threadfence()
+        else:
+            cuda.threadfence_system()
 
     @cuda.jit(device=True, inline=True)
     def fold(f, v, w, div):
@@ -119,7 +128,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL):
                         _fail(err, WAIT_CREDIT, c, i, prog[i, CHUNK], prog[i, STEP],
                               uout + 1 - nslots, seen)
                 ok[0] = good
-                cuda.threadfence_system()  # acquire: the slot is read after the counter
+                fence()  # acquire: the slot is read after the counter
             cuda.syncthreads()
             if ok[0] == 0:
                 return
@@ -165,7 +174,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL):
                 e += nt
             cuda.syncthreads()
             if t == 0:
-                cuda.threadfence_system()  # release: the data before the counter
+                fence()  # release: the data before the counter
                 if f & RECV:
                     cuda.atomic.max(pred, a_out, uin + 1)
                 if f & SEND:
