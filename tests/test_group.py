@@ -79,6 +79,26 @@ def test_the_kernel_path_every_op_and_dtype(dtype, op):
     run(Collective.ALLREDUCE, 3, 1001, dtype, op, path="kernel")
 
 
+@needs_gpu
+@pytest.mark.parametrize("dtype,op", [("float32", "sum"), ("bfloat16", "avg"),
+                                      ("int64", "max"), ("float16", "prod")])
+def test_the_kernel_path_with_chunks_wide_enough_for_its_unrolled_loop(dtype, op):
+    """Each channel's part of a 1 MiB chunk spans several strides of the loop that loads
+    four elements a thread before it stores (the small chunks above only reach its tail)."""
+    run(Collective.ALLREDUCE, 4, (1 << 19) + 37, dtype, op, path="kernel", chunk=1 << 20)
+
+
+@needs_gpu
+def test_the_kernel_path_cuts_its_channels_to_fit_eight_ranks(monkeypatch):
+    """The default shape fits as many ranks as share the GPU; a shape set by hand that
+    cannot all be resident is refused at creation, not left to deadlock."""
+    run(Collective.ALLREDUCE, 8, 1001, "float32", "sum", path="kernel")
+    monkeypatch.setenv("RING_KERNEL_CHANNELS", "64")
+    monkeypatch.setenv("RING_KERNEL_THREADS", "1024")
+    with pytest.raises(ValueError, match="resident"):
+        ring.Group(8, path="kernel")
+
+
 # path="kernel": K persistent kernels that wait on each other need a GPU (the simulator runs
 # one kernel at a time); a group of one runs it anywhere
 KERNEL = pytest.param("kernel", marks=(pytest.mark.gpu, pytest.mark.skipif(

@@ -52,7 +52,8 @@ class CudaBackend(DeviceArrays):
         self.segment = None
         self.areas = None  # oneshot / twoshot's (shared.py), made on the first such call
         size, r = comm.size, comm.rank
-        shape = kernel_path.shape_from_env() if path == "kernel" else None
+        busiest = -(-topo.machine_ranks // ngpu)  # the most ranks one GPU of the node runs
+        shape = kernel_path.shape_for(busiest) if path == "kernel" else None
         if shape is not None:
             b = kernel_path.slot_bytes(b, shape[0])
         if size == 1:

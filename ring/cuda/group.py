@@ -71,7 +71,7 @@ class Group:
     def _kernel_path(self, nslots: int, slot_bytes: int) -> list:
         """path="kernel": each rank's segment (counters + slots, as a process's, without
         IPC) and persistent kernel. Every rank's channels must be resident at once."""
-        channels, threads = kernel_path.shape_from_env()
+        channels, threads = kernel_path.shape_for(max(map(self.devices.count, self.devices)))
         if not SIMULATED:
             for d in set(self.devices):
                 with on_device(d):

@@ -34,21 +34,30 @@ from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ER
                          ERR_STEP, UNROLL, WAIT_DATA, ring_kernel)
 
 # Channels x threads per channel. Under the simulator every thread is a Python thread: two
-# small channels still run the channel split. On a GPU a first guess, to be measured.
-SHAPE = (2, 4) if SIMULATED else (8, 512)
+# small channels still run the channel split. On a GPU the best measured on an H100 (four
+# ranks sharing it, results/h100/kernel-path.md): 64 channels of 512 threads, cut to fit
+# when more ranks share the GPU (shape_for).
+SHAPE = (2, 4) if SIMULATED else (64, 512)
 # The dtype whose kernel moves the bits of a non-reducing collective, by element width
 MOVER = {n: np.dtype(t) for n, t in ((1, np.uint8), (2, np.int16), (4, np.uint32), (8, np.uint64))}
 
 
-def shape_from_env() -> tuple[int, int]:
-    """(channels, threads): RING_KERNEL_CHANNELS / RING_KERNEL_THREADS override SHAPE."""
-    c = int(os.environ.get("RING_KERNEL_CHANNELS", SHAPE[0]))
+def shape_for(ranks_per_gpu: int) -> tuple[int, int]:
+    """(channels, threads) when up to ranks_per_gpu ranks share a GPU:
+    RING_KERNEL_CHANNELS / RING_KERNEL_THREADS where set, else SHAPE's, with the channels
+    cut so that every rank's kernel stays resident beside the others (not_resident)."""
     t = int(os.environ.get("RING_KERNEL_THREADS", SHAPE[1]))
-    if not 1 <= c <= MAX_CHANNELS:
-        raise ValueError(f"RING_KERNEL_CHANNELS: need 1..{MAX_CHANNELS}, got {c}")
     if not 1 <= t <= 1024:
         raise ValueError(f"RING_KERNEL_THREADS: need 1..1024, got {t}")
-    return c, t
+    c = os.environ.get("RING_KERNEL_CHANNELS")
+    if c is None:
+        if SIMULATED:
+            return SHAPE[0], t
+        sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+        return max(1, min(SHAPE[0], sms * blocks_per_sm(t) // max(1, ranks_per_gpu))), t
+    if not 1 <= int(c) <= MAX_CHANNELS:
+        raise ValueError(f"RING_KERNEL_CHANNELS: need 1..{MAX_CHANNELS}, got {c}")
+    return int(c), t
 
 
 def unroll_from_env() -> int:
