@@ -1,5 +1,6 @@
 """Compile every kernel to PTX without a GPU: the persistent ring kernel for every (op,
-dtype), and the kernels of kernels/ (reduce, fold, cast, pack, int8 quantize).
+dtype), with system- and with GPU-scoped fences (only GPU-scoped ones in the latter), and
+the kernels of kernels/ (reduce, fold, cast, pack, int8 quantize).
 
 Numba's simulator runs a kernel's Python, not its compiled form: this checks that each also
 compiles for a real GPU (types, the inline-PTX clock, atomics, libdevice calls) and holds
@@ -56,12 +57,18 @@ def main() -> int:
                 continue
             if args.quick and (str(op), name) not in QUICK:
                 continue
-            ptx, _ = cuda.compile_ptx(source(op, name), signature(name), cc=cc)
-            launchable(ptx, cc, f"{op} {name}")
-            for needed in ("%globaltimer", "nanosleep", "membar.sys", "atom.global"):
-                if needed not in ptx:
-                    raise SystemExit(f"{op} {name}: {needed!r} missing from the PTX")
-            done += 1
+            for gpu_scope in (False, True):  # fences across GPUs / every neighbour on this one
+                ptx, _ = cuda.compile_ptx(source(op, name, gpu_scope=gpu_scope), signature(name),
+                                          cc=cc)
+                what = f"{op} {name}{' (GPU-scoped fences)' if gpu_scope else ''}"
+                launchable(ptx, cc, what)
+                fence = "membar.gl" if gpu_scope else "membar.sys"
+                for needed in ("%globaltimer", "nanosleep", fence, "atom.global"):
+                    if needed not in ptx:
+                        raise SystemExit(f"{what}: {needed!r} missing from the PTX")
+                if gpu_scope and "membar.sys" in ptx:
+                    raise SystemExit(f"{what}: a system-scoped fence in the PTX")
+                done += 1
             if (op, name) == (Op.SUM, "float32"):
                 regs = re.findall(r"\.reg \.(\w+)\s+%\w+<(\d+)>", ptx)
                 print(f"sum float32: {len(ptx.splitlines())} lines of PTX, registers {regs}")
