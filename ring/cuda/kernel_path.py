@@ -53,8 +53,7 @@ def shape_for(ranks_per_gpu: int) -> tuple[int, int]:
     if c is None:
         if SIMULATED:
             return SHAPE[0], t
-        sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-        return max(1, min(SHAPE[0], sms * blocks_per_sm(t) // max(1, ranks_per_gpu))), t
+        return max(1, min(SHAPE[0], room(t) // max(1, ranks_per_gpu))), t
     if not 1 <= int(c) <= MAX_CHANNELS:
         raise ValueError(f"RING_KERNEL_CHANNELS: need 1..{MAX_CHANNELS}, got {c}")
     return int(c), t
@@ -93,34 +92,33 @@ def why_not(one_node: bool, ranks_on_my_gpu: int, channels: int, threads: int) -
     return not_resident(channels, ranks_on_my_gpu, threads)
 
 
-def blocks_per_sm(threads: int) -> int:
-    """Channels of `threads` threads a multiprocessor keeps resident at once: 64 K registers
-    at up to 64 a thread (tools/compile_kernels.py checks every variant fits 1024 threads
-    in them) and 2048 threads."""
-    return max(1, min(2048 // threads, 1024 // threads))
+def room(threads: int) -> int:
+    """Blocks of `threads` threads the current GPU keeps resident at once: per
+    multiprocessor 64 K registers at up to 64 a thread (tools/compile_kernels.py checks
+    every variant fits 1024 threads in them), so 1024 / threads blocks (2048 threads)."""
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    return sms * max(1, 1024 // threads)
 
 
 def not_resident(channels: int, ranks: int, threads: int) -> str | None:
     """Why `ranks` kernels of `channels` blocks of `threads` each might not all be resident
     on the current GPU at once (None: they fit)."""
-    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-    room = sms * blocks_per_sm(threads)
-    if channels * ranks > room:
-        return (f"{channels} channels x {ranks} ranks on this GPU exceed the {room} blocks of "
-                f"{threads} threads its {sms} multiprocessors keep resident: the ranks' "
-                f"kernels could not all run at once")
+    fits = room(threads)
+    if channels * ranks > fits:
+        return (f"{channels} channels x {ranks} ranks on this GPU exceed the {fits} blocks of "
+                f"{threads} threads it keeps resident: the ranks' kernels could not all run "
+                f"at once")
     return None
 
 
 def scope_from_env(one_gpu: bool) -> bool:
-    """Whether the kernel's fences may be GPU-scoped (every neighbour on this GPU; across
-    GPUs they must be system-scoped); RING_KERNEL_SCOPE=sys forces system scope."""
-    scope = os.environ.get("RING_KERNEL_SCOPE", "gpu" if one_gpu else "sys")
+    """Whether the kernel's fences are GPU-scoped: where every neighbour runs on this GPU
+    (across GPUs they must be system-scoped), unless RING_KERNEL_SCOPE=sys forces system
+    scope (the default, gpu, never widens what is allowed)."""
+    scope = os.environ.get("RING_KERNEL_SCOPE", "gpu")
     if scope not in ("gpu", "sys"):
         raise ValueError(f"RING_KERNEL_SCOPE: gpu or sys, got {scope!r}")
-    if scope == "gpu" and not one_gpu:
-        raise ValueError("RING_KERNEL_SCOPE=gpu: a neighbour is on another GPU")
-    return scope == "gpu"
+    return one_gpu and scope == "gpu"
 
 
 class KernelPath:
