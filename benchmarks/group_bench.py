@@ -88,8 +88,8 @@ def main():
                     help="comma list of data paths for the acceptance case and the size sweep "
                          "(fused, copy, kernel); the chunk and slot sweeps use the first")
     ap.add_argument("--kernel-shapes",
-                    help="comma list of CxTxU[xMiB[xSCOPE]] (channels x threads x unroll x chunk "
-                         "MiB x fence scope gpu|sys): path='kernel' at "
+                    help="comma list of CxTxU[xMiB[xSCOPE[xSYNC]]] (channels x threads x unroll "
+                         "x chunk MiB x fence scope gpu|sys x hand-off fence|acqrel): path='kernel' at "
                          "each, K = 4 256 MiB and K = 2 / 4 8 B with graph replay, before the rest")
     ap.add_argument("--only-shapes", action="store_true", help="stop after --kernel-shapes")
     a = ap.parse_args()
@@ -109,16 +109,17 @@ def main():
               f"= {r['fraction_of_copy']:>5.1%} of copy {'' if r['correct'] else 'WRONG'}", flush=True)
 
     for shape in a.kernel_shapes.split(",") if a.kernel_shapes else ():
-        c, t, u, mib, scope = (shape.split("x") + ["4", "gpu"])[:5]
+        given = shape.split("x")
+        c, t, u, mib, scope, sync = given + ["4", "gpu", "fence"][len(given) - 3:]
         os.environ.update(RING_KERNEL_CHANNELS=c, RING_KERNEL_THREADS=t, RING_KERNEL_UNROLL=u,
-                          RING_KERNEL_SCOPE=scope)
+                          RING_KERNEL_SCOPE=scope, RING_KERNEL_SYNC=sync)
         print(f"# kernel shape: {c} channels x {t} threads, unroll {u}, {mib} MiB chunks, "
-              f"{scope}-scoped fences", flush=True)
+              f"{scope}-scoped {sync} hand-offs", flush=True)
         for k, nbytes in ((4, 256 << 20), (2, 8), (4, 8)):
             run(k, nbytes, "kernel", int(mib) << 20, 4, True, 5 if nbytes > 8 else 50)
             out["cases"][-1]["kernel_shape"] = shape
     for key in ("RING_KERNEL_CHANNELS", "RING_KERNEL_THREADS", "RING_KERNEL_UNROLL",
-                "RING_KERNEL_SCOPE"):
+                "RING_KERNEL_SCOPE", "RING_KERNEL_SYNC"):
         os.environ.pop(key, None)
     if a.only_shapes:
         if a.json:

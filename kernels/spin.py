@@ -11,17 +11,28 @@ atomic (a plain load in a loop may be hoisted out of it, or served from a stale 
 Numba's simulator has none of these, and it runs device functions as Python, so there the
 clock is `time.monotonic_ns`, the pause a short sleep that lets the other processes run,
 and a read a plain load.
+
+`sync(scope)` is the lighter hand-off (NCCL's): relaxed loads and stores of the counters at
+GPU or system scope and one `fence.acq_rel` on each side, in place of the atomics and the
+sequentially consistent fences (`membar`) around them; `sync(scope).wait_geq` pauses, and looks at the
+clock and the error word, every POLLS reads only.
 """
 
 from __future__ import annotations
 
 import time
+from functools import lru_cache
+from types import SimpleNamespace
 
 from numba import cuda, types
 
 from .launch import simulated
 
 PAUSE_NS = 256  # the GPU's back-off between two reads of a counter
+# sync(scope).wait_geq: reads of a counter between two looks at the clock and the error word
+# (and a pause; under the simulator every read pauses, to let the other processes run)
+POLLS = 1 if simulated() else 64
+SCOPES = ("gpu", "sys")
 
 
 if simulated():
@@ -39,6 +50,21 @@ if simulated():
         lock of this process only, so an atomic add of 0 could write back a stale value over
         another process's store."""
         return counters[i]
+
+    def _ordering(scope):
+        @cuda.jit(device=True)
+        def load(counters, i):
+            return counters[i]
+
+        @cuda.jit(device=True)
+        def store(counters, i, value):
+            counters[i] = value
+
+        @cuda.jit(device=True)
+        def fence():
+            pass
+
+        return load, store, fence
 else:
     from llvmlite import ir
     from numba.cuda.extending import intrinsic
@@ -54,6 +80,63 @@ else:
     @cuda.jit(device=True, inline=True)
     def now():
         return _globaltimer()
+
+    def _address(context, builder, aryty, ary, idx, idxty):
+        """The address of ary[idx] as a 64-bit integer (an inline-PTX operand)."""
+        from numba.cuda import cgutils
+        arr = context.make_array(aryty)(context, builder, ary)
+        i = context.cast(builder, idx, idxty, types.intp)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, arr, [i], wraparound=False)
+        return builder.ptrtoint(ptr, ir.IntType(64))
+
+    def _ordering(scope):
+        """ld.relaxed / st.relaxed of an int64 and fence.acq_rel, all at `scope`."""
+        i64 = ir.IntType(64)
+
+        @intrinsic
+        def _load(typingctx, counters, i):
+            def codegen(context, builder, sig, args):
+                addr = _address(context, builder, sig.args[0], args[0], args[1], sig.args[1])
+                asm = ir.InlineAsm(ir.FunctionType(i64, [i64]),
+                                   f"ld.relaxed.{scope}.u64 $0, [$1];", "=l,l,~{memory}",
+                                   side_effect=True)
+                return builder.call(asm, [addr])
+            return types.int64(counters, i), codegen
+
+        @intrinsic
+        def _store(typingctx, counters, i, value):
+            def codegen(context, builder, sig, args):
+                addr = _address(context, builder, sig.args[0], args[0], args[1], sig.args[1])
+                v = context.cast(builder, args[2], sig.args[2], types.int64)
+                asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [i64, i64]),
+                                   f"st.relaxed.{scope}.u64 [$0], $1;", "l,l,~{memory}",
+                                   side_effect=True)
+                builder.call(asm, [addr, v])
+                return context.get_dummy_value()
+            return types.void(counters, i, value), codegen
+
+        @intrinsic
+        def _fence(typingctx):
+            def codegen(context, builder, sig, args):
+                asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []),
+                                   f"fence.acq_rel.{scope};", "~{memory}", side_effect=True)
+                builder.call(asm, [])
+                return context.get_dummy_value()
+            return types.void(), codegen
+
+        @cuda.jit(device=True, inline=True)
+        def load(counters, i):
+            return _load(counters, i)
+
+        @cuda.jit(device=True, inline=True)
+        def store(counters, i, value):
+            _store(counters, i, value)
+
+        @cuda.jit(device=True, inline=True)
+        def fence():
+            _fence()
+
+        return load, store, fence
 
     @cuda.jit(device=True, inline=True)
     def pause():
@@ -82,3 +165,37 @@ def wait_geq(counters, i, target, timeout_ns, err):
             return seen
         if read(err, 0) != 0 or now() - start > timeout_ns:
             return seen
+
+
+@lru_cache(maxsize=None)
+def sync(scope: str) -> SimpleNamespace:
+    """The hand-off at `scope` ("gpu": every party on this GPU; "sys": across GPUs):
+    load / store: relaxed (coherent at scope, unordered) reads and writes of a counter;
+    fence: fence.acq_rel, which after a load that saw a counter makes it an acquire (the
+    slot is read after it) and before a store makes it a release (the data are written
+    before it); wait_geq: as the module's, pausing only every POLLS reads."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope: one of {SCOPES}, got {scope!r}")
+    load, store, fence = _ordering(scope)
+
+    @cuda.jit(device=True)
+    def wait(counters, i, target, timeout_ns, err):
+        """Until counters[i] >= target, timeout_ns passed or err[0] set: the last value
+        read (>= target: it arrived). Unordered: fence() after it to read what it guards."""
+        seen = load(counters, i)
+        if seen >= target:
+            return seen
+        start = now()
+        polls = 0
+        while True:
+            seen = load(counters, i)
+            if seen >= target:
+                return seen
+            polls += 1
+            if polls == POLLS:
+                polls = 0
+                pause()
+                if load(err, 0) != 0 or now() - start > timeout_ns:
+                    return seen
+
+    return SimpleNamespace(load=load, store=store, fence=fence, wait_geq=wait)

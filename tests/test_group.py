@@ -99,6 +99,20 @@ def test_the_kernel_path_cuts_its_channels_to_fit_eight_ranks(monkeypatch):
         ring.Group(8, path="kernel")
 
 
+@needs_gpu
+@pytest.mark.parametrize("scope", ["gpu", "sys"])
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_the_kernel_path_with_acquire_release_hand_offs(monkeypatch, k, scope):
+    """RING_KERNEL_SYNC=acqrel (relaxed loads and stores of the counters, one fence.acq_rel
+    a side): many small chunks through two slots (every hand-off reused at once), and
+    chunks wide enough for the unrolled loop, for the three ring collectives."""
+    monkeypatch.setenv("RING_KERNEL_SYNC", "acqrel")
+    monkeypatch.setenv("RING_KERNEL_SCOPE", scope)
+    for collective in GROUP_COLLECTIVES:
+        run(collective, k, 1001 * k, "float32", "sum", path="kernel")
+    run(Collective.ALLREDUCE, k, (1 << 19) + 37, "bfloat16", "avg", path="kernel", chunk=1 << 20)
+
+
 # path="kernel": K persistent kernels that wait on each other need a GPU (the simulator runs
 # one kernel at a time); a group of one runs it anywhere
 KERNEL = pytest.param("kernel", marks=(pytest.mark.gpu, pytest.mark.skipif(
@@ -115,9 +129,21 @@ def test_paths_collectives_and_rank_counts(path, collective, k):
         run(collective, k, n, "float32", "sum", path=path)
 
 
+@pytest.mark.parametrize("var,value", [("RING_KERNEL_SYNC", "sc"), ("RING_KERNEL_UNROLL", "2"),
+                                       ("RING_KERNEL_SCOPE", "cta"),
+                                       ("RING_KERNEL_THREADS", "2048")])
+def test_the_kernel_path_refuses_unknown_settings(monkeypatch, var, value):
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ValueError, match=var):
+        ring.Group(1, path="kernel")
+
+
+@pytest.mark.parametrize("sync", ["fence", "acqrel"])
 @pytest.mark.parametrize("collective", GROUP_COLLECTIVES)
-def test_the_kernel_path_of_a_group_of_one(collective):
-    """One rank: the persistent kernel's copy-only program, on the simulator too."""
+def test_the_kernel_path_of_a_group_of_one(collective, sync, monkeypatch):
+    """One rank: the persistent kernel's copy-only program, on the simulator too, with
+    either hand-off (RING_KERNEL_SYNC)."""
+    monkeypatch.setenv("RING_KERNEL_SYNC", sync)
     for n in (0, 1, 37):
         run(collective, 1, n, "float32", "sum", path="kernel")
     run(Collective.ALLREDUCE, 1, 37, "bfloat16", "avg", path="kernel")

@@ -87,6 +87,21 @@ def test_cuda_kernel_path(nprocs):
 
 @pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
 @pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [2, 4])
+def test_cuda_kernel_path_acqrel(nprocs):
+    """path="kernel" with RING_KERNEL_SYNC=acqrel: the counters handed over with relaxed
+    loads and stores and one fence.acq_rel a side (across processes: in the IPC segments;
+    under the simulator, in MPI shared memory). A cross-section of check_cuda.py."""
+    env = {**ENV, "RING_TEST_PATH": "kernel", "RING_KERNEL_SYNC": "acqrel"}
+    select = ("(matches_the_exact and (float32-sum or bfloat16-avg or int8-prod)) or "
+              "two_slots or scatter_and_allgather")
+    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420,
+                                        env=env, extra=["-k", select])
+    assert_inner_passed(rc, out, reports, nprocs)
+
+
+@pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
+@pytest.mark.mpi
 @pytest.mark.parametrize("nprocs,nodes,aware", [
     (4, 2, None), (6, 3, None), (2, 2, None),
     # device buffers straight to MPI: only the simulator's "device memory" is host memory

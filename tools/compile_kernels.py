@@ -1,5 +1,7 @@
 """Compile every kernel to PTX without a GPU: the persistent ring kernel for every (op,
-dtype), with system- and with GPU-scoped fences (only GPU-scoped ones in the latter), and
+dtype), with system- and with GPU-scoped fences (only GPU-scoped ones in the latter), each
+with both hand-offs (atomics between membars; relaxed loads and stores with fence.acq_rel,
+and then no membar, no fence.sc and nothing of the other scope), and
 the kernels of kernels/ (reduce, fold, cast, pack, int8 quantize).
 
 Numba's simulator runs a kernel's Python, not its compiled form: this checks that each also
@@ -19,6 +21,7 @@ toolkit, or the pip wheels (`make build/cuda-compilers`):
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import shutil
@@ -57,17 +60,27 @@ def main() -> int:
                 continue
             if args.quick and (str(op), name) not in QUICK:
                 continue
-            for gpu_scope in (False, True):  # fences across GPUs / every neighbour on this one
-                ptx, _ = cuda.compile_ptx(source(op, name, gpu_scope=gpu_scope), signature(name),
-                                          cc=cc)
-                what = f"{op} {name}{' (GPU-scoped fences)' if gpu_scope else ''}"
+            # fences across GPUs / every neighbour on this one; atomics between membars /
+            # relaxed loads and stores with fence.acq_rel (RING_KERNEL_SYNC=acqrel)
+            for gpu_scope, acqrel in itertools.product((False, True), (False, True)):
+                ptx, _ = cuda.compile_ptx(source(op, name, gpu_scope=gpu_scope, acqrel=acqrel),
+                                          signature(name), cc=cc)
+                scope = "gpu" if gpu_scope else "sys"
+                what = f"{op} {name} ({scope} scope{', acqrel' if acqrel else ''})"
                 launchable(ptx, cc, what)
-                fence = "membar.gl" if gpu_scope else "membar.sys"
-                for needed in ("%globaltimer", "nanosleep", fence, "atom.global"):
-                    if needed not in ptx:
-                        raise SystemExit(f"{what}: {needed!r} missing from the PTX")
-                if gpu_scope and "membar.sys" in ptx:
-                    raise SystemExit(f"{what}: a system-scoped fence in the PTX")
+                if acqrel:
+                    needed = (f"fence.acq_rel.{scope}", f"ld.relaxed.{scope}",
+                              f"st.relaxed.{scope}")
+                    banned = ("membar", "fence.sc", ".gpu" if scope == "sys" else ".sys")
+                else:
+                    needed = ("membar.gl" if gpu_scope else "membar.sys", "atom.global")
+                    banned = ("membar.sys",) if gpu_scope else ()
+                for n in ("%globaltimer", "nanosleep") + needed:
+                    if n not in ptx:
+                        raise SystemExit(f"{what}: {n!r} missing from the PTX")
+                for b in banned:
+                    if b in ptx:
+                        raise SystemExit(f"{what}: {b!r} in the PTX")
                 done += 1
             if (op, name) == (Op.SUM, "float32"):
                 regs = re.findall(r"\.reg \.(\w+)\s+%\w+<(\d+)>", ptx)

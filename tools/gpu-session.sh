@@ -61,7 +61,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   -p no:cacheprovider --durations=0 --maxfail=${MAXFAIL:-5} -k "cuda_kernel_path or cuda-kernel or kernel"
               echo quit | nvidia-cuda-mps-control ;;
   kernelshapes) TAIL=40 step 300 kernelshapes python3 benchmarks/group_bench.py --only-shapes \
-                  --kernel-shapes ${SHAPES:-8x512x1,8x512x4,16x1024x4,32x512x4,32x1024x4} \
+                  --kernel-shapes ${SHAPES:-64x512x4x4xgpuxfence,64x512x4x4xgpuxacqrel,64x512x4x4xsysxfence,64x512x4x4xsysxacqrel} \
                   --json $OUT/group-kernel-shapes-$GPU.json ;;
   kernelbench) TAIL=40 step 540 groupbench-kernel python3 benchmarks/group_bench.py --quick --paths kernel,fused \
                   --json $OUT/group-kernel-$GPU.json ;;

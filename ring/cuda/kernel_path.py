@@ -68,6 +68,20 @@ def unroll_from_env() -> int:
     return u
 
 
+SYNCS = ("fence", "acqrel")  # RING_KERNEL_SYNC: how the counters are handed over
+
+
+def sync_from_env() -> bool:
+    """RING_KERNEL_SYNC: "fence" (the default: atomics between sequentially consistent
+    fences, as measured in results/h100/kernel-path.md) or "acqrel" (relaxed loads and
+    stores with one fence.acq_rel a side, polling without a pause: persistent.source's
+    acqrel, not yet measured on a GPU). Whether the kernel hands over the acqrel way."""
+    s = os.environ.get("RING_KERNEL_SYNC", "fence")
+    if s not in SYNCS:
+        raise ValueError(f"RING_KERNEL_SYNC: one of {SYNCS}, got {s!r}")
+    return s == "acqrel"
+
+
 def slot_bytes(chunk_slot_bytes: int, channels: int) -> int:
     """A slot of the kernel path: room for each channel's ceil(n / C) elements of any chunk
     in its own sub-slot (8 bytes per channel more than the stream path's slot)."""
@@ -138,6 +152,7 @@ class KernelPath:
             self.regions = (mine.region(), succ.region())
         self.err = cuda.to_device(np.zeros(ERR_LEN, np.int64))
         self.unroll, self.gpu_scope = unroll_from_env(), scope_from_env(one_gpu)
+        self.acqrel = sync_from_env()
         self._programs: dict = {}
         self._empty: dict = {}
 
@@ -164,10 +179,11 @@ class KernelPath:
         free or a module load between two launches could synchronise with it."""
         if p.collective.reduces:  # in the kernel dtype's storage (16-bit floats: bits)
             storage = kernel_dtype(dtype_name).storage
-            kernel = ring_kernel(op, dtype_name, self.unroll, self.gpu_scope)
+            kernel = ring_kernel(op, dtype_name, self.unroll, self.gpu_scope, self.acqrel)
         else:  # only copies: any dtype of the width moves the bits
             storage = MOVER[np.dtype(out.dtype).itemsize]
-            kernel = ring_kernel(Op.SUM, storage.name, self.unroll, self.gpu_scope)
+            kernel = ring_kernel(Op.SUM, storage.name, self.unroll, self.gpu_scope,
+                                 self.acqrel)
         x, out = (None if a is None else a.view(storage) for a in (x, out))
         if x is None:  # scatter away from the root reads no input
             x = self._empty.get(storage)

@@ -10,7 +10,10 @@ For every unit of the program, channel c:
     thread 0: wait until POSTED_c (mine) >= in_c + UIN + 1       the chunk has arrived
               wait until ACKED_c (mine) >= out_c + UOUT + 1 - S  the successor's slot is free
     all:      reduce or copy its part: received op own -> successor's slot and/or output
-    thread 0: fence (system scope), then ACKED_c (pred) := .. + 1, POSTED_c (succ) := .. + 1
+    thread 0: fence, then ACKED_c (pred) := .. + 1, POSTED_c (succ) := .. + 1
+
+(the fences GPU- or system-scoped; the counters read and written with atomics between
+sequentially consistent fences, or with RING_KERNEL_SYNC=acqrel relaxed and fence.acq_rel)
 
 POSTED counts chunks written into a rank's slots (written by its predecessor), ACKED the
 chunks of a rank that its successor has consumed (written by the successor), as in ipc.py;
@@ -33,7 +36,7 @@ from numba import cuda, types
 
 from kernels.dtypes import kernel_dtype
 from kernels.reduce import OPS
-from kernels.spin import wait_geq
+from kernels.spin import sync, wait_geq
 from ringtypes import Op
 
 from .ipc import KERNEL_ACKED, KERNEL_BASE, KERNEL_STRIDE, KERNEL_TOTALS
@@ -53,9 +56,10 @@ UNROLL = 4  # elements a thread loads before it stores any (bytes in flight per 
 
 
 @lru_cache(maxsize=None)
-def ring_kernel(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = False):
+def ring_kernel(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = False,
+                acqrel: bool = False):
     """The compiled kernel for (op, dtype) (compiled on first request and kept)."""
-    return cuda.jit(signature(dtype_name))(source(op, dtype_name, unroll, gpu_scope))
+    return cuda.jit(signature(dtype_name))(source(op, dtype_name, unroll, gpu_scope, acqrel))
 
 
 def signature(dtype_name: str):
@@ -65,7 +69,8 @@ def signature(dtype_name: str):
                       types.float64)
 
 
-def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = False):
+def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = False,
+           acqrel: bool = False):
     """The kernel for (op, dtype), uncompiled: arguments (program, x, out, inslots,
     outslots, mine, pred, succ, err, recvs, sends, nslots, stride, timeout_ns, divisor),
     where the slots are 1-D (nslots x stride elements), mine / pred / succ the int64 headers
@@ -74,7 +79,9 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     4): the elements, nt apart, each thread loads before it stores any: a memory-bound loop
     runs at the bytes it keeps in flight. gpu_scope: the fences around the counters are
     GPU-scoped (every neighbour runs on this GPU, processes under MPS included), not
-    system-scoped (needed across GPUs)."""
+    system-scoped (needed across GPUs). acqrel: the counters are handed over as NCCL does
+    (kernels.spin.sync: relaxed loads and stores, one fence.acq_rel on each side, polls
+    without a pause), not with atomics between sequentially consistent fences."""
     kd = kernel_dtype(dtype_name)
     if op is Op.AVG and not kd.floating:
         raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
@@ -84,12 +91,27 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     middle = OPS[Op.SUM if op is Op.AVG else op](kd)  # avg divides at the final step only
     wide = unroll == 4
 
-    @cuda.jit(device=True, inline=True)
-    def fence():
-        if gpu_scope:
-            cuda.threadfence()
-        else:
-            cuda.threadfence_system()
+    if acqrel:
+        hand = sync("gpu" if gpu_scope else "sys")
+        fence, wait, store = hand.fence, hand.wait_geq, hand.store
+
+        @cuda.jit(device=True, inline=True)
+        def publish(counters, i, value):
+            """counters[i] := value (this channel is the counter's only writer)."""
+            store(counters, i, value)
+    else:
+        wait = wait_geq
+
+        @cuda.jit(device=True, inline=True)
+        def fence():
+            if gpu_scope:
+                cuda.threadfence()
+            else:
+                cuda.threadfence_system()
+
+        @cuda.jit(device=True, inline=True)
+        def publish(counters, i, value):
+            cuda.atomic.max(counters, i, value)
 
     @cuda.jit(device=True, inline=True)
     def fold(f, v, w, div):
@@ -117,12 +139,12 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
             if t == 0:
                 good = 1
                 if f & RECV:
-                    seen = wait_geq(mine, p_in, uin + 1, timeout_ns, err)
+                    seen = wait(mine, p_in, uin + 1, timeout_ns, err)
                     if seen < uin + 1:
                         good = 0
                         _fail(err, WAIT_DATA, c, i, prog[i, CHUNK], prog[i, STEP], uin + 1, seen)
                 if good == 1 and f & SEND and uout >= nslots:
-                    seen = wait_geq(mine, a_out, uout + 1 - nslots, timeout_ns, err)
+                    seen = wait(mine, a_out, uout + 1 - nslots, timeout_ns, err)
                     if seen < uout + 1 - nslots:
                         good = 0
                         _fail(err, WAIT_CREDIT, c, i, prog[i, CHUNK], prog[i, STEP],
@@ -176,9 +198,9 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
             if t == 0:
                 fence()  # release: the data before the counter
                 if f & RECV:
-                    cuda.atomic.max(pred, a_out, uin + 1)
+                    publish(pred, a_out, uin + 1)
                 if f & SEND:
-                    cuda.atomic.max(succ, p_in, uout + 1)
+                    publish(succ, p_in, uout + 1)
         if t == 0:
             mine[tot] = base_in + recvs
             mine[tot + 1] = base_out + sends
