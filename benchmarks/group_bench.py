@@ -92,6 +92,9 @@ def main():
                          "x chunk MiB x fence scope gpu|sys x hand-off fence|acqrel): path='kernel' at "
                          "each, K = 4 256 MiB and K = 2 / 4 8 B with graph replay, before the rest")
     ap.add_argument("--only-shapes", action="store_true", help="stop after --kernel-shapes")
+    ap.add_argument("--cross", action="store_true",
+                    help="only the chunk x slot product (256 KiB-16 MiB x 2, 4, 8 slots) of the "
+                         "K = 4 256 MiB all-reduce with graph replay, for each of --paths")
     a = ap.parse_args()
     dev = cuda.get_current_device()
     name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
@@ -129,6 +132,15 @@ def main():
     ks = [int(k) for k in a.ranks.split(",")] if a.ranks else ([4] if a.quick else [2, 4, 8])
     big = 256 << 20
     paths = a.paths.split(",")
+    if a.cross:
+        for path in paths:
+            for chunk in (256 << 10, 1 << 20, 4 << 20, 16 << 20):
+                for slots in (2, 4, 8):
+                    run(4, big, path, chunk, slots, True, 5)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(out, f, indent=1)
+        return
     for path in paths if 4 in ks else ():  # the acceptance case first
         run(4, big, path, 4 << 20, 4, True, 5)
     for chunk in () if 4 not in ks else (1 << 20, 16 << 20) if a.quick else (256 << 10, 1 << 20, 4 << 20, 16 << 20):

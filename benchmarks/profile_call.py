@@ -2,6 +2,7 @@
 
     python3 benchmarks/profile_call.py --group 4            # ring.Group, 4 ranks, one process
     mpiexec -n 2 python3 benchmarks/profile_call.py         # Communicator(device="cuda")
+    ... --path kernel                                       # the persistent kernel's path
 
 Profiles `calls` all-reduces of --count float32 (default 2: 8 bytes) after warm-up and prints rank 0's top functions by
 own time, and the mean wall time per call without the profiler.
@@ -27,18 +28,20 @@ def main():
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--count", type=int, default=2, help="float32 elements per call")
     ap.add_argument("--algorithm", default="auto", help="Communicator's algorithm")
+    ap.add_argument("--path", default="fused", help="data path: fused, copy or kernel")
     a = ap.parse_args()
     if a.group:
-        g = ring.Group(a.group)
+        g = ring.Group(a.group, path=a.path)
         xs = [cuda.to_device(np.ones(a.count, np.float32)) for _ in range(a.group)]
         outs = [cuda.device_array(a.count, np.float32) for _ in range(a.group)]
-        call, rank, what = (lambda: g.allreduce(xs, outs=outs)), 0, f"Group({a.group})"
+        call, rank, what = (lambda: g.allreduce(xs, outs=outs)), 0, f"Group({a.group}, path={a.path})"
         sync = cuda.synchronize
     else:
-        comm = ring.Communicator(device=a.device, algorithm=a.algorithm)
+        comm = ring.Communicator(device=a.device, algorithm=a.algorithm,
+                                 **({"path": a.path} if a.device == "cuda" else {}))
         x = cuda.to_device(np.ones(a.count, np.float32)) if a.device == "cuda" else np.ones(a.count, np.float32)
         out = cuda.device_array(a.count, np.float32) if a.device == "cuda" else np.empty(a.count, np.float32)
-        call, rank, what = (lambda: comm.allreduce(x, out=out)), comm.rank, f"Communicator({a.device}, {comm.size} ranks)"
+        call, rank, what = (lambda: comm.allreduce(x, out=out)), comm.rank, f"Communicator({a.device}, {comm.size} ranks, path={a.path})"
         sync = cuda.synchronize if a.device == "cuda" else (lambda: None)
     for _ in range(20):
         call()

@@ -25,7 +25,11 @@ def core_stream(stream):
 
 
 class BoundLaunch:
-    def __init__(self, dispatcher, args, griddim, blockdim, stream=0):
+    def __init__(self, dispatcher, args, griddim, blockdim, stream=0, keep=None):
+        """keep: on a GPU, what to hold alive in place of the arguments once they are
+        packed (None: the arguments). A launch kept for later calls on the same memory
+        (ring/cuda/kernel_path.py) keeps its own buffers, not the caller's arrays, whose
+        addresses it was bound for and is looked up by."""
         self.dispatcher, self.args = dispatcher, tuple(args)
         self.griddim, self.blockdim, self.stream = griddim, blockdim, stream
         self._fast = None
@@ -46,6 +50,8 @@ class BoundLaunch:
         config = LaunchConfig(grid=grid, block=block, shmem_size=0)
         cukernel = kernel._codelibrary.get_cufunc().kernel
         self._fast = (launch, core_stream(stream), config, cukernel, tuple(packed))
+        if keep is not None:
+            self.args = tuple(keep)
 
     def __call__(self) -> None:
         if self._fast is None:

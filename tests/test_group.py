@@ -129,6 +129,27 @@ def test_paths_collectives_and_rank_counts(path, collective, k):
         run(collective, k, n, "float32", "sum", path=path)
 
 
+def test_the_kernel_path_rebinds_for_other_memory_only():
+    """A repeated call on the same arrays reuses its bound launch (one per plan, op, dtype
+    and memory); new contents are read, and other arrays, or the same arrays for another
+    collective, get launches of their own."""
+    g = ring.Group(1, path="kernel")
+    kp = g._kernels[0]
+    x, out, other = (dev(np.zeros(37, np.float32)) for _ in range(3))
+    for i in range(3):
+        x.copy_to_device(np.arange(37, dtype=np.float32) + i)
+        g.allreduce([x], outs=[out])
+        g.synchronize()
+        assert (host(out) == np.arange(37) + i).all()
+    assert len(kp._bound) == 1
+    g.allreduce([x], outs=[other])
+    g.allgather([x], outs=[out])
+    g.synchronize()
+    assert (host(other) == np.arange(37) + 2).all() and (host(out) == host(x)).all()
+    assert len(kp._bound) == 3
+    g.close()
+
+
 @pytest.mark.parametrize("var,value", [("RING_KERNEL_SYNC", "sc"), ("RING_KERNEL_UNROLL", "2"),
                                        ("RING_KERNEL_SCOPE", "cta"),
                                        ("RING_KERNEL_THREADS", "2048")])

@@ -8,8 +8,8 @@
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d .whl numpy==2.4.6 mpich==5.0.2
 # The sweeps add 64M and their end size (-a) to the -f grid, which steps over both.
 # At most 8 files come back from $OUT: run a few steps per call (results/h100/README.md).
-# Steps: kernels group cuda cudanodes faults lifetime where profile groupbench sweep sweep4 nodes colls mps
-#        kernelpath kernelshapes kernelbench kernelsweep algos training all
+# Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
+#        kernelpath kernelprofile kernelshapes kernelbench kernelsweep algos training all
 . tools/gpu-env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
@@ -60,9 +60,16 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               step 420 kernelpath python3 -m pytest tests/test_mpi.py tests/test_faults.py tests/test_group.py -q \
                   -p no:cacheprovider --durations=0 --maxfail=${MAXFAIL:-5} -k "cuda_kernel_path or cuda-kernel or kernel"
               echo quit | nvidia-cuda-mps-control ;;
+  kernelprofile) # host time per 8-byte call on the kernel path, function by function
+              nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
+              TAIL=40 step 90 profile-group-kernel python3 benchmarks/profile_call.py --group 2 --path kernel
+              TAIL=40 step 120 profile-comm-kernel mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel --algorithm ring
+              echo quit | nvidia-cuda-mps-control ;;
   kernelshapes) TAIL=40 step 300 kernelshapes python3 benchmarks/group_bench.py --only-shapes \
                   --kernel-shapes ${SHAPES:-64x512x4x4xgpuxfence,64x512x4x4xgpuxacqrel,64x512x4x4xsysxfence,64x512x4x4xsysxacqrel} \
                   --json $OUT/group-kernel-shapes-$GPU.json ;;
+  cross)      TAIL=40 step 420 cross python3 benchmarks/group_bench.py --cross --paths ${PATHS:-fused,kernel} \
+                  --json $OUT/group-chunk-x-slots-$GPU.json ;;
   kernelbench) TAIL=40 step 540 groupbench-kernel python3 benchmarks/group_bench.py --quick --paths kernel,fused \
                   --json $OUT/group-kernel-$GPU.json ;;
   kernelsweep) nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"

@@ -163,7 +163,8 @@ class CudaBackend(DeviceArrays):
             self.kernel.launch(plan, op, x, out, divisor, name, self.waiter.timeout)
             # the kernel's own waits are bounded by the timeout: give it the time to say
             # where it was stuck before the host gives up on it
-            pending = Pending(self.rank, self.kernel, self.waiter.timeout + KERNEL_GRACE_S)
+            pending = Pending(self.rank, self.kernel, self.waiter.timeout + KERNEL_GRACE_S,
+                              reuse=not defer)
         else:
             if self.inbound is not None:  # None: a ring of one, which neither sends nor receives
                 self.inbound.begin(plan.recvs)
@@ -201,16 +202,24 @@ class CudaBackend(DeviceArrays):
 
 class Pending:
     """A call's GPU work in flight: events recorded after it on the rank's streams (and the
-    persistent kernel, whose error word is read once it has finished)."""
+    persistent kernel, whose error word is read once it has finished). The kernel path puts
+    a call on the rank's stream only: one event there, the kernel path's own (reuse) when
+    the call is waited for at once, a new one when a Work keeps it."""
 
-    def __init__(self, rank: Rank, kernel=None, extra_s: float = 0.0):
+    def __init__(self, rank: Rank, kernel=None, extra_s: float = 0.0, reuse: bool = False):
         self.kernel, self.extra_s = kernel, extra_s
         self.marks = []
-        if not SIMULATED:  # the simulator has run it all already
-            for s in (rank.stream, rank.copy_stream):
-                ev = event()
-                ev.record(s)
-                self.marks.append(ev)
+        if SIMULATED:  # the simulator has run it all already
+            return
+        if kernel is not None:
+            ev = kernel.done if reuse else event()
+            ev.record(rank.stream)
+            self.marks.append(ev)
+            return
+        for s in (rank.stream, rank.copy_stream):
+            ev = event()
+            ev.record(s)
+            self.marks.append(ev)
 
     def query(self) -> bool:
         return all(e.query() for e in self.marks)

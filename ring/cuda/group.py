@@ -64,6 +64,11 @@ class Group:
             with on_device(self.devices[(r + 1) % self.size]):
                 self._links.append(Link(Slots(nslots, chunk_bytes + SLOT_PAD)))
         self._kernels = self._kernel_path(nslots, chunk_bytes + SLOT_PAD) if path == "kernel" else None
+        # the events that order a plain call after and before the caller's stream, made
+        # once (a capture makes its own): the kernel path uses the ranks' streams only
+        self._streams = [q for r in self._ranks for q in
+                         ((r.stream,) if path == "kernel" else (r.stream, r.copy_stream))]
+        self._marks = [event() for _ in range(len(self._streams) + 1)]
         self._waiter = Waiter(float(timeout))
         self._error: BaseException | None = None
         self._closed = False
@@ -142,7 +147,7 @@ class Group:
         slots = [link.slots for link in self._links] + [r.stage for r in self._ranks]
         saved = [sl.swap_events() for sl in slots]
         try:
-            return graphs.capture(lambda s: self._call(coll, xs, outs, op, dtype, s, root), origin,
+            return graphs.capture(lambda s: self._call(coll, xs, outs, op, dtype, s, root, True), origin,
                                   keep=(tuple(xs), tuple(outs), origin, programs))
         finally:
             for sl, events in zip(slots, saved):
@@ -176,12 +181,13 @@ class Group:
         self.close()
 
     # -- one call -----------------------------------------------------------------------
-    def _call(self, collective, xs, outs, op, dtype, stream, root=0):
+    def _call(self, collective, xs, outs, op, dtype, stream, root=0, capturing=False):
         calls, plans = self._plans(collective, xs, outs, op, dtype, root)
         first, k = calls[0], self.size
         if plans:
             storage = np.dtype(first.x.dtype)
-            self._order_after(stream)
+            marks = [event() for _ in self._marks] if capturing else self._marks
+            self._order_after(stream, marks[0])
             views = [self._copy_of(c.x, r) if collective is Collective.ALLTOALL and c.in_place
                      else c.x for r, c in enumerate(calls)]
             if self._kernels is not None:  # one launch per rank, all bound before any fires
@@ -196,7 +202,7 @@ class Group:
             else:
                 enqueue(plans, first.op, views, [c.out for c in calls], self._ranks, self._links,
                         first.dtype.name, storage, k, self.path)
-            self._order_before(stream)
+            self._order_before(stream, marks[1:])
         return [c.result for c in calls]
 
     def _plans(self, collective, xs, outs, op, dtype, root):
@@ -240,22 +246,19 @@ class Group:
                 _copy(dst, a, self._ranks[r].stream)
         return dst
 
-    def _order_after(self, stream) -> None:
-        """Every rank's streams wait for the work already queued on the caller's stream."""
-        ev = event()
+    def _order_after(self, stream, ev) -> None:
+        """Every rank's streams wait for the work already queued on the caller's stream
+        (through event ev: a wait binds to the record before it, so events can be reused)."""
         ev.record(_stream(stream))
-        for r in self._ranks:
-            ev.wait(r.stream)
-            ev.wait(r.copy_stream)
+        for s in self._streams:
+            ev.wait(s)
 
-    def _order_before(self, stream) -> None:
-        """The caller's stream waits for every rank's streams."""
+    def _order_before(self, stream, events) -> None:
+        """The caller's stream waits for every rank's streams (one event each)."""
         target = _stream(stream)
-        for r in self._ranks:
-            for s in (r.stream, r.copy_stream):
-                ev = event()
-                ev.record(s)
-                ev.wait(target)
+        for s, ev in zip(self._streams, events):
+            ev.record(s)
+            ev.wait(target)
 
 
 def _align(itemsize: int) -> int:

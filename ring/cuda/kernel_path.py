@@ -24,6 +24,7 @@ import numpy as np
 from numba import cuda
 
 from kernels.dtypes import kernel_dtype
+from kernels.arrays import address
 from kernels.fastlaunch import BoundLaunch
 from ringtypes import Op
 from ..schedule import Plan
@@ -40,6 +41,14 @@ from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ER
 SHAPE = (2, 4) if SIMULATED else (64, 512)
 # The dtype whose kernel moves the bits of a non-reducing collective, by element width
 MOVER = {n: np.dtype(t) for n, t in ((1, np.uint8), (2, np.int16), (4, np.uint32), (8, np.uint64))}
+
+
+BOUND = 64  # launches KernelPath.bind keeps (the oldest goes first)
+
+
+def _memory(a) -> tuple[int, int] | None:
+    """Where an array's elements are: (address, bytes); None for no array."""
+    return None if a is None else (address(a), a.size * a.dtype.itemsize)
 
 
 def shape_for(ranks_per_gpu: int) -> tuple[int, int]:
@@ -151,10 +160,13 @@ class KernelPath:
             self.headers = (mine.header(), pred.header(), succ.header())
             self.regions = (mine.region(), succ.region())
         self.err = cuda.to_device(np.zeros(ERR_LEN, np.int64))
+        self._err_host = cuda.pinned_array(ERR_LEN, np.int64)  # check() reads it into this
+        self.done = None if SIMULATED else cuda.event(timing=False)  # see backend.Pending
         self.unroll, self.gpu_scope = unroll_from_env(), scope_from_env(one_gpu)
         self.acqrel = sync_from_env()
         self._programs: dict = {}
         self._empty: dict = {}
+        self._bound: dict = {}  # bind()'s launches, by plan, op, dtype and the arrays' memory
 
     def program(self, p: Plan):
         """The plan's table on the device (uploaded once; before a capture, as a capture
@@ -176,7 +188,21 @@ class KernelPath:
         """The launch, ready to fire (kernels.fastlaunch.BoundLaunch: arguments packed, the
         module loaded). ring.Group binds every rank's launch before firing any: a kernel
         already spinning on its neighbours must not wait for the host, and an upload, a
-        free or a module load between two launches could synchronise with it."""
+        free or a module load between two launches could synchronise with it.
+
+        A launch is kept for the next call of the same plan, op and dtype on the same memory
+        (x's and out's address and size): a repeated call costs a lookup, not the views and
+        the argument packing. It keeps this rank's buffers alive, never x or out."""
+        key = (p, op, dtype_name, divisor, timeout_s, _memory(x), _memory(out))
+        bound = self._bound.get(key)
+        if bound is None:
+            if len(self._bound) >= BOUND:
+                del self._bound[next(iter(self._bound))]  # the oldest
+            bound = self._bound[key] = self._bind(p, op, x, out, divisor, dtype_name,
+                                                  timeout_s)
+        return bound
+
+    def _bind(self, p: Plan, op: Op, x, out, divisor: int, dtype_name: str, timeout_s: float):
         if p.collective.reduces:  # in the kernel dtype's storage (16-bit floats: bits)
             storage = kernel_dtype(dtype_name).storage
             kernel = ring_kernel(op, dtype_name, self.unroll, self.gpu_scope, self.acqrel)
@@ -195,13 +221,17 @@ class KernelPath:
             raise AssertionError(f"a channel's part of a chunk ({q}) exceeds its sub-slot")
         inslots, outslots = (r.view(storage) for r in self.regions)
         mine, pred, succ = self.headers
-        args = (self.program(p), x, out, inslots, outslots, mine, pred, succ, self.err,
+        prog = self.program(p)
+        args = (prog, x, out, inslots, outslots, mine, pred, succ, self.err,
                 p.recvs, p.sends, self.nslots, stride, int(timeout_s * 1e9), float(divisor))
-        return BoundLaunch(kernel, args, self.channels, self.threads, self.stream)
+        # kept alive by the launch: everything but x and out (the empty x is this rank's)
+        keep = (prog, inslots, outslots, mine, pred, succ, self.err,
+                x if x is self._empty.get(storage) else None)
+        return BoundLaunch(kernel, args, self.channels, self.threads, self.stream, keep)
 
     def check(self, waiter) -> None:
         """After the launch has finished: raise the kernel's timeout, if it had one."""
-        err = self.err.copy_to_host()
+        err = self.err.copy_to_host(self._err_host)
         if err[ERR_CODE] == 0:
             return
         pred, succ = (self.rank - 1) % self.size, (self.rank + 1) % self.size
