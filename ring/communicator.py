@@ -98,6 +98,7 @@ class Communicator:
         self._error: BaseException | None = None
         self._closed = False
         self._progress = None
+        self._kfast = None
         self._calls = 0
         self.rank, self.size = self._comm.rank, self._comm.size
         self.check = bool(check)
@@ -159,6 +160,8 @@ class Communicator:
                           for c in Collective if c not in (Collective.ALLREDUCE,
                                                            Collective.BARRIER)}
         self.last_algorithm: str | None = None  # what the latest call ran (as RING_DEBUG logs)
+        # kernel-path signatures seen, for the cuda device's per-call fast path (fastcall.py)
+        self._kfast = {} if getattr(self._backend, "kernel", None) is not None else None
         # host async_op calls run here, in order (started on the first one)
         self._progress = progress.Progress(f"ring-progress-{self.rank}") \
             if self.device == "host" else None
@@ -176,7 +179,7 @@ class Communicator:
         if self._progress is not None:
             self._progress.close()  # the calls handed to it end first
         self._closed = True
-        self._fast = None  # every later call takes the full path, which refuses it
+        self._fast = self._kfast = None  # every later call takes the full path, which refuses it
         if self._error is None:
             # Bounded like any collective: a rank that never closes costs a timeout here.
             done = self._comm.Ibarrier()
@@ -304,6 +307,12 @@ class Communicator:
 
     def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None, dtype=None,
               root=0, compression=None):
+        if self._kfast is not None and not async_op and compression is None:
+            from .cuda import fastcall  # (numba: the cuda device only)
+            known = self._kfast.get(fastcall.key(collective, x, out, op, root, chunk_bytes,
+                                                 algorithm, dtype))
+            if known is not None:
+                return self._kernel_call(known, x, out)
         if (self._fast and collective is not Collective.ALLREDUCE and not async_op
                 and compression is None and self._progress.idle()):  # (allreduce: its own)
             k = fast.key_of(collective, x, out, op, root, chunk_bytes, algorithm, dtype)
@@ -347,12 +356,16 @@ class Communicator:
         pending = None
         try:
             self._enter(name, record, error, c)
+            if self._kfast is not None:
+                self._backend.last_launch = None
             if c.count:
                 pending = self._run(c, defer=async_op)
         except BaseException as e:
             self._broken(e)
             raise
         self.last_algorithm = c.algorithm
+        if self._kfast is not None and not async_op and c.algorithm == "ring":
+            self._learn_kernel(c, record, x, out, op, chunk_bytes, algorithm, dtype, root)
         if self._fast is not None and c.count and c.algorithm == "oneshot" and not async_op:
             k = fast.key(x, out, op, chunk_bytes, algorithm, dtype) \
                 if collective is Collective.ALLREDUCE else \
@@ -364,6 +377,37 @@ class Communicator:
                         **({"op": str(c.op)} if collective.reduces else {}),
                         **({"root": c.root} if collective.rooted else {})})
         return Work(c.result, pending, self, name) if async_op else c.result
+
+    def _learn_kernel(self, c: Call, record: dict, x, out, *given) -> None:
+        """Keep what a kernel-path call worked out, for the next calls like it
+        (ring/cuda/fastcall.py)."""
+        from .cuda import fastcall
+        op, chunk_bytes, algorithm, dtype, root = given
+        k = fastcall.key(c.collective, x, out, op, root, chunk_bytes, algorithm, dtype)
+        known = None if k is None else \
+            fastcall.learnt(c, record, x, out, self._backend.last_launch, self.rank)
+        if known is None:
+            return
+        if len(self._kfast) >= fastcall.LIMIT:
+            del self._kfast[next(iter(self._kfast))]  # the oldest
+        self._kfast[k] = known
+
+    def _kernel_call(self, known, x, out):
+        """A call of a kept kernel-path signature: agree on its record, fire its launch."""
+        self._usable()
+        self._calls += 1
+        name = f"{known.name} (call {self._calls}, rank {self.rank})"
+        record = dict(known.record, call=self._calls)
+        try:
+            self._enter(name, record, None)
+            self._backend.replay(known.launch)
+        except BaseException as e:
+            self._broken(e)
+            raise
+        self.last_algorithm = known.algorithm
+        if debug.enabled():
+            debug.call({**known.log, "call": self._calls})
+        return known.result(x, out)
 
     def _chunk(self, c: Call) -> int:
         """The chunk of a call that names none: the communicator's chunk_bytes (the slot
@@ -514,7 +558,7 @@ class Communicator:
 
     def _broken(self, e: BaseException) -> None:
         self._error = e
-        self._fast = None  # every later call takes the full path, which refuses it
+        self._fast = self._kfast = None  # every later call takes the full path, which refuses it
         if isinstance(e, TimeoutError):
             fatal.peer_lost()
 

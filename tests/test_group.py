@@ -131,8 +131,9 @@ def test_paths_collectives_and_rank_counts(path, collective, k):
 
 def test_the_kernel_path_rebinds_for_other_memory_only():
     """A repeated call on the same arrays reuses its bound launch (one per plan, op, dtype
-    and memory); new contents are read, and other arrays, or the same arrays for another
-    collective, get launches of their own."""
+    and memory) and skips the checks (the group keeps its signature); new contents are
+    read, and other arrays, or the same arrays for another collective, get launches of
+    their own."""
     g = ring.Group(1, path="kernel")
     kp = g._kernels[0]
     x, out, other = (dev(np.zeros(37, np.float32)) for _ in range(3))
@@ -147,6 +148,32 @@ def test_the_kernel_path_rebinds_for_other_memory_only():
     g.synchronize()
     assert (host(other) == np.arange(37) + 2).all() and (host(out) == host(x)).all()
     assert len(kp._bound) == 3
+    assert len(g._known) == 3  # the signatures kept (ring/cuda/fastcall.py)
+    assert g.allreduce([x], op="max")[0] is not out  # a new out each call: not kept
+    assert len(g._known) == 3
+    g.close()
+
+
+@needs_gpu
+def test_the_kernel_path_repeats_kept_calls_on_four_ranks():
+    """Kept signatures with several ranks: new contents every call, a rooted collective
+    (the root returns out, the others None), and the same arrays for another op."""
+    k, n = 4, 1001
+    g = ring.Group(k, path="kernel")
+    xs = [dev(np.zeros(n, np.float32)) for _ in range(k)]
+    outs = [dev(np.zeros(n, np.float32)) for _ in range(k)]
+    for i in range(3):
+        for r, x in enumerate(xs):
+            x.copy_to_device(np.full(n, r + i, np.float32))
+        assert g.allreduce(xs, outs=outs) == outs
+        g.synchronize()
+        for o in outs:
+            assert (host(o) == k * i + k * (k - 1) // 2).all()
+        got = g.reduce(xs, outs=outs, op="max", root=2)
+        assert [o is None for o in got] == [True, True, False, True] and got[2] is outs[2]
+        g.synchronize()
+        assert (host(outs[2]) == k - 1 + i).all()
+    assert len(g._known) == 2
     g.close()
 
 

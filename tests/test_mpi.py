@@ -79,7 +79,8 @@ def test_cuda_kernel_path(nprocs):
               "or uint8-max or int16-min or uint32-sum)) or broadcast_and or (gather_scatter "
               "and (uint8 or bfloat16 or float64 or float8_e4m3fn))")
     first = (wide if HAVE_GPU else f"{narrow} or {dtypes}") if nprocs == 2 else narrow
-    select = f"({first}) or scatter_and_allgather or in_place or two_slots or async_op"
+    select = (f"({first}) or scatter_and_allgather or in_place or two_slots or async_op or "
+              f"kernel_launch or kept_signature")
     rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420,
                                         env=env, extra=["-k", select])
     assert_inner_passed(rc, out, reports, nprocs)

@@ -48,6 +48,7 @@ class CudaBackend(DeviceArrays):
         self.rank = Rank(cuda.stream(), cuda.stream(), Slots(nslots, b), self.device)
         self.inbound = self.outbound = None
         self.kernel = None  # path="kernel": the persistent kernel's host side
+        self.last_launch = None  # the kernel path's latest launch (ring/cuda/fastcall.py)
         self._mapped: list = []
         self.segment = None
         self.areas = None  # oneshot / twoshot's (shared.py), made on the first such call
@@ -160,20 +161,30 @@ class CudaBackend(DeviceArrays):
         storage = np.dtype(x.dtype)
         name = (logical or storage).name
         if self.kernel is not None:  # the whole plan in one launch
-            self.kernel.launch(plan, op, x, out, divisor, name, self.waiter.timeout)
-            # the kernel's own waits are bounded by the timeout: give it the time to say
-            # where it was stuck before the host gives up on it
-            pending = Pending(self.rank, self.kernel, self.waiter.timeout + KERNEL_GRACE_S,
-                              reuse=not defer)
-        else:
-            if self.inbound is not None:  # None: a ring of one, which neither sends nor receives
-                self.inbound.begin(plan.recvs)
-            for _, step, lo, hi in plan.units:
-                _unit(plan, step, lo, hi, op, x, out, self.rank, self.inbound, self.outbound,
-                      name, storage, divisor, self.path)
-            if self.outbound is not None:
-                self.outbound.flush()
-            pending = Pending(self.rank)
+            self.last_launch = self.kernel.bind(plan, op, x, out, divisor, name,
+                                                self.waiter.timeout)
+            return self.replay(self.last_launch, defer)
+        if self.inbound is not None:  # None: a ring of one, which neither sends nor receives
+            self.inbound.begin(plan.recvs)
+        for _, step, lo, hi in plan.units:
+            _unit(plan, step, lo, hi, op, x, out, self.rank, self.inbound, self.outbound,
+                  name, storage, divisor, self.path)
+        if self.outbound is not None:
+            self.outbound.flush()
+        pending = Pending(self.rank)
+        if defer:
+            return pending
+        pending.wait(self.waiter)
+        return None
+
+    def replay(self, launch, defer: bool = False):
+        """Fire a bound launch of the kernel path and wait for it under the timeout (with
+        defer: return its Pending)."""
+        launch()
+        # the kernel's own waits are bounded by the timeout: give it the time to say
+        # where it was stuck before the host gives up on it
+        pending = Pending(self.rank, self.kernel, self.waiter.timeout + KERNEL_GRACE_S,
+                          reuse=not defer)
         if defer:
             return pending
         pending.wait(self.waiter)

@@ -109,6 +109,56 @@ def test_in_place_and_out(gcomm):
     assert np.array_equal(_host(out), np.ones(1000, np.float32))
 
 
+def _set(d, a):
+    """Write host array a into device array d (in place: same memory)."""
+    if cp is None:
+        d.copy_to_device(a)
+    else:
+        d.set(a)
+
+
+def test_repeated_calls_reuse_their_kernel_launch(gcomm):
+    """On the kernel path a repeated call of one signature agrees on its kept record and
+    fires its kept launch (ring/cuda/fastcall.py): new contents are read, other arrays
+    and other collectives get signatures of their own, a new out (out=None) never is one."""
+    r, k = gcomm.rank, gcomm.size
+    x, out, other = (_gpu(np.zeros(37, np.float32)) for _ in range(3))
+    kept = len(gcomm._kfast) if PATH == "kernel" else None
+    for i in range(3):
+        _set(x, np.full(37, r + i, np.float32))
+        assert gcomm.allreduce(x, out=out, algorithm="ring") is out
+        assert np.array_equal(_host(out), np.full(37, k * i + k * (k - 1) // 2, np.float32))
+    assert gcomm.allreduce(x, out=other, algorithm="ring") is other  # only out differs
+    assert np.array_equal(_host(other), _host(out))
+    assert gcomm.allreduce(x, out=other, algorithm="ring", op="max") is other
+    assert np.array_equal(_host(other), np.full(37, k + 1, np.float32))
+    assert np.array_equal(_host(gcomm.allreduce(x, algorithm="ring")), _host(out))
+    got = gcomm.allgather(x, out=_gpu(np.zeros(37 * k, np.float32)))
+    assert np.array_equal(_host(got), np.repeat(np.arange(k, dtype=np.float32) + 2, 37))
+    if PATH == "kernel":
+        # x -> out, x -> other (sum, max), the all-gather; not out=None (a new array each
+        # call)
+        assert len(gcomm._kfast) == kept + 4
+
+
+def test_a_rank_leaving_a_kept_signature_is_caught_on_every_rank(world):
+    """Rank 0 repeats a kept kernel-path call while the others change its count: the kept
+    record is agreed on like any other, so every rank raises MismatchError."""
+    c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH)
+    x, out = _gpu(np.ones(40, np.float32)), _gpu(np.zeros(40, np.float32))
+    c.allreduce(x, out=out, algorithm="ring")
+    if PATH == "kernel":
+        assert len(c._kfast) == 1
+    mine = (x, out) if c.rank == 0 else (x[:20], out[:20])
+    if c.size == 1:  # no one to differ: the kept call again
+        assert c.allreduce(*mine, algorithm="ring") is out
+        assert np.array_equal(_host(out), _host(x))
+    else:
+        with pytest.raises(ring.MismatchError, match="count"):
+            c.allreduce(*mine, algorithm="ring")
+    c.close()
+
+
 def test_async_op_returns_work_to_wait_on(gcomm):
     """async_op=True: the call returns once queued; wait() gives the result. Several calls
     in flight, waited on in reverse order."""

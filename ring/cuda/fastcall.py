@@ -1,0 +1,118 @@
+"""The per-call fast path of a repeated call on the kernel path (path="kernel").
+
+A training loop calls a collective on the same buffers thousands of times. The first call
+of a signature goes the whole way (call.py's checks, the tuning rules, the plan, the bound
+launch of kernel_path.KernelPath.bind); what it worked out is kept here: its agreement
+record, its algorithm, what it returns and its launch. A later call of the same signature
+agrees on the kept record (with this call's number, so a rank whose call differs is named
+exactly as on the full path, on every rank) and fires the launch: no argument checks, no
+views, no plan, no packing.
+
+The signature is every argument as passed but the arrays' contents: the collective, op,
+root, chunk_bytes, algorithm and dtype, and of x and out their type, address, shape,
+strides and dtype (where they are is part of it: the launch was bound to that memory).
+Only calls that return what they were given (out, or x for a broadcast) and put nothing
+but the kernel on the GPU are kept: not out=None (a new array each call), not in-place
+all-to-all (a copy of x each call), not compressed, not async_op.
+ring.Group keeps its calls the same way (group_key, Kept: every rank's launch, no
+agreement). ring/fast.py is the host's counterpart.
+"""
+
+from __future__ import annotations
+
+from ..schedule import Collective
+from .arrays import SIMULATED
+
+LIMIT = 64  # signatures a communicator keeps (the oldest goes first)
+OUT, X, NOTHING = 0, 1, 2  # what a call returns
+
+
+def where(a):
+    """(type, address, shape, strides, dtype) of a device array; None where it has no
+    array interface this path reads cheaply (then the call takes the full path)."""
+    if a is None:
+        return ()
+    try:
+        if SIMULATED or hasattr(a, "device_ctypes_pointer"):  # Numba's (the simulator's)
+            from kernels.arrays import address
+            return type(a), address(a), a.shape, a.strides, a.dtype.str
+        cai = a.__cuda_array_interface__
+        return type(a), cai["data"][0], tuple(cai["shape"]), cai.get("strides"), cai["typestr"]
+    except (AttributeError, TypeError, KeyError, ValueError, RuntimeError):
+        return None  # (PyTorch's bfloat16 tensors have no interface: the full path)
+
+
+def key(collective: Collective, x, out, op, root, chunk_bytes, algorithm, dtype):
+    """The call's signature, or None if it cannot be one."""
+    if out is None and collective is not Collective.BROADCAST:
+        return None
+    wx, wo = where(x), where(out)
+    if wx is None or wo is None:
+        return None
+    k = (collective, op, root, chunk_bytes, algorithm, dtype, wx, wo)
+    try:
+        hash(k)
+    except TypeError:  # an unhashable argument: the full path says what is wrong with it
+        return None
+    return k
+
+
+class Known:
+    """A signature's kept call: the agreement record, the algorithm, what it returns."""
+
+    __slots__ = ("record", "algorithm", "returns", "launch", "name", "log")
+
+    def __init__(self, record: dict, algorithm: str, returns: int, launch, name: str,
+                 log: dict):
+        self.record, self.algorithm, self.returns = record, algorithm, returns
+        self.launch, self.name, self.log = launch, name, log
+
+    def result(self, x, out):
+        return out if self.returns == OUT else x if self.returns == X else None
+
+
+def group_key(collective: Collective, xs, outs, op, root, dtype, size: int):
+    """A ring.Group call's signature (every rank's arrays), or None if it cannot be one."""
+    if outs is None or len(xs) != size or len(outs) != size:
+        return None
+    wx, wo = tuple(where(x) for x in xs), tuple(where(o) for o in outs)
+    if None in wx or None in wo:
+        return None
+    k = (collective, op, root, dtype, wx, wo)
+    try:
+        hash(k)
+    except TypeError:
+        return None
+    return k
+
+
+class Kept:
+    """A ring.Group signature's kept call: each rank's launch and what it returns."""
+
+    __slots__ = ("launch", "returns")
+
+    def __init__(self, launch: list, returns: list[int]):
+        self.launch, self.returns = launch, returns
+
+    def results(self, xs, outs) -> list:
+        return [o if r == OUT else x if r == X else None
+                for r, x, o in zip(self.returns, xs, outs)]
+
+
+def learnt(c, record: dict, x, out, launch, rank: int) -> Known | None:
+    """What a full-path call c of (x, out), agreed as record, leaves for its signature
+    (None: nothing: it returned a new array, or its launch read a copy of x). Its
+    RING_DEBUG=INFO line is the full path's, marked "path": "fast"."""
+    if launch is None or c.wire is not None or not c.count:
+        return None
+    if c.collective is Collective.ALLTOALL and c.in_place:
+        return None
+    returns = OUT if c.result is out and out is not None else X if c.result is x else \
+        NOTHING if c.result is None else None
+    if returns is None:
+        return None
+    log = {"rank": rank, "call": 0, "collective": str(c.collective), "algorithm": c.algorithm,
+           "count": c.count, "dtype": c.dtype.name,
+           **({"op": str(c.op)} if c.collective.reduces else {}),
+           **({"root": c.root} if c.collective.rooted else {}), "path": "fast"}
+    return Known(dict(record), c.algorithm, returns, launch, str(c.collective), log)
