@@ -57,7 +57,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # processes sharing the GPU run persistent kernels concurrently only there)
               step 120 ptx python3 tools/compile_kernels.py --quick
               nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
-              step 420 kernelpath python3 -m pytest tests/test_mpi.py tests/test_faults.py tests/test_group.py -q \
+              step 480 kernelpath python3 -m pytest tests/test_mpi.py tests/test_faults.py tests/test_group.py -q \
                   -p no:cacheprovider --durations=0 --maxfail=${MAXFAIL:-5} -k "cuda_kernel_path or cuda-kernel or kernel"
               echo quit | nvidia-cuda-mps-control ;;
   kernelprofile) # host time per 8-byte call on the kernel path, function by function
