@@ -88,6 +88,22 @@ def test_a_rank_dies_in_the_middle_of_an_allreduce(nprocs, device, algorithm):
     assert _left_behind(script) == []
 
 
+@CUDA_OR_SIM
+def test_a_rank_dies_in_a_kept_kernel_path_call():
+    """path="kernel", the third call of a signature (ring/cuda/fastcall.py): the victim
+    agrees on the kept record and dies instead of firing its kept launch; the survivors'
+    kernels time out on it and they raise TimeoutError from the kernel's error word."""
+    script = "tests/faults/dies_mid_collective.py"
+    rc, out = run(2, [script, "2", "cuda-kernel", "ring", "fast"], timeout=120,
+                  mpi_args=["-disable-auto-cleanup"])
+    assert rc not in (0, None), out
+    m = _report(out, 0)
+    assert m, f"rank 0 did not report:\n{out}"
+    assert re.search(STUCK["cuda-kernel"], m), m
+    assert "rank 0: BROKEN" in out and "NO ERROR" not in out
+    assert _left_behind(script) == []
+
+
 @pytest.mark.parametrize("nprocs,algorithm", [(2, "ring"), (3, "ring"), (3, "oneshot"),
                                              (2, "oneshot fast")])
 def test_a_rank_dies_in_the_middle_of_an_allreduce_across_nodes(nprocs, algorithm):

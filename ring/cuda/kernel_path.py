@@ -178,14 +178,9 @@ class KernelPath:
             prog = self._programs[p] = cuda.to_device(encode(p))
         return prog
 
-    def launch(self, p: Plan, op: Op, x, out, divisor: int, dtype_name: str,
-               timeout_s: float) -> None:
-        """Put the whole plan on the stream: one kernel launch, whose every wait gives up
-        after timeout_s."""
-        self.bind(p, op, x, out, divisor, dtype_name, timeout_s)()
-
     def bind(self, p: Plan, op: Op, x, out, divisor: int, dtype_name: str, timeout_s: float):
-        """The launch, ready to fire (kernels.fastlaunch.BoundLaunch: arguments packed, the
+        """The whole plan as one kernel launch on the rank's stream, whose every wait gives
+        up after timeout_s, ready to fire (kernels.fastlaunch.BoundLaunch: arguments packed, the
         module loaded). ring.Group binds every rank's launch before firing any: a kernel
         already spinning on its neighbours must not wait for the host, and an upload, a
         free or a module load between two launches could synchronise with it.

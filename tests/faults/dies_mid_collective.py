@@ -17,7 +17,9 @@ first call makes the two-level rings). With
 'async' the survivors make the call with async_op=True and meet the error in wait()
 (on the host: from the communicator's progress thread). With 'fast' (oneshot across nodes)
 every rank makes two calls first, and the victim dies in the third, on the fast path
-(ring/fast.py), after the agreement's allgather and before the data's."""
+(ring/fast.py), after the agreement's allgather and before the data's; with 'cuda-kernel',
+on the kept call (ring/cuda/fastcall.py), after the agreement, instead of firing its
+launch."""
 
 import os
 import sys
@@ -66,12 +68,16 @@ else:
 if device == "cuda" and algorithm == "twoshot":
     comm.allreduce(x)  # makes the GPU areas: the victim dies in the next call's rounds
 
+out = None
+if fast and path == "kernel":  # kept signatures need out given (ring/cuda/fastcall.py)
+    out = cuda.device_array_like(x)
 if fast:  # the signature learnt, then taken by the fast path
-    comm.allreduce(x)
-    comm.allreduce(x)
+    comm.allreduce(x, out=out)
+    comm.allreduce(x, out=out)
+    assert path != "kernel" or len(comm._kfast) == 1
 
 if comm.rank == victim:
-    if fast:  # the agreement's allgather has completed when its records are compared
+    if fast and device == "host":  # the agreement's allgather has completed when its records are compared
         from ring.host import fastround
         die_after(fastround, "gathered", 0)
     elif algorithm in ("oneshot", "twoshot") and device == "cuda":
@@ -97,7 +103,7 @@ if comm.rank == victim:
         comm._backend._shm = False
         die_after(comm._backend.send, "post_from" if direct else "post", 5)
     elif path == "kernel":
-        die_after(comm._backend.kernel, "launch", 0)
+        die_after(comm._backend, "replay", 0)  # bound, not fired
     else:
         die_after(comm._backend.outbound, "mark_written", 5)
 
@@ -105,7 +111,7 @@ try:
     if behind:
         comm.allreduce(x, async_op=True).wait()
     else:
-        comm.allreduce(x)
+        comm.allreduce(x, out=out)
     print(f"rank {comm.rank}: NO ERROR", flush=True)
 except ring.TimeoutError as e:
     print(f"rank {comm.rank}: SURVIVED TimeoutError: {e}", flush=True)
