@@ -307,12 +307,12 @@ class Communicator:
 
     def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None, dtype=None,
               root=0, compression=None):
-        if self._kfast is not None and not async_op and compression is None:
+        if self._kfast is not None and compression is None:
             from .cuda import fastcall  # (numba: the cuda device only)
             known = self._kfast.get(fastcall.key(collective, x, out, op, root, chunk_bytes,
                                                  algorithm, dtype))
             if known is not None:
-                return self._kernel_call(known, x, out)
+                return self._kernel_call(known, x, out, async_op)
         if (self._fast and collective is not Collective.ALLREDUCE and not async_op
                 and compression is None and self._progress.idle()):  # (allreduce: its own)
             k = fast.key_of(collective, x, out, op, root, chunk_bytes, algorithm, dtype)
@@ -364,7 +364,7 @@ class Communicator:
             self._broken(e)
             raise
         self.last_algorithm = c.algorithm
-        if self._kfast is not None and not async_op and c.algorithm == "ring":
+        if self._kfast is not None and c.algorithm == "ring":
             self._learn_kernel(c, record, x, out, op, chunk_bytes, algorithm, dtype, root)
         if self._fast is not None and c.count and c.algorithm == "oneshot" and not async_op:
             k = fast.key(x, out, op, chunk_bytes, algorithm, dtype) \
@@ -392,22 +392,24 @@ class Communicator:
             del self._kfast[next(iter(self._kfast))]  # the oldest
         self._kfast[k] = known
 
-    def _kernel_call(self, known, x, out):
-        """A call of a kept kernel-path signature: agree on its record, fire its launch."""
+    def _kernel_call(self, known, x, out, async_op: bool = False):
+        """A call of a kept kernel-path signature: agree on its record, fire its launch
+        (with async_op: return a Work whose wait() waits for it)."""
         self._usable()
         self._calls += 1
         name = f"{known.name} (call {self._calls}, rank {self.rank})"
         record = dict(known.record, call=self._calls)
         try:
             self._enter(name, record, None)
-            self._backend.replay(known.launch)
+            pending = self._backend.replay(known.launch, defer=async_op)
         except BaseException as e:
             self._broken(e)
             raise
         self.last_algorithm = known.algorithm
         if debug.enabled():
             debug.call({**known.log, "call": self._calls})
-        return known.result(x, out)
+        result = known.result(x, out)
+        return Work(result, pending, self, name) if async_op else result
 
     def _chunk(self, c: Call) -> int:
         """The chunk of a call that names none: the communicator's chunk_bytes (the slot

@@ -13,7 +13,8 @@ root, chunk_bytes, algorithm and dtype, and of x and out their type, address, sh
 strides and dtype (where they are is part of it: the launch was bound to that memory).
 Only calls that return what they were given (out, or x for a broadcast) and put nothing
 but the kernel on the GPU are kept: not out=None (a new array each call), not in-place
-all-to-all (a copy of x each call), not compressed, not async_op.
+all-to-all (a copy of x each call), not compressed. With async_op=True a kept call returns
+a Work, as the full path does (gradient buckets call so, on the same buffers every step).
 ring.Group keeps its calls the same way (group_key, Kept: every rank's launch, no
 agreement). ring/fast.py is the host's counterpart.
 """

@@ -135,10 +135,19 @@ def test_repeated_calls_reuse_their_kernel_launch(gcomm):
     assert np.array_equal(_host(gcomm.allreduce(x, algorithm="ring")), _host(out))
     got = gcomm.allgather(x, out=_gpu(np.zeros(37 * k, np.float32)))
     assert np.array_equal(_host(got), np.repeat(np.arange(k, dtype=np.float32) + 2, 37))
+    third = _gpu(np.zeros(37, np.float32))
+    for i in range(2):  # async_op: learnt from a Work's call, then kept calls return Works
+        _set(x, np.full(37, r + 10 * i, np.float32))
+        works = [gcomm.allreduce(x, out=o, algorithm="ring", async_op=True)
+                 for o in (out, third)]
+        assert [w.wait() for w in works] == [out, third]
+        for o in (out, third):
+            assert np.array_equal(_host(o), np.full(37, 10 * i * k + k * (k - 1) // 2,
+                                                    np.float32))
     if PATH == "kernel":
-        # x -> out, x -> other (sum, max), the all-gather; not out=None (a new array each
-        # call)
-        assert len(gcomm._kfast) == kept + 4
+        # x -> out, x -> other (sum, max), the all-gather, x -> third; not out=None (a new
+        # array each call)
+        assert len(gcomm._kfast) == kept + 5
 
 
 def test_a_rank_leaving_a_kept_signature_is_caught_on_every_rank(world):
