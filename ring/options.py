@@ -53,7 +53,9 @@ EXCHANGE_BYTES = 1 << 20
 # engine then copies across; "kernel", one persistent kernel per call runs the whole plan
 # (ring/cuda/persistent.py; ring.Group, and the Communicator on one node: elsewhere it falls
 # back to the stream path with a warning). The host device has only the fused path.
-PATHS = ("fused", "copy", "kernel")
+# "auto": the persistent kernel where it was measured to win (every neighbour on the
+# rank's GPU; ring.Group: its plain calls, while captures take "fused"), else "fused"
+PATHS = ("fused", "copy", "kernel", "auto")
 
 
 # Wire compression of a float32 sum / avg (ring/host/reduce.apply_wire): the name -> the

@@ -5,6 +5,7 @@ chunks are enqueued in an order that respects the slot protocol, and that each c
 computes the right thing; on a GPU they run for real."""
 
 import ml_dtypes
+from numba import cuda
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -174,6 +175,68 @@ def test_the_kernel_path_repeats_kept_calls_on_four_ranks():
         g.synchronize()
         assert (host(outs[2]) == k - 1 + i).all()
     assert len(g._known) == 2
+    g.close()
+
+
+def test_the_auto_path_is_the_kernel_for_plain_calls_on_one_gpu():
+    """path="auto": the persistent kernel for plain calls where the ranks share one GPU (a
+    group of one under the simulator, which runs no K > 1 kernels: there the stream path)."""
+    g = ring.Group(1, path="auto")
+    assert g._kernels is not None and g._links and g._kernel_for(False)
+    assert not g._kernel_for(True)  # captures: the stream path
+    x = dev(np.arange(37, dtype=np.float32))
+    out = dev(np.zeros(37, np.float32))
+    g.allreduce([x], outs=[out])
+    g.synchronize()
+    assert (host(out) == np.arange(37)).all() and len(g._known) == 1
+    g.close()
+    if SIMULATED:
+        g = ring.Group(3, path="auto")
+        assert g.path == "fused" and g._kernels is None
+        g.close()
+
+
+def test_the_auto_path_of_a_communicator_wants_every_rank_on_one_gpu():
+    """backend.all_on_one_gpu: the rule path="auto" adds to the kernel path's own (every
+    rank's neighbours on its node and GPU), from the devices every rank reported."""
+    from types import SimpleNamespace
+
+    from ring.cuda.backend import all_on_one_gpu
+
+    def topo(nodes):
+        return SimpleNamespace(same_node=lambda a, b: nodes[a] == nodes[b])
+
+    def reported(devices):
+        return [(d, None, None, (2, 4)) for d in devices]
+
+    assert all_on_one_gpu(reported([0, 0, 0]), topo([0, 0, 0]))
+    assert all_on_one_gpu(reported([1]), topo([0]))
+    assert not all_on_one_gpu(reported([0, 1, 0, 1]), topo([0, 0, 0, 0]))  # 2 GPUs
+    assert not all_on_one_gpu(reported([0, 0, 0, 1]), topo([0, 0, 0, 0]))  # one apart
+    assert not all_on_one_gpu(reported([0, 0]), topo([0, 1]))  # device 0 of two nodes
+
+
+@needs_gpu
+def test_the_auto_path_mixes_kernel_calls_and_captured_stream_calls():
+    """On a GPU, path="auto" keeps both paths' memory: plain calls (kernel) and a captured
+    graph (stream path) follow each other on the same buffers, each result exact."""
+    k, n = 4, (1 << 18) + 5
+    g = ring.Group(k, path="auto")
+    xs = [dev(np.full(n, r + 1, np.float32)) for r in range(k)]
+    outs = [dev(np.zeros(n, np.float32)) for _ in range(k)]
+    graph = g.capture("allreduce", xs, outs)
+    for i in range(3):
+        for o in outs:
+            o.copy_to_device(np.zeros(n, np.float32))
+        if i % 2:
+            graph.replay(0)
+        else:
+            g.allreduce(xs, outs=outs)
+        g.synchronize()
+        cuda.synchronize()
+        for o in outs:
+            assert (host(o) == k * (k + 1) / 2).all(), i
+    graph.close()
     g.close()
 
 

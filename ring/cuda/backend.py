@@ -54,11 +54,12 @@ class CudaBackend(DeviceArrays):
         self.areas = None  # oneshot / twoshot's (shared.py), made on the first such call
         size, r = comm.size, comm.rank
         busiest = -(-topo.machine_ranks // ngpu)  # the most ranks one GPU of the node runs
-        shape = kernel_path.shape_for(busiest) if path == "kernel" else None
+        shape = kernel_path.shape_for(busiest) if path in ("kernel", "auto") else None
         if shape is not None:
             b = kernel_path.slot_bytes(b, shape[0])
         if size == 1:
             if shape is not None:
+                self.path = "kernel"
                 self.kernel = kernel_path.KernelPath(self.rank.stream, None, None, None, nslots,
                                                      b, *shape, r, size)
             return
@@ -74,7 +75,7 @@ class CudaBackend(DeviceArrays):
         handle = self.segment.handle() if self.segment is not None else None
         everyone = comm.allgather((self.device, handle, why, shape))
         if shape is not None:
-            self._choose_kernel(everyone)
+            self._choose_kernel(everyone, topo)
         ipc.enable_peer_access(self.device, [everyone[q][0] for q, near in
                                              ((pred, near_pred), (succ, near_succ)) if near])
         maps: dict = {}
@@ -105,14 +106,20 @@ class CudaBackend(DeviceArrays):
         cuda.synchronize()  # headers zeroed on every GPU before anyone maps and writes
         comm.Barrier()
 
-    def _choose_kernel(self, everyone) -> None:
+    def _choose_kernel(self, everyone, topo: Topology) -> None:
         """path="kernel" on every rank, or the stream path on every rank with one warning
-        (the ranks' counters must match); different kernel shapes are an error everywhere."""
+        (the ranks' counters must match); different kernel shapes are an error everywhere.
+        path="auto": the kernel where every rank's neighbours run on its GPU (where it was
+        measured), else the stream path, without a warning; from `everyone`, so every rank
+        decides alike."""
         shapes = {e[3] for e in everyone}
         if len(shapes) > 1:
             raise ValueError(f"path='kernel': ranks disagree on (channels, threads): "
                              f"{sorted(shapes)} (RING_KERNEL_CHANNELS / RING_KERNEL_THREADS)")
         refusals = [(q, e[2]) for q, e in enumerate(everyone) if e[2]]
+        if self.path == "auto":
+            self.path = "fused" if refusals or not all_on_one_gpu(everyone, topo) else "kernel"
+            return
         if refusals:
             q, why = refusals[0]
             if self.comm.rank == 0:
@@ -209,6 +216,14 @@ class CudaBackend(DeviceArrays):
             self.segment.close()
         self._mapped, self.segment = [], None
         self.inbound = self.outbound = None
+
+
+def all_on_one_gpu(everyone, topo: Topology) -> bool:
+    """Whether every rank's neighbours run on its node and GPU (everyone[q][0]: rank q's
+    device)."""
+    k = len(everyone)
+    return all(topo.same_node(q, (q + 1) % k) and everyone[q][0] == everyone[(q + 1) % k][0]
+               for q in range(k))
 
 
 class Pending:

@@ -13,7 +13,8 @@ there at once, without a host synchronisation.
 
 path="kernel" runs each call as one persistent kernel per rank (persistent.py), the ranks'
 segments allocated here as a process's would be for IPC; a kernel that waits longer than
-`timeout` seconds stops, and synchronize() raises its ring.TimeoutError.
+`timeout` seconds stops, and synchronize() raises its ring.TimeoutError. path="auto" (on one
+GPU) runs plain calls so and captures on the stream path ("fused"), as measured.
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ class Group:
         self.devices = list(devices) if devices is not None else [0] * self.size
         if len(self.devices) != self.size or any(not 0 <= d < ndev for d in self.devices):
             raise ValueError(f"devices: need {self.size} device indices below {ndev}, got {devices}")
+        if path == "auto":  # the kernel for plain calls where it was measured: one GPU
+            one_gpu = len(set(self.devices)) == 1 and not (SIMULATED and self.size > 1)
+            self.path = path = "auto" if one_gpu else "fused"
+        # path="auto" keeps both: the kernel's segments and the stream path's links
+        # (disjoint memory, so calls of either path may follow each other)
+        kernel = path in ("kernel", "auto")
         self._ranks, self._links = [], []
         for d in self.devices:
             with on_device(d):
@@ -63,7 +70,7 @@ class Group:
         for r in range(self.size if path != "kernel" else 0):  # link r -> r+1: receiver's memory
             with on_device(self.devices[(r + 1) % self.size]):
                 self._links.append(Link(Slots(nslots, chunk_bytes + SLOT_PAD)))
-        self._kernels = self._kernel_path(nslots, chunk_bytes + SLOT_PAD) if path == "kernel" else None
+        self._kernels = self._kernel_path(nslots, chunk_bytes + SLOT_PAD) if kernel else None
         # the events that order a plain call after and before the caller's stream, made
         # once (a capture makes its own): the kernel path uses the ranks' streams only
         self._streams = [q for r in self._ranks for q in
@@ -139,7 +146,7 @@ class Group:
             raise ValueError("outs: a captured collective needs its output buffers fixed")
         origin = cuda.stream()
         programs = ()
-        if self._kernels is not None:  # tables on the device first: a capture cannot upload
+        if self._kernel_for(True):  # tables on the device first: a capture cannot upload
             programs = tuple(kp.program(p) for kp, p in
                              zip(self._kernels, self._plans(coll, xs, outs, op, dtype, root)[1]))
         # the capture's waits must not refer to events of calls before it: fresh events for
@@ -183,8 +190,8 @@ class Group:
 
     # -- one call -----------------------------------------------------------------------
     def _call(self, collective, xs, outs, op, dtype, stream, root=0, capturing=False):
-        key = None
-        if self._kernels is not None:  # a repeated call: its launches as kept (fastcall.py)
+        key, kernel = None, self._kernel_for(capturing)
+        if kernel:  # a repeated call: its launches as kept (fastcall.py)
             key = fastcall.group_key(collective, xs, outs, op, root, dtype, self.size)
             known = self._known.get(key)
             if known is not None and self._error is None and not self._closed:
@@ -203,7 +210,7 @@ class Group:
             self._order_after(stream, marks[0])
             views = [self._copy_of(c.x, r) if collective is Collective.ALLTOALL and c.in_place
                      else c.x for r, c in enumerate(calls)]
-            if self._kernels is not None:  # one launch per rank, all bound before any fires
+            if kernel:  # one launch per rank, all bound before any fires
                 launches = []
                 for r, kp in enumerate(self._kernels):
                     with on_device(self.devices[r]):
@@ -215,9 +222,15 @@ class Group:
                 self._learn(key, calls, xs, outs, launches)
             else:
                 enqueue(plans, first.op, views, [c.out for c in calls], self._ranks, self._links,
-                        first.dtype.name, storage, k, self.path)
+                        first.dtype.name, storage, k, "fused" if self.path == "auto" else self.path)
             self._order_before(stream, marks[1:])
         return [c.result for c in calls]
+
+    def _kernel_for(self, capturing: bool) -> bool:
+        """Whether a call runs the persistent kernel: always on path="kernel"; on "auto"
+        except in a capture, whose graph replays faster on the stream path (measured on
+        an H100: results/h100/kernel-path.md)."""
+        return self._kernels is not None and not (capturing and self.path == "auto")
 
     def _learn(self, key, calls, xs, outs, launches) -> None:
         """Keep a kernel-path call's launches for the next calls of its signature."""

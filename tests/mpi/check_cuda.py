@@ -168,6 +168,24 @@ def test_a_rank_leaving_a_kept_signature_is_caught_on_every_rank(world):
     c.close()
 
 
+def test_the_auto_path_runs_the_kernel_where_every_neighbour_shares_the_gpu(world):
+    """path="auto", every process on this node's GPU 0: the kernel path where it can run
+    (under the simulator; on a GPU, one process, or several under MPS), else the stream
+    path, without a warning either way; the same choice on every rank."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path="auto")
+    from ring.cuda.kernel_path import mps_running
+    runs = SIMULATED or c.size == 1 or mps_running()
+    assert c._backend.path == ("kernel" if runs else "fused")
+    assert (c._backend.kernel is not None) == runs
+    assert len(set(world.allgather(c._backend.path))) == 1
+    k = c.size
+    x = _gpu(np.full(301, c.rank + 1, np.float32))
+    assert np.array_equal(_host(c.allreduce(x, out=x)), np.full(301, k * (k + 1) / 2))
+    c.close()
+
+
 def test_async_op_returns_work_to_wait_on(gcomm):
     """async_op=True: the call returns once queued; wait() gives the result. Several calls
     in flight, waited on in reverse order."""

@@ -62,6 +62,22 @@ def test_the_kernel_path_falls_back_on_every_rank_with_one_warning(world):
     c.close()
 
 
+def test_the_auto_path_takes_the_stream_path_across_nodes_without_a_word(world):
+    """path="auto" runs the kernel only where every neighbour is on the rank's GPU: across
+    nodes every rank takes the stream path, and nobody warns (nothing was asked for)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path="auto",
+                              algorithm="ring")
+    assert c._backend.kernel is None and c._backend.path == "fused"
+    x = make(c.rank, 100, "float32")
+    got = c.allreduce(_gpu(x)).copy_to_host()
+    inputs = [make(q, 100, "float32") for q in range(c.size)]
+    assert got.tobytes() == reference.allreduce(inputs, "sum", align=_align(4)).tobytes()
+    c.close()
+
+
 def test_two_level_runs_exactly_where_the_layout_admits_it():
     c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK)
     x = _gpu(np.ones(8, np.float32))
