@@ -9,7 +9,7 @@
 # The sweeps add 64M and their end size (-a) to the -f grid, which steps over both.
 # At most 8 files come back from $OUT: run a few steps per call (results/h100/README.md).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
-#        kernelpath kernelprofile kernelshapes kernelbench kernelsweep algos training all
+#        kernelpath autopath kernelprofile kernelshapes kernelbench kernelsweep algos training all
 . tools/gpu-env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
@@ -59,6 +59,11 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
               step 480 kernelpath python3 -m pytest tests/test_mpi.py tests/test_faults.py tests/test_group.py -q \
                   -p no:cacheprovider --durations=0 --maxfail=${MAXFAIL:-5} -k "cuda_kernel_path or cuda-kernel or kernel"
+              echo quit | nvidia-cuda-mps-control ;;
+  autopath)   # path="auto" before it becomes the default: the cuda suite with it, under MPS
+              nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
+              RING_TEST_PATH=auto step 420 autopath python3 -m pytest tests/test_mpi.py tests/test_group.py -q \
+                  -p no:cacheprovider --maxfail=${MAXFAIL:-5} -k "cuda_device_processes or auto"
               echo quit | nvidia-cuda-mps-control ;;
   kernelprofile) # host time per 8-byte call on the kernel path, function by function
               nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
