@@ -365,7 +365,7 @@ class Communicator:
             raise
         self.last_algorithm = c.algorithm
         if self._kfast is not None and c.algorithm == "ring":
-            self._learn_kernel(c, record, x, out, op, chunk_bytes, algorithm, dtype, root)
+            self._learn_kernel(c, record, x, out, op, root, chunk_bytes, algorithm, dtype)
         if self._fast is not None and c.count and c.algorithm == "oneshot" and not async_op:
             k = fast.key(x, out, op, chunk_bytes, algorithm, dtype) \
                 if collective is Collective.ALLREDUCE else \
@@ -378,19 +378,16 @@ class Communicator:
                         **({"root": c.root} if collective.rooted else {})})
         return Work(c.result, pending, self, name) if async_op else c.result
 
-    def _learn_kernel(self, c: Call, record: dict, x, out, *given) -> None:
+    def _learn_kernel(self, c: Call, record: dict, x, out, op, root, chunk_bytes, algorithm,
+                      dtype) -> None:
         """Keep what a kernel-path call worked out, for the next calls like it
-        (ring/cuda/fastcall.py)."""
+        (ring/cuda/fastcall.py; the arguments as passed)."""
         from .cuda import fastcall
-        op, chunk_bytes, algorithm, dtype, root = given
         k = fastcall.key(c.collective, x, out, op, root, chunk_bytes, algorithm, dtype)
         known = None if k is None else \
             fastcall.learnt(c, record, x, out, self._backend.last_launch, self.rank)
-        if known is None:
-            return
-        if len(self._kfast) >= fastcall.LIMIT:
-            del self._kfast[next(iter(self._kfast))]  # the oldest
-        self._kfast[k] = known
+        if known is not None:
+            fastcall.remember(self._kfast, k, known)
 
     def _kernel_call(self, known, x, out, async_op: bool = False):
         """A call of a kept kernel-path signature: agree on its record, fire its launch

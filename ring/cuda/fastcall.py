@@ -15,8 +15,8 @@ Only calls that return what they were given (out, or x for a broadcast) and put 
 but the kernel on the GPU are kept: not out=None (a new array each call), not in-place
 all-to-all (a copy of x each call), not compressed. With async_op=True a kept call returns
 a Work, as the full path does (gradient buckets call so, on the same buffers every step).
-ring.Group keeps its calls the same way (group_key, Kept: every rank's launch, no
-agreement). ring/fast.py is the host's counterpart.
+ring.Group keeps its calls the same way (group_key: every rank's Known, no agreement).
+ring/fast.py is the host's counterpart.
 """
 
 from __future__ import annotations
@@ -26,6 +26,23 @@ from .arrays import SIMULATED
 
 LIMIT = 64  # signatures a communicator keeps (the oldest goes first)
 OUT, X, NOTHING = 0, 1, 2  # what a call returns
+
+
+def remember(kept: dict, k, value, limit: int = LIMIT) -> None:
+    """kept[k] = value, dropping the oldest entry first when kept holds `limit`."""
+    if len(kept) >= limit:
+        del kept[next(iter(kept))]
+    kept[k] = value
+
+
+def _hashable(k):
+    """k, or None where an argument in it cannot be hashed (the full path then says what
+    is wrong with it)."""
+    try:
+        hash(k)
+    except TypeError:
+        return None
+    return k
 
 
 def where(a):
@@ -50,12 +67,7 @@ def key(collective: Collective, x, out, op, root, chunk_bytes, algorithm, dtype)
     wx, wo = where(x), where(out)
     if wx is None or wo is None:
         return None
-    k = (collective, op, root, chunk_bytes, algorithm, dtype, wx, wo)
-    try:
-        hash(k)
-    except TypeError:  # an unhashable argument: the full path says what is wrong with it
-        return None
-    return k
+    return _hashable((collective, op, root, chunk_bytes, algorithm, dtype, wx, wo))
 
 
 class Known:
@@ -79,25 +91,7 @@ def group_key(collective: Collective, xs, outs, op, root, dtype, size: int):
     wx, wo = tuple(where(x) for x in xs), tuple(where(o) for o in outs)
     if None in wx or None in wo:
         return None
-    k = (collective, op, root, dtype, wx, wo)
-    try:
-        hash(k)
-    except TypeError:
-        return None
-    return k
-
-
-class Kept:
-    """A ring.Group signature's kept call: each rank's launch and what it returns."""
-
-    __slots__ = ("launch", "returns")
-
-    def __init__(self, launch: list, returns: list[int]):
-        self.launch, self.returns = launch, returns
-
-    def results(self, xs, outs) -> list:
-        return [o if r == OUT else x if r == X else None
-                for r, x, o in zip(self.returns, xs, outs)]
+    return _hashable((collective, op, root, dtype, wx, wo))
 
 
 def learnt(c, record: dict, x, out, launch, rank: int) -> Known | None:

@@ -195,18 +195,16 @@ class Group:
             key = fastcall.group_key(collective, xs, outs, op, root, dtype, self.size)
             known = self._known.get(key)
             if known is not None and self._error is None and not self._closed:
-                marks = [event() for _ in self._marks] if capturing else self._marks
+                marks = self._marks_for(capturing)
                 self._order_after(stream, marks[0])
-                for r, fire in enumerate(known.launch):
-                    with on_device(self.devices[r]):
-                        fire()
+                self._fire([kept.launch for kept in known])
                 self._order_before(stream, marks[1:])
-                return known.results(xs, outs)
+                return [kept.result(x, o) for kept, x, o in zip(known, xs, outs)]
         calls, plans = self._plans(collective, xs, outs, op, dtype, root)
         first, k = calls[0], self.size
         if plans:
             storage = np.dtype(first.x.dtype)
-            marks = [event() for _ in self._marks] if capturing else self._marks
+            marks = self._marks_for(capturing)
             self._order_after(stream, marks[0])
             views = [self._copy_of(c.x, r) if collective is Collective.ALLTOALL and c.in_place
                      else c.x for r, c in enumerate(calls)]
@@ -216,9 +214,7 @@ class Group:
                     with on_device(self.devices[r]):
                         launches.append(kp.bind(plans[r], first.op, views[r], calls[r].out, k,
                                                 first.dtype.name, self._waiter.timeout))
-                for r, fire in enumerate(launches):
-                    with on_device(self.devices[r]):
-                        fire()
+                self._fire(launches)
                 self._learn(key, calls, xs, outs, launches)
             else:
                 enqueue(plans, first.op, views, [c.out for c in calls], self._ranks, self._links,
@@ -232,17 +228,25 @@ class Group:
         an H100: results/h100/kernel-path.md)."""
         return self._kernels is not None and not (capturing and self.path == "auto")
 
+    def _marks_for(self, capturing: bool) -> list:
+        """The ordering events of a call: the group's own, or new ones for a capture."""
+        return [event() for _ in self._marks] if capturing else self._marks
+
+    def _fire(self, launches) -> None:
+        """Every rank's bound launch, each on its rank's device."""
+        for r, fire in enumerate(launches):
+            with on_device(self.devices[r]):
+                fire()
+
     def _learn(self, key, calls, xs, outs, launches) -> None:
-        """Keep a kernel-path call's launches for the next calls of its signature."""
+        """Keep a kernel-path call's launches (every rank's fastcall.Known) for the next
+        calls of its signature."""
         if key is None:
             return
         kept = [fastcall.learnt(c, {}, x, o, launch, r)
                 for r, (c, x, o, launch) in enumerate(zip(calls, xs, outs, launches))]
-        if any(k is None for k in kept):
-            return
-        if len(self._known) >= fastcall.LIMIT:
-            del self._known[next(iter(self._known))]  # the oldest
-        self._known[key] = fastcall.Kept(launches, [k.returns for k in kept])
+        if all(k is not None for k in kept):
+            fastcall.remember(self._known, key, kept)
 
     def _plans(self, collective, xs, outs, op, dtype, root):
         """Every rank's checked call and plan ([] when there is no data)."""

@@ -26,6 +26,7 @@ from numba import cuda
 from kernels.dtypes import kernel_dtype
 from kernels.arrays import address
 from kernels.fastlaunch import BoundLaunch
+from .fastcall import remember
 from ringtypes import Op
 from ..schedule import Plan
 from .arrays import SIMULATED
@@ -83,7 +84,7 @@ SYNCS = ("fence", "acqrel")  # RING_KERNEL_SYNC: how the counters are handed ove
 def sync_from_env() -> bool:
     """RING_KERNEL_SYNC: "fence" (the default: atomics between sequentially consistent
     fences, as measured in results/h100/kernel-path.md) or "acqrel" (relaxed loads and
-    stores with one fence.acq_rel a side, polling without a pause: persistent.source's
+    stores with one fence.acq_rel a side, pausing every 64 polls: persistent.source's
     acqrel, not yet measured on a GPU). Whether the kernel hands over the acqrel way."""
     s = os.environ.get("RING_KERNEL_SYNC", "fence")
     if s not in SYNCS:
@@ -191,10 +192,8 @@ class KernelPath:
         key = (p, op, dtype_name, divisor, timeout_s, _memory(x), _memory(out))
         bound = self._bound.get(key)
         if bound is None:
-            if len(self._bound) >= BOUND:
-                del self._bound[next(iter(self._bound))]  # the oldest
-            bound = self._bound[key] = self._bind(p, op, x, out, divisor, dtype_name,
-                                                  timeout_s)
+            bound = self._bind(p, op, x, out, divisor, dtype_name, timeout_s)
+            remember(self._bound, key, bound, BOUND)
         return bound
 
     def _bind(self, p: Plan, op: Op, x, out, divisor: int, dtype_name: str, timeout_s: float):

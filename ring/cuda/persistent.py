@@ -80,8 +80,8 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     runs at the bytes it keeps in flight. gpu_scope: the fences around the counters are
     GPU-scoped (every neighbour runs on this GPU, processes under MPS included), not
     system-scoped (needed across GPUs). acqrel: the counters are handed over as NCCL does
-    (kernels.spin.sync: relaxed loads and stores, one fence.acq_rel on each side, polls
-    without a pause), not with atomics between sequentially consistent fences."""
+    (kernels.spin.sync: relaxed loads and stores, one fence.acq_rel on each side, a pause
+    every 64 polls), not with atomics between sequentially consistent fences."""
     kd = kernel_dtype(dtype_name)
     if op is Op.AVG and not kd.floating:
         raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
@@ -93,12 +93,8 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
 
     if acqrel:
         hand = sync("gpu" if gpu_scope else "sys")
-        fence, wait, store = hand.fence, hand.wait_geq, hand.store
-
-        @cuda.jit(device=True, inline=True)
-        def publish(counters, i, value):
-            """counters[i] := value (this channel is the counter's only writer)."""
-            store(counters, i, value)
+        # a plain store publishes: each counter has one writer, this channel
+        fence, wait, publish = hand.fence, hand.wait_geq, hand.store
     else:
         wait = wait_geq
 
