@@ -7,6 +7,15 @@ rank's gradient standard normal (its own seed). Time: slowest rank, best of `--r
 a warm-up, packing and casts included. Error: largest |compressed - float32| / largest
 |float32|, and the RMS of the same.
 
+The link, in the same run (interleaved with the all-reduces): the bytes a float32 ring
+all-reduce sends to its successor, 2 (K - 1) / K x the bucket, sent as one MPI message
+to the successor while one comes from the predecessor (MPI_Sendrecv; host only). That
+time is the float32 all-reduce's floor over that link, half of it the 16-bit wire's, and
+K/8 of it int8's (an all-gather of K - 1 blocks of one byte a value; its scales left out):
+across emulated nodes (RING_NODES) it says what the links between "nodes" are (shared
+memory by default; TCP over loopback with MPICH's MPIR_CVAR_NOLOCAL=1 and UCX_TLS=tcp,self
+or MPIR_CVAR_CH4_NETMOD=ofi FI_PROVIDER=tcp), and so what compression can save there.
+
     mpiexec -n 2 python benchmarks/compression.py [--sizes 1M,16M,64M] [--reps 8]
         [--device host|cuda] [--json results/host-compression-2ranks.json]
 
@@ -44,22 +53,34 @@ def main() -> None:
     ap.add_argument("--sizes", default="1M,16M,64M")
     ap.add_argument("--reps", type=int, default=8)
     ap.add_argument("--device", default="host", choices=["host", "cuda"])
+    ap.add_argument("--chunk-bytes", help="the communicator's chunk_bytes (default: its own)")
+    ap.add_argument("--slots", type=int, help="the communicator's nslots (default: its own)")
+    ap.add_argument("--wires", help="only these wires, e.g. float32,bf16 (float32 always runs: "
+                    "it is the reference)")
     ap.add_argument("--json")
     a = ap.parse_args()
     world = MPI.COMM_WORLD
-    comm = ring.Communicator(device=a.device)
+    shape = {} if a.chunk_bytes is None else {"chunk_bytes": parse_size(a.chunk_bytes)}
+    shape.update({} if a.slots is None else {"nslots": a.slots})
+    comm = ring.Communicator(device=a.device, **shape)
     if a.device == "cuda":
         import cupy as xp
         wires = [w for w in WIRES if w[1] != "float32"]
         finish = xp.cuda.Device().synchronize
     else:
         xp, wires, finish = np, WIRES, (lambda: None)
+    if a.wires:
+        keep = set(a.wires.split(","))
+        wires = [w for w in wires if w == WIRES[0] or (w[0] or "float32") in keep]
     rows = []
     for nbytes in (parse_size(s) for s in a.sizes.split(",")):
         n = nbytes // 4
         mine = xp.asarray(np.random.default_rng(world.rank).standard_normal(n).astype(np.float32))
         grad = [xp.empty(n, np.float32)]
         result, times = {}, {}
+        moved = 2 * (world.size - 1) * nbytes // world.size
+        shift = (np.ones(moved, np.uint8), np.empty(moved, np.uint8))
+        link = None
         buckets = {w: GradientBuckets(comm, grad, bucket_bytes=nbytes, first_bucket_bytes=nbytes,
                                       op="avg", **options(w))
                    for w in wires}
@@ -76,6 +97,13 @@ def main() -> None:
                 if rep:
                     times[w] = min(times.get(w, 1e9), dt)
                 result[w] = grad[0].copy() if xp is np else xp.asnumpy(grad[0])
+            if world.size > 1 and xp is np:
+                world.Barrier()
+                t = time.perf_counter()
+                world.Sendrecv(shift[0], (world.rank + 1) % world.size, 0,
+                               shift[1], (world.rank - 1) % world.size, 0)
+                dt = world.allreduce(time.perf_counter() - t, op=MPI.MAX)
+                link = dt if rep and (link is None or dt < link) else link
         plain = WIRES[0]
         ref = result[plain].astype(np.float64)
         scale = np.abs(ref).max()
@@ -83,6 +111,10 @@ def main() -> None:
             err = np.abs(result[w] - ref)
             rows.append({"bytes": nbytes, "wire": w[0] or "float32", "accumulate": w[1],
                          "ms": times[w] * 1e3, "speedup_vs_float32": times[plain] / times[w],
+                         "link_floor_ms": None if link is None else link * 1e3 * (
+                             1 if w == plain else 0.5 if w[0] in ("bf16", "fp16") else
+                             world.size / 8),  # int8: K - 1 blocks of n bytes all-gathered
+                         "link_GBps": None if link is None else moved / link / 1e9,
                          "max_rel_error": float(err.max() / scale),
                          "rms_rel_error": float(np.sqrt((err ** 2).mean()) / scale)})
     comm.close()
@@ -90,11 +122,15 @@ def main() -> None:
         return
     print(f"{world.size} ranks, {a.device}, float32 gradients averaged; error against the float32 "
           "all-reduce, relative to its largest magnitude")
-    print(f"{'bytes':>10} {'wire':>9} {'sums in':>8} {'ms':>8} {'vs f32':>7} {'max err':>9} "
-          f"{'rms err':>9}")
+    print("floor: the link's time for the bytes of the wire's ring all-reduce, measured in "
+          "the same run (int8 all-gathers: K/8 of float32's, its scales left out)")
+    print(f"{'bytes':>10} {'wire':>9} {'sums in':>8} {'ms':>8} {'vs f32':>7} {'floor':>7} "
+          f"{'link GB/s':>9} {'max err':>9} {'rms err':>9}")
     for r in rows:
+        floor = "-" if r["link_floor_ms"] is None else f"{r['link_floor_ms']:.2f}"
+        gbps = "-" if r["link_GBps"] is None else f"{r['link_GBps']:.2f}"
         print(f"{r['bytes']:>10} {r['wire']:>9} {r['accumulate'] or '-':>8} {r['ms']:8.2f} "
-              f"{r['speedup_vs_float32']:6.2f}x "
+              f"{r['speedup_vs_float32']:6.2f}x {floor:>7} {gbps:>9} "
               f"{r['max_rel_error']:9.2e} {r['rms_rel_error']:9.2e}")
     if a.json:
         from harness.meta import describe

@@ -75,6 +75,19 @@ def versions() -> dict:
                                     "cupy-cuda12x", "cupy-cuda13x", "ml_dtypes", "torch")}
 
 
+# The environment that shapes a run without showing in its command line: ring's own
+# settings (RING_NODES emulates nodes, RING_KERNEL_* pick kernel variants) and the MPI
+# runtime's (MPICH's MPIR_CVAR_*, UCX_* and libfabric's FI_* choose the links between
+# processes: shared memory, or TCP over loopback), and the GPU's sharing (CUDA_MPS_*).
+SETTINGS = ("RING_", "MPIR_CVAR_", "UCX_", "FI_", "CUDA_MPS_", "NUMBA_ENABLE_CUDASIM")
+
+
+def settings() -> dict:
+    """The variables of SETTINGS set for this run (RING_GIT_COMMIT is the commit's field)."""
+    return {k: v for k, v in sorted(os.environ.items())
+            if k.startswith(SETTINGS) and k != "RING_GIT_COMMIT"}
+
+
 def describe(argv, cuda: bool = True) -> dict:
     """What any result file records: when, where, the command, the commit and the versions
     (with the GPU's CUDA and NCCL versions when cuda)."""
@@ -83,6 +96,7 @@ def describe(argv, cuda: bool = True) -> dict:
         "host": platform.node(),
         "versions": versions(),
         "command": " ".join(argv),
+        "environment": settings(),
         "git_commit": git_commit(),
         "python": platform.python_version(),
     }

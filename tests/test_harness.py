@@ -348,6 +348,23 @@ def test_the_commit_comes_from_the_environment_first(monkeypatch):
     assert meta.git_commit() is None
 
 
+def test_a_result_names_the_settings_that_shaped_it(monkeypatch):
+    """RING_NODES, the MPI runtime's link choice and MPS are not in the command line, yet
+    they decide what a figure means: describe() records them (and nothing else of the
+    environment)."""
+    from harness import meta
+
+    monkeypatch.setenv("RING_NODES", "2")
+    monkeypatch.setenv("MPIR_CVAR_NOLOCAL", "1")
+    monkeypatch.setenv("UCX_TLS", "tcp,self")
+    monkeypatch.setenv("RING_GIT_COMMIT", "f" * 40)
+    monkeypatch.setenv("HOME_LIKE_SETTING", "y")
+    env = meta.describe(["python", "x.py"], cuda=False)["environment"]
+    assert env["RING_NODES"] == "2" and env["MPIR_CVAR_NOLOCAL"] == "1"
+    assert env["UCX_TLS"] == "tcp,self" and "HOME_LIKE_SETTING" not in env
+    assert "RING_GIT_COMMIT" not in env  # it is the git_commit field
+
+
 def test_sizes_read_as_people_write_them():
     from harness.plot import _size_tick
     from harness.sizes import human, parse_size
