@@ -36,14 +36,14 @@ SUM, PROD = 0, 1
 
 
 @intrinsic
-def _as_f32(typingctx, u):
+def as_f32(typingctx, u):
     def codegen(context, builder, sig, args):
         return builder.bitcast(args[0], ir.FloatType())
     return types.float32(types.uint32), codegen
 
 
 @intrinsic
-def _as_u32(typingctx, f):
+def as_u32(typingctx, f):
     def codegen(context, builder, sig, args):
         return builder.bitcast(args[0], ir.IntType(32))
     return types.uint32(types.float32), codegen
@@ -90,15 +90,15 @@ def _from_f16(h):
     e = _and(u, U(0x0F800000))
     u = _add(u, U(0x38000000))
     u = _add(u, U(0x38000000)) if e == U(0x0F800000) else u
-    v = _as_f32(_add(u, U(0x00800000))) - np.float32(6.103515625e-05) if e == U(0) \
-        else _as_f32(u)
-    return _as_f32(_or(_as_u32(v), _shl(_and(h, U(0x8000)), U(16))))
+    v = as_f32(_add(u, U(0x00800000))) - np.float32(6.103515625e-05) if e == U(0) \
+        else as_f32(u)
+    return as_f32(_or(as_u32(v), _shl(_and(h, U(0x8000)), U(16))))
 
 
 @njit(inline="always")
 def _wide(h, kind):
     if kind == 1:
-        return _as_f32(_shl(U(h), U(16)))
+        return as_f32(_shl(U(h), U(16)))
     return _from_f16(h)
 
 
@@ -113,7 +113,7 @@ def _to_f16(u):
     f = _and(u, U(0x7FFFFFFF))
     odd = _and(_shr(f, U(13)), U(1))
     normal = _and(_shr(_add(_add(f, U(0xC8000FFF)), odd), U(13)), U(0xFFFF))
-    sub = _sub(_as_u32(_as_f32(f) + np.float32(0.5)), U(0x3F000000))
+    sub = _sub(as_u32(as_f32(f) + np.float32(0.5)), U(0x3F000000))
     payload = _shr(_and(f, U(0x007FFFFF)), U(13))
     nan = _or(U(0x7C00), payload if payload > U(0) else U(1))
     big = nan if f > U(0x7F800000) else U(0x7C00)
@@ -124,7 +124,7 @@ def _to_f16(u):
 
 @njit(inline="always")
 def _narrow(v, kind):
-    u = _as_u32(np.float32(v))
+    u = as_u32(np.float32(v))
     if kind == 1:
         return np.uint16(_to_bf16(u))
     return np.uint16(_to_f16(u))
