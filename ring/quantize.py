@@ -30,10 +30,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .host.half import as_f32, as_u32
-
 from ringtypes import QUANT_BLOCK as BLOCK  # values per scale
 from ringtypes import packed_bytes, quant_blocks
+
+from .host.half import as_f32, as_u32
 
 __all__ = ["BLOCK", "packed_bytes", "quantize", "dequantize_sum", "warm"]
 
