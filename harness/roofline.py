@@ -4,10 +4,15 @@
        whose ranks share the GPU (every byte a ring step moves is read and written there);
   h2d / d2h  pinned host <-> device copies: the roofline of chunks staged through host
        memory between (emulated) nodes;
-  host  memcpy between two NumPy buffers, for the host device.
+  host  memcpy between two NumPy buffers, for the host device;
+  link  across nodes (real, or emulated by RING_NODES): MPI between rank 0 and the first
+        rank of the next node, one message each way at once (MPI_Sendrecv of host
+        buffers, at most LINK_BYTES): the roofline of the bytes a collective moves between
+        nodes. Emulated nodes' links are MPI's shared memory unless MPI is told otherwise
+        (README: TCP over loopback), which is why it is measured, not assumed.
 
-Rank 0 measures alone while the others wait (ranks sharing a GPU would split it), then
-broadcasts. Copies of `nbytes`, in GB/s (1e9 bytes), as the sweep's algbw / busbw: on the
+Rank 0 measures alone while the others wait (ranks sharing a GPU would split it; the link:
+rank 0 and its partner), then broadcasts. Copies of `nbytes`, in GB/s (1e9 bytes), as the sweep's algbw / busbw: on the
 host the best of `reps`; on a GPU kernels.timing.device_ms (median of event-timed means),
 as the kernel benchmarks read their copy roofline.
 """
@@ -20,6 +25,7 @@ import numpy as np
 from mpi4py import MPI
 
 NBYTES = 256 << 20
+LINK_BYTES = 64 << 20  # a slow link (TCP, 0.5 GB/s) takes 0.13 s a message
 
 
 def host(nbytes: int, reps: int = 5) -> dict[str, float]:
@@ -48,16 +54,56 @@ def cuda(nbytes: int, reps: int = 5) -> dict[str, float]:
             "d2h_GBps": gbps(lambda: dev_a.copy_to_host(pinned))}
 
 
+def link(world: MPI.Comm, partner: int, nbytes: int, reps: int = 3) -> float | None:
+    """Collective over world: GB/s one way between rank 0 and `partner` (best of reps, one
+    message each way at once) on rank 0; None elsewhere. The others wait at the barrier."""
+    if world.rank not in (0, partner):
+        world.Barrier()
+        return None
+    other = partner if world.rank == 0 else 0
+    a, b = np.ones(nbytes, np.uint8), np.empty(nbytes, np.uint8)
+    best = float("inf")
+    for _ in range(reps + 1):  # the first pays for the connection
+        world.Sendrecv(a, other, 0, b, other, 0)
+        t0 = time.perf_counter()
+        world.Sendrecv(a, other, 0, b, other, 0)
+        best = min(best, time.perf_counter() - t0)
+    world.Barrier()
+    return nbytes / best / 1e9 if world.rank == 0 else None
+
+
+def next_node(world: MPI.Comm) -> int | None:
+    """Collective over world: the lowest rank outside rank 0's node (None: one node)."""
+    from ring import topology
+    topo = topology.discover(world)
+    try:
+        return next((r for r in range(world.size) if not topo.same_node(0, r)), None)
+    finally:
+        topo.close()
+
+
 def measure(world: MPI.Comm, device: str, nbytes: int = NBYTES) -> dict[str, float]:
     """Collective over world: rank 0's figures on every rank."""
+    partner = next_node(world)
     world.Barrier()
     figures = None
     if world.rank == 0:
         figures = cuda(nbytes) if device == "cuda" else host(nbytes)
         figures["nbytes"] = nbytes
+    if partner is not None:
+        gbps = link(world, partner, min(nbytes, LINK_BYTES))
+        if world.rank == 0:
+            figures["link_GBps"] = gbps
+            figures["link_ranks"] = [0, partner]
     return world.bcast(figures, root=0)
 
 
 def describe(figures: dict[str, float]) -> str:
-    parts = [f"{k[:-5]} {v:.1f} GB/s" for k, v in figures.items() if k.endswith("_GBps")]
-    return f"# copy rooflines ({figures['nbytes'] >> 20} MiB, rank 0 alone): " + ", ".join(parts)
+    parts = [f"{k[:-5]} {v:.1f} GB/s" for k, v in figures.items()
+             if k.endswith("_GBps") and k != "link_GBps"]
+    line = f"# copy rooflines ({figures['nbytes'] >> 20} MiB, rank 0 alone): " + ", ".join(parts)
+    if "link_GBps" in figures:
+        line += (f"\n# link between nodes (ranks {figures['link_ranks'][0]} and "
+                 f"{figures['link_ranks'][1]}, {min(figures['nbytes'], LINK_BYTES) >> 20} MiB "
+                 f"each way at once): {figures['link_GBps']:.2f} GB/s")
+    return line

@@ -218,6 +218,7 @@ def test_allreduce_sweep_writes_json_and_plot(tmp_path):
     roof = data["meta"]["rooflines"]
     assert roof["nbytes"] == 16 << 20 and roof["host_copy_GBps"] > 0
     assert "# copy rooflines (16 MiB, rank 0 alone): host_copy" in out
+    assert "link_GBps" not in roof and "# link between nodes" not in out  # one node
     recs = data["results"]
     assert {r["impl"] for r in recs} == {"ring", "mpi"}
     assert all(r["wrong"] == 0 for r in recs) and len(recs) == 5 * 2 * 2  # sizes x impls x places
@@ -299,6 +300,10 @@ def test_two_level_and_flat_columns_on_emulated_nodes(tmp_path):
     assert "Out of bounds values : 0 OK" in out
     assert "ring-hier = ring (host, hierarchical)" in out and "ring-flat = ring (host, ring)" in out
     assert "ring-tree = ring (host, tree)" in out
+    # the link between the nodes is measured in the same run: rank 0 and rank 2, node 1's first
+    roof = json.loads(js.read_text())["meta"]["rooflines"]
+    assert roof["link_ranks"] == [0, 2] and roof["link_GBps"] > 0
+    assert "# link between nodes (ranks 0 and 2, 16 MiB each way at once):" in out
     for impl in ("ring-hier", "ring-flat", "ring-tree"):
         recs = _ring_ran_every_case(js, "allreduce", ["float32", "int32"], ["sum", "max"], impl)
         assert len(recs) == 3 * 2 * 2 * 2  # 3 sizes (1K, 8K, 64K) x dtypes x ops x places
