@@ -118,11 +118,10 @@ def _copy_ms(nbytes: int) -> float:
 
 
 def main():
-    import cupy as cp
-
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=256)
     args = ap.parse_args()
+    import cupy as cp  # after the arguments: tests/test_gpu_session.py parses them without CuPy
     nbytes = args.mb << 20
     rows = []
     dev = cuda.get_current_device()

@@ -10,11 +10,20 @@
 # At most 8 files come back from $OUT: run a few steps per call (results/h100/README.md).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
 #        kernelpath autopath kernelprofile kernelshapes kernelbench kernelsweep algos training all
-. tools/gpu-env.sh || exit 1
+# DRY=1: print each step's command ("STEP name command") instead of running it, without a
+# GPU or the carried wheels (tests/test_gpu_session.py checks every command that way)
+if [ -n "$DRY" ]; then
+  nvidia-smi() { echo dry; }
+  nvidia-cuda-mps-control() { :; }
+else
+  . tools/gpu-env.sh || exit 1
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
 SUMMARY=""
-step() { local limit=$1 name=$2 t0=$SECONDS rc; shift 2; timeout $limit "$@" > $OUT/$name.txt 2>&1; rc=$?
+step() { local limit=$1 name=$2 t0=$SECONDS rc; shift 2
+         if [ -n "$DRY" ]; then echo "STEP $name $(printf '%q ' "$@")"; return; fi
+         timeout $limit "$@" > $OUT/$name.txt 2>&1; rc=$?
          echo "== $name rc=$rc"; tail -${TAIL:-12} $OUT/$name.txt
          SUMMARY+="$(printf '%-24s rc=%-4s %5ss  %s' "$name" "$rc" "$((SECONDS - t0))" "$(grep -E -m1 '(passed|failed|Avg bus|error)' $OUT/$name.txt | cut -c1-70)")"$'\n'; }
 for s in ${STEPS:-group cuda groupbench sweep}; do case $s in

@@ -1,0 +1,123 @@
+"""tools/gpu-session.sh, the one command of a GPU session, checked without a GPU: a GPU
+session is lent by chance and its minutes are few, so a step whose command no longer parses
+(a benchmark's flag renamed) or whose test selection no longer selects anything must fail
+here, not there. DRY=1 makes the script print every step's command; each is then checked
+the way it would start: pytest collects its selection (at least one test), a script or
+module parses its arguments with its own argparse (and stops there, before any work), and
+a command without argparse must at least exist."""
+
+import importlib.util
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "tools" / "gpu-session.sh"
+
+
+def steps() -> list[str]:
+    """Every step the script's header lists."""
+    lines = SCRIPT.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("# Steps:"))
+    names = lines[at].split(":", 1)[1].split()
+    for line in lines[at + 1:]:
+        if not line.startswith("#        "):  # the list's continuation lines
+            break
+        names += line[1:].split()
+    return names
+
+
+def commands(tmp_path, names) -> list[tuple[str, list[str]]]:
+    out = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, DRY="1", OUT=str(tmp_path),
+                                              STEPS=" ".join(names)))
+    assert out.returncode == 0, out.stdout + out.stderr
+    found = []
+    for line in out.stdout.splitlines():
+        if line.startswith("STEP "):
+            _, name, rest = line.split(" ", 2)
+            found.append((name, shlex.split(rest)))
+    return found
+
+
+def argv_of(cmd: list[str]) -> list[str]:
+    """The python3 command line inside an `mpiexec -n K` one."""
+    if cmd[0] == "mpiexec":
+        assert cmd[1] == "-n" and cmd[2].isdigit(), cmd
+        cmd = cmd[3:]
+    assert cmd[0] == "python3", cmd
+    return cmd[1:]
+
+
+# Runs each (kind, target, argv) with argparse stopped right after a successful parse.
+PARSE_ONLY = r"""
+import argparse, json, runpy, sys
+class Parsed(Exception):
+    pass
+parse = argparse.ArgumentParser.parse_args
+def parse_only(self, args=None, namespace=None):
+    self.allow_abbrev = False  # a flag as the script spells it, not a prefix of it
+    parse(self, args, namespace)
+    raise Parsed
+argparse.ArgumentParser.parse_args = parse_only
+failed = []
+for kind, target, argv in json.loads(sys.argv[1]):
+    sys.argv = [target, *argv]
+    try:
+        if kind == "module":
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(target, run_name="__main__")
+        failed.append(f"{target} {argv}: ran without parsing arguments")
+    except Parsed:
+        pass
+    except SystemExit as e:
+        failed.append(f"{target} {argv}: exit {e.code}")
+print(json.dumps(failed))
+"""
+
+
+def test_every_step_is_listed_and_prints_commands(tmp_path):
+    names = steps()
+    assert {"kernelpath", "kernelsweep", "training", "cross", "all"} <= set(names)
+    cases = re.findall(r"^  (\w+)\)", SCRIPT.read_text(), re.M)  # the case's labels
+    assert sorted(cases) == sorted(names), "the header's list of steps and the script's differ"
+    for name in names:  # each step alone prints at least one command
+        assert commands(tmp_path, [name]), f"step {name} printed no command"
+
+
+def test_every_command_of_every_step_would_start(tmp_path):
+    """About 25 s: one process parses every benchmark's and the harness's arguments, and
+    pytest collects each test step's selection in a process of its own."""
+    cmds = commands(tmp_path, [s for s in steps() if s != "all"])
+    parse, collect = [], []
+    for name, cmd in cmds:
+        argv = argv_of(cmd)
+        if argv[:2] == ["-m", "pytest"]:
+            collect.append((name, argv[2:]))
+        elif argv[0] == "-m":
+            spec = importlib.util.find_spec(argv[1])
+            assert spec is not None, f"{name}: no module {argv[1]}"
+            if "parse_args" in Path(spec.origin).read_text() or \
+                    (Path(spec.origin).parent / "__main__.py").exists():
+                parse.append(("module", argv[1], argv[2:]))
+        else:
+            path = ROOT / argv[0]
+            assert path.exists(), f"{name}: no file {argv[0]}"
+            if "parse_args" in path.read_text():
+                parse.append(("path", str(path), argv[1:]))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_ENABLE_CUDASIM="1")
+    p = subprocess.run([sys.executable, "-c", PARSE_ONLY, json.dumps(parse)], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == [], p.stdout + p.stderr
+    assert len(parse) >= 15  # the benchmarks, the harness sweeps and tunes
+    for name, args in collect:
+        p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", *args], cwd=ROOT,
+                           env=env, capture_output=True, text=True, timeout=300)
+        # pytest exits 5 when the selection is empty, 4 on an unknown option, 2 on errors
+        assert p.returncode == 0, f"{name}: {args}\n{p.stdout[-2000:]}{p.stderr[-2000:]}"
