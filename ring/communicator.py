@@ -539,7 +539,8 @@ class Communicator:
             if self._hier is None:  # collective: every rank agreed on this call
                 self._everyone_here("make the two-level rings (hierarchical)")
                 self._hier = hierarchical.Hierarchical(self._comm, self._topo, self._make_backend)
-            self._hier.run(c.collective, c.op, x, c.out, c.dtype.itemsize, c.chunk_bytes, c.dtype)
+            self._hier.run(c.collective, c.op, x, c.out, c.dtype.itemsize, c.chunk_bytes, c.dtype,
+                           wire=c.wire)
             return
         item = c.dtype.itemsize if c.wire is None else c.wire.itemsize
         p = plan(c.collective, self.size, self.rank, c.count, item, c.chunk_bytes,
@@ -565,17 +566,24 @@ class Communicator:
                  compression: str | None = None) -> str:
         """The algorithm a call runs: the one asked for (ValueError if it cannot run
         here), or for "auto" the tuning table's choice, else the two-level or flat ring.
-        A compressed call runs on the flat ring of the host device."""
+        A compressed call runs on the host device: its all-reduce on the two-level
+        algorithm where "auto" would take it (the wire only across nodes), else the flat
+        ring."""
         algorithm = self.algorithm if algorithm is None else algorithm
         check_algorithm(algorithm)
         if compression is not None:
             if self.device != "host":
                 raise ValueError(f"compression: runs on the host device only (not yet on "
                                  f"{self.device}; ring.buckets.GradientBuckets casts there)")
-            if algorithm not in ("auto", "ring"):
+            two_level = collective is Collective.ALLREDUCE and \
+                self._why_not("hierarchical", collective, nbytes) is None
+            if algorithm not in ("auto", "ring", "hierarchical") or \
+                    (algorithm == "hierarchical" and not two_level):
                 raise ValueError(f"algorithm: {algorithm!r} cannot run with compression "
-                                 "(the ring's slots carry the compressed wire)")
-            return "ring"
+                                 "(the ring's slots carry the compressed wire: the flat "
+                                 "ring, or the two-level all-reduce across nodes)")
+            # two-level: only its ring across nodes carries the 16-bit wire
+            return "hierarchical" if algorithm != "ring" and two_level else "ring"
         if algorithm == "auto":
             rules = self._rules if collective is Collective.ALLREDUCE else \
                 self._rules_of.get(collective, ())

@@ -69,25 +69,32 @@ class Hierarchical:
 
     # -- the three collectives ---------------------------------------------------------
     def run(self, collective: Collective, op: Op, x, out, itemsize: int, chunk_bytes: int,
-            logical=None) -> None:
+            logical=None, wire=None) -> None:
         """x, out: 1-D views as the device backend takes them; logical: the data's dtype
-        where it differs from the storage's (bfloat16 in uint16 on a GPU)."""
+        where it differs from the storage's (bfloat16 in uint16 on a GPU). wire (all-reduce,
+        host device): the 16-bit type the ring across nodes carries float32 data in; the
+        rings inside a node move float32 (their links are memory)."""
         if collective is Collective.ALLREDUCE:
-            self._allreduce(op, x, out, itemsize, chunk_bytes, logical)
+            self._allreduce(op, x, out, itemsize, chunk_bytes, logical, wire)
         elif collective is Collective.REDUCE_SCATTER:
             self._reduce_scatter(op, x, out, itemsize, chunk_bytes, logical)
         else:
             self._allgather(x, out, itemsize, chunk_bytes, logical)
 
-    def _allreduce(self, op, x, out, itemsize, chunk_bytes, logical):
+    def _allreduce(self, op, x, out, itemsize, chunk_bytes, logical, wire=None):
         n, L, j = x.size, self.per, self.local
         blocks = tuple(split(n, L))
         mine = out[blocks[j]:blocks[j + 1]]
         partial = Op.SUM if op is Op.AVG else op
         self.inner.run(plan_blocks(Collective.REDUCE_SCATTER, L, j, blocks, itemsize, chunk_bytes),
                        partial, x, mine, logical=logical)
-        self.cross.run(plan(Collective.ALLREDUCE, self.nodes, self.node, mine.size, itemsize,
-                            chunk_bytes), op, mine, mine, divisor=self.size, logical=logical)
+        if wire is None:
+            self.cross.run(plan(Collective.ALLREDUCE, self.nodes, self.node, mine.size, itemsize,
+                                chunk_bytes), op, mine, mine, divisor=self.size, logical=logical)
+        else:  # the plan cut for the wire's itemsize, as the flat ring's
+            self.cross.run(plan(Collective.ALLREDUCE, self.nodes, self.node, mine.size,
+                                wire.itemsize, chunk_bytes), op, mine, mine,
+                           divisor=self.size, wire=wire)
         self.inner.run(plan_blocks(Collective.ALLGATHER, L, j, blocks, itemsize, chunk_bytes),
                        op, mine, out, logical=logical)
 

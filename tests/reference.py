@@ -20,7 +20,10 @@ The orders, for K ranks:
 - avg: the sum in that order, then one division by K in the dtype;
 - compression (float32 data, a 16-bit wire): the flat ring's order, the partial rounded
   to the wire type before every hop and summed in float32 with the next rank's value; an
-  all-reduce rounds the final sum too, a reduce-scatter keeps it (`compressed`).
+  all-reduce rounds the final sum too, a reduce-scatter keeps it (`compressed`). Its
+  two-level all-reduce: each node's float32 partial of inner block j exactly as the
+  two-level order above, then those N partials through the compressed ring over nodes
+  (outer blocks of the inner block; avg divides by K);
 Gather, scatter and all-to-all only move data: block j of rank i's input lands at block i
 of rank j's output (gather: all at the root; scatter: the root's blocks, one per rank).
 Every step is `partial op own` in the dtype: np.add / np.multiply / np.minimum /
@@ -132,11 +135,23 @@ def reduce(inputs: list[np.ndarray], op: str, root: int) -> np.ndarray:
     return _finish(fold(inputs, partial, _after(root + 1, len(inputs))), op, len(inputs))
 
 
-def compressed(inputs: list[np.ndarray], op: str, wire, collective: str = "allreduce"):
-    """compression=: the all-reduce every rank holds, or the list of reduce-scatter blocks.
-    Rounding is NumPy's / ml_dtypes' astype (nearest even); avg divides in float32."""
+def compressed(inputs: list[np.ndarray], op: str, wire, collective: str = "allreduce",
+               nodes: int = 1, divisor: int | None = None):
+    """compression=: the all-reduce every rank holds, or the list of reduce-scatter blocks;
+    nodes=N: the two-level all-reduce. Rounding is NumPy's / ml_dtypes' astype (nearest
+    even); avg divides in float32, by `divisor` (default: the ranks given)."""
     k, n = len(inputs), inputs[0].size
     f32 = np.float32
+    if nodes > 1:
+        per, out = k // nodes, np.empty(n, f32)
+        inner = split(n, per)
+        for j in range(per):
+            lo, hi = inner[j], inner[j + 1]
+            partials = [fold([x[lo:hi] for x in inputs[a * per:(a + 1) * per]], "sum",
+                             _after(j + 1, per)) for a in range(nodes)]
+            out[lo:hi] = compressed(partials, op, wire, divisor=k)
+        return out
+    divisor = k if divisor is None else divisor
 
     def block(lo, hi, b, settle):
         order = _after(b + 1, k)
@@ -149,7 +164,7 @@ def compressed(inputs: list[np.ndarray], op: str, wire, collective: str = "allre
         return total.astype(wire).astype(f32) if settle else total
 
     def finish(a):
-        return np.divide(a, f32(k), dtype=f32) if op == "avg" else a
+        return np.divide(a, f32(divisor), dtype=f32) if op == "avg" else a
 
     if collective == "reduce_scatter":
         b = n // k

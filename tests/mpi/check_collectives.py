@@ -84,15 +84,25 @@ def test_reduce_scatter(comm, world, dtype, op):
 @pytest.mark.parametrize("op", ["sum", "avg"])
 def test_compressed_allreduce_and_reduce_scatter(comm, world, compression, op):
     """compression=: float32 on a 16-bit wire, bitwise the reference's order and rounding,
-    on the flat ring (across emulated nodes too), in place, async and repeated."""
+    in place, async and repeated. The all-reduce on "auto" takes the two-level algorithm
+    where it would without compression (equal emulated nodes of two or more ranks: the wire
+    only across nodes), and the flat ring when asked for it; reduce-scatter the flat ring."""
     k, r = comm.size, comm.rank
     wire = ringtypes.BY_NAME[COMPRESSIONS[compression]]
+    nodes = two_level_nodes(k)
     for n in counts(k):
         inputs = [make(q, n, "float32", op=op) * np.float32(1 + q) for q in range(k)]
-        want = reference.compressed(inputs, op, wire)
+        flat = reference.compressed(inputs, op, wire)
+        if nodes > 1:
+            got = comm.allreduce(inputs[r].copy(), op=op, compression=compression,
+                                 algorithm="ring")
+            assert_ran("ring", "allreduce")
+            assert got.tobytes() == flat.tobytes()
+        want = reference.compressed(inputs, op, wire, nodes=nodes)
         got = comm.allreduce(inputs[r].copy(), op=op, compression=compression)
-        assert_ran("ring", "allreduce")
+        assert_ran("hierarchical" if nodes > 1 else "ring", "allreduce")
         assert got.dtype == np.float32 and got.tobytes() == want.tobytes()
+        assert same_everywhere(world, got)
         x = inputs[r].copy()
         assert comm.allreduce(x, out=x, op=op, compression=compression) is x
         assert x.tobytes() == want.tobytes()
