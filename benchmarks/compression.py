@@ -59,12 +59,15 @@ def main() -> None:
     ap.add_argument("--slots", type=int, help="the communicator's nslots (default: its own)")
     ap.add_argument("--wires", help="only these wires, e.g. float32,bf16 (float32 always runs: "
                     "it is the reference)")
+    ap.add_argument("--algorithm", default="auto",
+                    help="the communicator's algorithm (auto: two-level across equal nodes of "
+                    "two or more ranks, compressed or not; ring: the flat ring)")
     ap.add_argument("--json")
     a = ap.parse_args()
     world = MPI.COMM_WORLD
     shape = {} if a.chunk_bytes is None else {"chunk_bytes": parse_size(a.chunk_bytes)}
     shape.update({} if a.slots is None else {"nslots": a.slots})
-    comm = ring.Communicator(device=a.device, **shape)
+    comm = ring.Communicator(device=a.device, algorithm=a.algorithm, **shape)
     if a.device == "cuda":
         import cupy as xp
         wires = [w for w in WIRES if w[1] != "float32"]
