@@ -13,10 +13,13 @@ to the successor while one comes from the predecessor (MPI_Sendrecv; host only).
 "1 msg": that time for each wire's bytes (the float32 all-reduce's, half of them for a
 16-bit wire, K/8 for int8: an all-gather of K - 1 blocks of one byte a value, its scales
 left out). It is not a floor: the ring's stream of chunk-sized messages can beat one large
-message (it does over TCP here). Across emulated nodes (RING_NODES) it says what the links
-between "nodes" are (shared memory by default; TCP over loopback with MPICH's
-MPIR_CVAR_NOLOCAL=1 and UCX_TLS=tcp,self, or MPIR_CVAR_CH4_NETMOD=ofi FI_PROVIDER=tcp),
-and so what compression can save there.
+message (it does over TCP here). Across nodes it says what the links between them are,
+and so what compression can save there. On one machine (README, "Across nodes"):
+RING_NODES=N emulates nodes linked by MPI's shared memory; MPICH's MPIR_CVAR_NOLOCAL=1
+makes every rank a node of its own, linked by the network module (TCP over loopback with
+UCX_TLS=tcp,self, or MPIR_CVAR_CH4_NETMOD=ofi FI_PROVIDER=tcp); MPIR_CVAR_NUM_CLIQUES=N
+makes N nodes of several ranks, shared memory inside, the network module between. The
+ranks are taken node by node (`node_major`), so that the two-level algorithm applies.
 
     mpiexec -n 2 python benchmarks/compression.py [--sizes 1M,16M,64M] [--reps 8]
         [--device host|cuda] [--json results/host-compression-2ranks.json]
@@ -50,6 +53,17 @@ def options(w) -> dict:
     return {"compression": w[0], "accumulate": w[1]}
 
 
+def node_major(world: MPI.Comm) -> MPI.Comm:
+    """world with each node's ranks consecutive (the two-level algorithm needs them so):
+    the same order where they already are; MPICH's MPIR_CVAR_NUM_CLIQUES=N (N "nodes" on
+    one machine, shared memory inside each, the network module between them) deals the
+    ranks out round-robin."""
+    shared = world.Split_type(MPI.COMM_TYPE_SHARED, key=world.rank)
+    node = shared.allreduce(world.rank, op=MPI.MIN)  # a node is named by its lowest rank
+    shared.Free()
+    return world.Split(0, key=node * world.size + world.rank)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1M,16M,64M")
@@ -64,7 +78,7 @@ def main() -> None:
                     "two or more ranks, compressed or not; ring: the flat ring)")
     ap.add_argument("--json")
     a = ap.parse_args()
-    world = MPI.COMM_WORLD
+    world = node_major(MPI.COMM_WORLD)
     shape = {} if a.chunk_bytes is None else {"chunk_bytes": parse_size(a.chunk_bytes)}
     shape.update({} if a.slots is None else {"nslots": a.slots})
     comm = ring.Communicator(device=a.device, algorithm=a.algorithm, **shape)
