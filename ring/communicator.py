@@ -216,8 +216,9 @@ class Communicator:
                   compression: str | None = None):
         """Every rank gets the elementwise reduction of all ranks' x, in x's shape.
         dtype="bfloat16" reads uint16 GPU arrays as bfloat16 (CuPy has no bfloat16).
-        compression="bf16" | "fp16" (float32 sum / avg, ring algorithm, host device): the
-        wire carries 16 bits, each hop sums in float32 (ring/host/reduce.apply_wire)."""
+        compression="bf16" | "fp16" (float32 sum / avg, host device; the flat ring, or
+        the two-level algorithm with the wire across nodes only): the wire carries 16
+        bits, each hop sums in float32 (ring/host/reduce.apply_wire)."""
         if self._fast and not async_op and compression is None and self._progress.idle():
             k = fast.key(x, out, op, chunk_bytes, algorithm, dtype)
             if k is not None:

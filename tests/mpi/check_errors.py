@@ -128,7 +128,7 @@ def test_ranks_disagree(what):
 @pytest.mark.parametrize("bad", ["name", "dtype", "op", "algorithm", "collective"])
 def test_bad_compression_on_one_rank(bad):
     """compression= is checked on every rank: the culprit's own error, MismatchError
-    elsewhere (a 16-bit wire carries float32 sums and averages on the ring only)."""
+    elsewhere (a 16-bit wire carries float32 sums and averages on the rings only)."""
     x = np.ones(8, np.float32)
     culprit = {"name": (ValueError, "compression: None, 'fp16' or 'bf16'"),
                "dtype": (TypeError, "compression: x must be float32"),
