@@ -88,13 +88,10 @@ class Hierarchical:
         partial = Op.SUM if op is Op.AVG else op
         self.inner.run(plan_blocks(Collective.REDUCE_SCATTER, L, j, blocks, itemsize, chunk_bytes),
                        partial, x, mine, logical=logical)
-        if wire is None:
-            self.cross.run(plan(Collective.ALLREDUCE, self.nodes, self.node, mine.size, itemsize,
-                                chunk_bytes), op, mine, mine, divisor=self.size, logical=logical)
-        else:  # the plan cut for the wire's itemsize, as the flat ring's
-            self.cross.run(plan(Collective.ALLREDUCE, self.nodes, self.node, mine.size,
-                                wire.itemsize, chunk_bytes), op, mine, mine,
-                           divisor=self.size, wire=wire)
+        item = itemsize if wire is None else wire.itemsize  # the plan cut for what is sent
+        self.cross.run(plan(Collective.ALLREDUCE, self.nodes, self.node, mine.size, item,
+                            chunk_bytes), op, mine, mine, divisor=self.size, logical=logical,
+                       **({} if wire is None else {"wire": wire}))
         self.inner.run(plan_blocks(Collective.ALLGATHER, L, j, blocks, itemsize, chunk_bytes),
                        op, mine, out, logical=logical)
 
