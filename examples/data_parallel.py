@@ -1,6 +1,7 @@
 """Data-parallel training with ring: each rank takes its share of every global batch, and
 the gradients are all-reduced in buckets that start while the backward pass is still
-producing the next gradients (ring.buckets, as PyTorch DDP's Reducer). After N steps the
+producing the next gradients (ring.buckets, as PyTorch DDP's Reducer; the gradients are
+views of the buckets, DDP's gradient_as_bucket_view, so nothing is packed or unpacked). After N steps the
 parameters equal single-process training with the whole global batch; the example checks
 that and prints the largest relative difference (float32; only the order of the sums in
 the matrix products differs).
@@ -29,10 +30,11 @@ def train(comm, xp, x, y, batch: int, steps: int, overlap: bool, bucket_bytes: i
           compression=None, error_feedback=False):
     k, r = comm.size, comm.rank
     params = [xp.asarray(p) for p in mlp.init()]
-    grads = [xp.empty_like(p) for p in params]
-    buckets = GradientBuckets(comm, grads, bucket_bytes=bucket_bytes,
-                              first_bucket_bytes=bucket_bytes // 4, op="sum",
-                              compression=compression, error_feedback=error_feedback)
+    buckets = GradientBuckets(comm, [xp.empty_like(p) for p in params],
+                              bucket_bytes=bucket_bytes, first_bucket_bytes=bucket_bytes // 4,
+                              op="sum", compression=compression, error_feedback=error_feedback,
+                              gradient_as_bucket_view=True)
+    grads = buckets.grads  # views of the buckets: computed into, all-reduced where they lie
     opt = mlp.Momentum(xp, params)
     share = batch // k
     comm.barrier()

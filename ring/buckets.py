@@ -34,6 +34,14 @@ of 4096 values and all-gathers it (ring/quantize.py: a quarter of the bytes, eve
 sums the K parts in rank order); error_feedback=True keeps what the rounding lost and adds
 it to the next step's gradient, so that rounding errors do not pile up over steps.
 
+Packing copies are skipped where the gradients already lie as a bucket would: a bucket of
+one contiguous gradient, or of NumPy gradients that lie end to end in one array in bucket
+order, is all-reduced where it lies. gradient_as_bucket_view=True (DDP's option of that
+name) makes every bucket so: the buckets allocate the memory and `buckets.grads` are the
+gradients, views of it, to be computed into from then on (their values start as the
+given arrays'). Either way, between ready(i) and wait() gradient i belongs to the
+buckets: its memory may be the all-reduce's, so it is neither read nor written then.
+
 Each all-reduce is async_op=True, so it runs behind the backward pass: on the cuda device
 on the GPU's streams, on the host device on the communicator's progress thread
 (ring/progress.py). On the host that saves time only where a core is free while the
@@ -64,19 +72,100 @@ def _zero(a) -> None:
 
 
 def _flat(a):
-    """A 1-D view of a contiguous gradient (NumPy, or any __cuda_array_interface__ array,
-    as the cuda device takes it: ring/cuda/arrays.as_device)."""
+    """A 1-D view of a gradient: a NumPy array that is not C-contiguous stays as it is
+    (packed and unpacked through its shape); a GPU array (any __cuda_array_interface__
+    array, as the cuda device takes it) must be contiguous (ring/cuda/arrays.as_device)."""
     if isinstance(a, np.ndarray):
-        return a.reshape(-1)
+        return a.reshape(-1) if a.flags.c_contiguous else a
     from .cuda.arrays import as_device
     return as_device(a, "grads")[0]
 
 
 def _copy(dst, src) -> None:
-    if isinstance(dst, np.ndarray):
-        np.copyto(dst, src)
-    else:
+    """dst = src, one of them a 1-D stretch of a bucket, the other a gradient's view (the
+    bucket's side is reshaped: a view)."""
+    if not isinstance(dst, np.ndarray):
         dst.copy_to_device(src)
+    elif dst.flags.c_contiguous:
+        np.copyto(dst.reshape(src.shape), src)
+    else:
+        np.copyto(dst, src.reshape(dst.shape))
+
+
+def _address(a) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def _extent(a):
+    """(first byte, end) of a contiguous array's memory, either device; None if unknown."""
+    if isinstance(a, np.ndarray):
+        start = _address(a)
+    elif hasattr(a, "__cuda_array_interface__"):
+        start = a.__cuda_array_interface__["data"][0]
+    elif isinstance(getattr(a, "_ary", None), np.ndarray):  # Numba's simulator
+        start = _address(a._ary)
+    else:
+        return None
+    return start, start + a.size * a.dtype.itemsize
+
+
+def _span(views: list):
+    """One 1-D array over the gradients' views when they already lie as a bucket would:
+    one contiguous gradient (either device); NumPy gradients of one dtype end to end in
+    this order in one array's memory. None otherwise (the bucket is packed)."""
+    if len(views) == 1:
+        v = views[0]
+        return v if v.ndim == 1 else None  # (not C-contiguous: _flat kept its shape)
+    if not all(isinstance(v, np.ndarray) and v.ndim == 1 for v in views) or \
+            len({v.dtype for v in views}) > 1:
+        return None
+    roots = []
+    for v in views:
+        while isinstance(v.base, np.ndarray):
+            v = v.base
+        roots.append(v)
+    root = roots[0]
+    if any(r is not root for r in roots) or not root.flags.c_contiguous:
+        return None
+    ends = [_address(v) for v in views]
+    if any(ends[j] + views[j].nbytes != ends[j + 1] for j in range(len(views) - 1)):
+        return None
+    offset, n = ends[0] - _address(root), sum(v.size for v in views)
+    if offset < 0 or offset + n * views[0].itemsize > root.nbytes:
+        return None
+    span = np.ndarray((n,), views[0].dtype, buffer=root.reshape(-1).view(np.uint8),
+                      offset=offset)
+    return span if span.flags.writeable else None
+
+
+def _overlap(a, b) -> bool:
+    """Whether two arrays' memories may overlap (True where it cannot be told)."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return np.may_share_memory(a, b)
+    e, f = _extent(a), _extent(b)
+    return e is None or f is None or (e[0] < f[1] and f[0] < e[1])
+
+
+def _apart(spans: list, views: list) -> list:
+    """spans (one per bucket, None: packed), with None for each whose memory another
+    bucket's gradient shares (the same gradient passed twice, say): that bucket is packed,
+    so that no memory is all-reduced twice or read while another call writes it."""
+    return [s if s is not None and not any(
+        _overlap(s, v) for q, vs in enumerate(views) if q != b for v in vs) else None
+        for b, s in enumerate(spans)]
+
+
+def _view_like(view, original):
+    """A bucket's view, as the kind of array the gradient was (CuPy, PyTorch, NumPy or Numba),
+    sharing the bucket's memory."""
+    mod = type(original).__module__
+    if mod.startswith("cupy"):
+        import cupy
+        return cupy.asarray(view)
+    if mod.startswith("torch"):
+        import torch
+        return torch.as_tensor(view, device=original.device)
+    return view
 
 
 def _wire(flat, dtype: str):
@@ -129,7 +218,7 @@ class GradientBuckets:
     def __init__(self, comm, grads: list, *, bucket_bytes: int = BUCKET_BYTES,
                  first_bucket_bytes: int = FIRST_BUCKET_BYTES, op: str = "avg",
                  compression: str | None = None, accumulate: str | None = None,
-                 error_feedback: bool = False):
+                 error_feedback: bool = False, gradient_as_bucket_view: bool = False):
         if bucket_bytes <= 0 or first_bucket_bytes <= 0:
             raise ValueError(f"bucket sizes must be positive, got {first_bucket_bytes}, {bucket_bytes}")
         if op not in ("sum", "avg"):
@@ -166,13 +255,29 @@ class GradientBuckets:
             self.buckets[-1].append(i)
             size += nbytes
         self._where = {}  # gradient -> (bucket, offset)
-        self._flats = []
         for b, members in enumerate(self.buckets):
             offset = 0
             for i in members:
                 self._where[i] = (b, offset)
                 offset += self._views[i].size
-            self._flats.append(self._empty(self._views[members[0]], offset))
+        views = [[self._views[i] for i in m] for m in self.buckets]
+        spans = [None] * len(views) if gradient_as_bucket_view else \
+            _apart([_span(vs) for vs in views], views)
+        # per bucket: whether it is the gradients' own memory (nothing to pack or unpack)
+        self._own = [gradient_as_bucket_view or s is not None for s in spans]
+        self._flats = []
+        for b, members in enumerate(self.buckets):
+            last = members[-1]
+            size = self._where[last][1] + self._views[last].size
+            self._flats.append(self._empty(self._views[members[0]], size) if spans[b] is None
+                               else spans[b])
+            if gradient_as_bucket_view:
+                for i in members:
+                    off, v, g = self._where[i][1], self._views[i], self.grads[i]
+                    mine = self._flats[b][off:off + v.size]
+                    _copy(mine, v)
+                    self._views[i] = mine
+                    self.grads[i] = _view_like(mine.reshape(g.shape), g)
         if compression is not None:
             bad = {str(f.dtype) for f in self._flats} - {"float32"}
             if bad:
@@ -223,8 +328,9 @@ class GradientBuckets:
             raise ValueError(f"gradient {i} was marked ready twice in one step")
         self._marked[i] = True
         b, off = self._where[i]
-        v = self._views[i]
-        _copy(self._flats[b][off:off + v.size], v)
+        if not self._own[b]:
+            v = self._views[i]
+            _copy(self._flats[b][off:off + v.size], v)
         self._pending[b] -= 1
         self._start_ready()
 
@@ -263,6 +369,8 @@ class GradientBuckets:
                 _cast(self._flats[b], self._wires[b], self._wire_dtype, narrow=False)
                 if self.op == "avg":
                     _scale(self._flats[b], 1.0 / self.comm.size)
+            if self._own[b]:
+                continue
             for i in self.buckets[b]:
                 _, off = self._where[i]
                 v = self._views[i]

@@ -15,9 +15,11 @@ class Recorder:
     def __init__(self, k=2, device="host"):
         self.k, self.size, self.started, self.device = k, k, [], device
         self.compression = []  # each start's compression= (None: float32 on the wire)
+        self.arrays = []  # each all-reduce's array as passed
 
     def allreduce(self, x, out=None, op="sum", async_op=False, dtype=None, compression=None):
         self.started.append((x.copy(), op))
+        self.arrays.append(x)  # the array itself: whether it is the gradients' memory
         self.compression.append(compression)
         np.multiply(x, self.k if op == "sum" else 1, out=out)
 
@@ -183,3 +185,89 @@ def test_int8_options():
         GradientBuckets(Recorder(), grads([4]), compression="bf16", error_feedback=True)
     with pytest.raises(TypeError, match="float32 gradients only"):
         GradientBuckets(Recorder(), [np.ones(4, np.float64)], compression="int8")
+
+
+# -- where the bucket lies: the gradients' own memory, or a packed copy ----------------
+
+def test_a_bucket_of_one_contiguous_gradient_is_all_reduced_where_it_lies():
+    rec = Recorder(k=3)
+    g = [np.full((3, 4), 2, np.float32), np.full(5, 1, np.float32)]
+    b = GradientBuckets(rec, g, first_bucket_bytes=20, bucket_bytes=48, op="sum")
+    assert b.buckets == [[1], [0]]
+    b.ready(1)
+    b.ready(0)
+    b.wait()
+    assert np.shares_memory(rec.arrays[0], g[1]) and np.shares_memory(rec.arrays[1], g[0])
+    assert (g[0] == 6).all() and g[0].shape == (3, 4) and (g[1] == 3).all()
+
+
+def test_gradients_end_to_end_in_bucket_order_are_one_bucket_without_packing():
+    """Views of one array, laid out as the bucket packs them (reverse registration order),
+    are all-reduced there; laid out the other way round, they are packed."""
+    for reverse in (True, False):
+        rec = Recorder(k=2)
+        memory = np.arange(10, dtype=np.float32)
+        a, z = memory[6:], memory[:6]  # bucket order: gradient 1 then gradient 0
+        g = [a, z] if reverse else [z, a]
+        b = GradientBuckets(rec, g, first_bucket_bytes=1 << 20, op="sum")
+        for i in (0, 1):
+            b.ready(i)
+        b.wait()
+        assert np.shares_memory(rec.arrays[0], memory) == reverse
+        assert np.array_equal(memory, 2 * np.arange(10, dtype=np.float32))
+
+
+def test_a_strided_gradient_is_packed_and_gets_its_result():
+    """A gradient that is not contiguous (a column slice) is packed through its shape and
+    unpacked into it (a flattened copy of it would have been all-reduced and dropped)."""
+    rec = Recorder(k=2)
+    whole = np.ones((4, 6), np.float32)
+    g = [whole[:, :3], np.full(2, 5, np.float32)]
+    b = GradientBuckets(rec, g, first_bucket_bytes=1 << 20, op="sum")
+    assert b.buckets == [[1, 0]]
+    for i in (1, 0):
+        b.ready(i)
+    b.wait()
+    assert not np.shares_memory(rec.arrays[0], whole)
+    assert (whole[:, :3] == 2).all() and (whole[:, 3:] == 1).all() and (g[1] == 10).all()
+
+
+def test_a_gradient_passed_twice_is_all_reduced_once():
+    """Two buckets over one memory are packed, each all-reduced from the gradient's value
+    (in place, the second would sum the first's result again)."""
+    rec = Recorder(k=2)
+    x = np.full(4, 3, np.float32)
+    b = GradientBuckets(rec, [x, x], first_bucket_bytes=16, bucket_bytes=16, op="sum")
+    assert b.buckets == [[1], [0]]
+    b.ready(1)
+    b.ready(0)
+    b.wait()
+    assert not any(np.shares_memory(a, x) for a in rec.arrays)
+    assert (x == 6).all()
+
+
+@pytest.mark.parametrize("compression", [None, "bf16", "int8"])
+def test_gradient_as_bucket_view(compression):
+    """gradient_as_bucket_view=True (DDP's): buckets.grads are views of the buckets, shaped
+    like the given gradients and starting with their values; computed into, they are
+    all-reduced where they are, unused ones as zeros."""
+    rec = Recorder(k=2)
+    given = [np.full((2, 3), 1, np.float32), np.full(4, 2, np.float32), np.full(5, 3, np.float32)]
+    b = GradientBuckets(rec, given, first_bucket_bytes=16, bucket_bytes=64, op="sum",
+                        compression=compression, gradient_as_bucket_view=True)
+    assert b.buckets == [[2], [1, 0]]
+    g = b.grads
+    assert [x.shape for x in g] == [(2, 3), (4,), (5,)]
+    assert not any(np.shares_memory(x, y) for x in g for y in given)
+    assert all(np.array_equal(x, y) for x, y in zip(g, given))
+    g[0][...] = 7  # computed into the views
+    g[1][...] = 8
+    b.ready(0)
+    b.ready(1)
+    b.wait()  # gradient 2 unused
+    if compression != "int8":
+        assert all(np.shares_memory(a, g[1]) for a in rec.arrays[1:])
+    rtol = 1e-2 if compression == "int8" else 0  # (int8: 8 bits a value)
+    assert np.allclose(g[0], 14, rtol=rtol, atol=0) and np.allclose(g[1], 16, rtol=rtol, atol=0)
+    assert (g[2] == 0).all()
+    assert (given[0] == 1).all()  # the given arrays are not the gradients any more

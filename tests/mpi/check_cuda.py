@@ -428,3 +428,30 @@ def test_int8_gradient_buckets_are_the_hosts_bit_for_bit(gcomm, world, op):
             want = np.empty(sizes[i], np.float32)
             hostq.dequantize_sum(msgs, sizes[i], want, op == "avg")
             assert _host(grads[i]).tobytes() == want.tobytes(), (step, i)
+
+
+def test_gradient_buckets_as_views_on_the_gpu(gcomm, world):
+    """gradient_as_bucket_view=True on the cuda device: the gradients are views of the
+    buckets' device memory, of the kind given (CuPy on a GPU), shaped as given; what is
+    computed into them is all-reduced there (one bucket of two, one of one)."""
+    from ring.buckets import GradientBuckets
+    k, r = gcomm.size, gcomm.rank
+    given = [_gpu(np.zeros((3, 5), np.float32)), _gpu(np.zeros(4, np.float32)),
+             _gpu(np.zeros(6, np.float32))]
+    b = GradientBuckets(gcomm, given, op="sum", first_bucket_bytes=24, bucket_bytes=96,
+                        gradient_as_bucket_view=True)
+    assert b.buckets == [[2], [1, 0]]
+    g = b.grads
+    assert [type(x) for x in g] == [type(x) for x in given]
+    assert [tuple(x.shape) for x in g] == [(3, 5), (4,), (6,)]
+    for i in (2, 1, 0):
+        values = np.full(given[i].shape, r + i + 1, np.float32)
+        if cp is None:
+            g[i].copy_to_device(values)
+        else:
+            g[i][...] = cp.asarray(values)
+        b.ready(i)
+    b.wait()
+    for i in range(3):
+        assert (_host(g[i]) == sum(q + i + 1 for q in range(k))).all(), i
+        assert (_host(given[i]) == 0).all()
