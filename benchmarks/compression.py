@@ -1,12 +1,13 @@
 """Wire compression of a float32 gradient all-reduce (ring.buckets, compression="bf16" /
 "fp16", both ways of accumulating: "float32" at each hop inside the all-reduce, "wire"
 summed in the 16-bit type between casts; "int8" with a scale per block, all-gathered, with
-and without error feedback, whose error here is one step's after the previous steps' residual): time against the float32 all-reduce of the same
-bucket, and the error against the float32 result. One bucket per size, of one gradient,
-so all-reduced where it lies (no packing copy, as ring.buckets does since a73a4a9; before,
-a copy in and out of the bucket was timed with each wire); op avg; every rank's gradient
-standard normal (its own seed). Time: slowest rank, best of `--reps` after a warm-up, casts
-included ("wire": the bucket rounded to 16 bits and widened back, around the call). Error: largest |compressed - float32| / largest
+and without error feedback, whose error here is one step's after the previous steps'
+residual): time against the float32 all-reduce of the same bucket, and the error against
+the float32 result. One bucket per size, of one gradient, so all-reduced where it lies
+(no packing copy, as ring.buckets does since a73a4a9; before, a copy in and out of the
+bucket was timed with each wire); op avg; every rank's gradient standard normal (its own
+seed). Time: slowest rank, best of `--reps` after a warm-up, casts included ("wire": the
+bucket rounded to 16 bits and widened back, around the call). Error: largest |compressed - float32| / largest
 |float32|, and the RMS of the same.
 
 The link, in the same run (interleaved with the all-reduces): the bytes a float32 ring
