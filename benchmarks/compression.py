@@ -7,8 +7,8 @@ the float32 result. One bucket per size, of one gradient, so all-reduced where i
 (no packing copy, as ring.buckets does since a73a4a9; before, a copy in and out of the
 bucket was timed with each wire); op avg; every rank's gradient standard normal (its own
 seed). Time: slowest rank, best of `--reps` after a warm-up, casts included ("wire": the
-bucket rounded to 16 bits and widened back, around the call). Error: largest |compressed - float32| / largest
-|float32|, and the RMS of the same.
+bucket rounded to 16 bits and widened back, around the call). Error: largest
+|compressed - float32| / largest |float32|, and the RMS of the same.
 
 The link, in the same run (interleaved with the all-reduces): the bytes a float32 ring
 all-reduce sends to its successor, 2 (K - 1) / K x the bucket, sent as one MPI message
