@@ -113,12 +113,14 @@ def _span(views: list):
     """One 1-D array over the gradients' views when they already lie as a bucket would:
     one contiguous gradient (either device); NumPy gradients of one dtype end to end in
     this order in one array's memory. None otherwise (the bucket is packed)."""
-    if len(views) == 1:
-        v = views[0]
-        return v if v.ndim == 1 else None  # (not C-contiguous: _flat kept its shape)
-    if not all(isinstance(v, np.ndarray) and v.ndim == 1 for v in views) or \
+    host = [isinstance(v, np.ndarray) for v in views]
+    if len(views) == 1 and not host[0]:
+        return views[0]  # (contiguous: ring/cuda/arrays.as_device checked)
+    if not all(host) or not all(v.flags.c_contiguous for v in views) or \
             len({v.dtype for v in views}) > 1:
         return None
+    if len(views) == 1:
+        return views[0]
     roots = []
     for v in views:
         while isinstance(v.base, np.ndarray):

@@ -230,6 +230,12 @@ def test_a_strided_gradient_is_packed_and_gets_its_result():
     b.wait()
     assert not np.shares_memory(rec.arrays[0], whole)
     assert (whole[:, :3] == 2).all() and (whole[:, 3:] == 1).all() and (g[1] == 10).all()
+    every_other = np.arange(8, dtype=np.float32)  # alone in its bucket, 1-D and strided
+    b = GradientBuckets(rec, [every_other[::2]], op="sum")
+    b.ready(0)
+    b.wait()
+    assert rec.arrays[-1].flags.c_contiguous
+    assert every_other.tolist() == [0, 1, 4, 3, 8, 5, 12, 7]
 
 
 def test_a_gradient_passed_twice_is_all_reduced_once():
