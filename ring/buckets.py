@@ -96,11 +96,17 @@ def _address(a) -> int:
     return a.__array_interface__["data"][0]
 
 
-def _extent(a):
-    """(first byte, end) of a contiguous array's memory, either device; None if unknown."""
+try:  # NumPy 2
+    from numpy.lib.array_utils import byte_bounds as _byte_bounds
+except ImportError:  # NumPy 1
+    _byte_bounds = np.byte_bounds
+
+
+def _bounds(a):
+    """(first byte, end) of an array's memory, either device; None where it cannot be told."""
     if isinstance(a, np.ndarray):
-        start = _address(a)
-    elif hasattr(a, "__cuda_array_interface__"):
+        return _byte_bounds(a)
+    if hasattr(a, "__cuda_array_interface__"):  # (contiguous: as_device checked)
         start = a.__cuda_array_interface__["data"][0]
     elif isinstance(getattr(a, "_ary", None), np.ndarray):  # Numba's simulator
         start = _address(a._ary)
@@ -140,21 +146,21 @@ def _span(views: list):
     return span if span.flags.writeable else None
 
 
-def _overlap(a, b) -> bool:
-    """Whether two arrays' memories may overlap (True where it cannot be told)."""
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        return np.may_share_memory(a, b)
-    e, f = _extent(a), _extent(b)
-    return e is None or f is None or (e[0] < f[1] and f[0] < e[1])
-
-
-def _apart(spans: list, views: list) -> list:
-    """spans (one per bucket, None: packed), with None for each whose memory another
-    bucket's gradient shares (the same gradient passed twice, say): that bucket is packed,
-    so that no memory is all-reduced twice or read while another call writes it."""
-    return [s if s is not None and not any(
-        _overlap(s, v) for q, vs in enumerate(views) if q != b for v in vs) else None
-        for b, s in enumerate(spans)]
+def _shared(views: list) -> set:
+    """The buckets (views: each bucket's gradients) one of whose gradients shares memory
+    with another bucket's (the same gradient passed twice, say): every bucket where that
+    cannot be told. A sweep over the gradients in address order."""
+    bounds = [(_bounds(v), b) for b, vs in enumerate(views) for v in vs]
+    if any(e is None for e, _ in bounds):
+        return set(range(len(views)))
+    shared, active = set(), []  # active: (end, bucket) of the memory that reaches here
+    for (lo, hi), b in sorted((e, b) for e, b in bounds if e[1] > e[0]):
+        active = [(end, q) for end, q in active if end > lo]
+        for _, q in active:
+            if q != b:
+                shared |= {b, q}
+        active.append((hi, b))
+    return shared
 
 
 def _view_like(view, original):
@@ -263,8 +269,11 @@ class GradientBuckets:
                 self._where[i] = (b, offset)
                 offset += self._views[i].size
         views = [[self._views[i] for i in m] for m in self.buckets]
-        spans = [None] * len(views) if gradient_as_bucket_view else \
-            _apart([_span(vs) for vs in views], views)
+        shared = set() if gradient_as_bucket_view else _shared(views)
+        # (a bucket whose memory another's gradient shares is packed: no memory all-reduced
+        # twice, or read while another call writes it)
+        spans = [None if gradient_as_bucket_view or b in shared else _span(vs)
+                 for b, vs in enumerate(views)]
         # per bucket: whether it is the gradients' own memory (nothing to pack or unpack)
         self._own = [gradient_as_bucket_view or s is not None for s in spans]
         self._flats = []

@@ -250,6 +250,16 @@ def test_a_gradient_passed_twice_is_all_reduced_once():
     b.wait()
     assert not any(np.shares_memory(a, x) for a in rec.arrays)
     assert (x == 6).all()
+    rec = Recorder(k=2)
+    whole = np.arange(8, dtype=np.float32)  # two gradients that overlap in part
+    b = GradientBuckets(rec, [whole[:6], whole[4:]], first_bucket_bytes=16, bucket_bytes=24,
+                        op="sum")
+    assert b.buckets == [[1], [0]]
+    b.ready(1)
+    b.ready(0)
+    b.wait()
+    assert not any(np.shares_memory(a, whole) for a in rec.arrays)
+    assert whole.tolist() == [0, 2, 4, 6, 8, 10, 12, 14]  # each unpacked from its own sum
 
 
 @pytest.mark.parametrize("compression", [None, "bf16", "int8"])
