@@ -42,6 +42,11 @@ gradients, views of it, to be computed into from then on (their values start as 
 given arrays'). Either way, between ready(i) and wait() gradient i belongs to the
 buckets: its memory may be the all-reduce's, so it is neither read nor written then.
 
+Gradients may be NumPy arrays or PyTorch CPU tensors on the host device (a tensor is taken
+as a NumPy view of its memory: keep the same tensor from step to step, as
+optimizer.zero_grad(set_to_none=False) does, or use gradient_as_bucket_view, whose grads
+are tensors again), and GPU arrays (Numba, CuPy, PyTorch CUDA) on the cuda device.
+
 Each all-reduce is async_op=True, so it runs behind the backward pass: on the cuda device
 on the GPU's streams, on the host device on the communicator's progress thread
 (ring/progress.py). On the host that saves time only where a core is free while the
@@ -55,6 +60,7 @@ import numpy as np
 from ringtypes import packed_bytes
 
 from .options import COMPRESSIONS
+from .tensors import as_array, as_tensor, is_tensor
 
 FIRST_BUCKET_BYTES = 1 << 20  # DDP's defaults
 BUCKET_BYTES = 25 << 20
@@ -74,7 +80,10 @@ def _zero(a) -> None:
 def _flat(a):
     """A 1-D view of a gradient: a NumPy array that is not C-contiguous stays as it is
     (packed and unpacked through its shape); a GPU array (any __cuda_array_interface__
-    array, as the cuda device takes it) must be contiguous (ring/cuda/arrays.as_device)."""
+    array, as the cuda device takes it) must be contiguous (ring/cuda/arrays.as_device).
+    A PyTorch CPU tensor is taken as a NumPy view of its memory."""
+    if is_tensor(a) and not a.is_cuda:
+        a = as_array(a)
     if isinstance(a, np.ndarray):
         return a.reshape(-1) if a.flags.c_contiguous else a
     from .cuda.arrays import as_device
@@ -166,14 +175,10 @@ def _shared(views: list) -> set:
 def _view_like(view, original):
     """A bucket's view, as the kind of array the gradient was (CuPy, PyTorch, NumPy or Numba),
     sharing the bucket's memory."""
-    mod = type(original).__module__
-    if mod.startswith("cupy"):
+    if type(original).__module__.startswith("cupy"):
         import cupy
         return cupy.asarray(view)
-    if mod.startswith("torch"):
-        import torch
-        return torch.as_tensor(view, device=original.device)
-    return view
+    return as_tensor(view, original) if is_tensor(original) else view
 
 
 def _wire(flat, dtype: str):

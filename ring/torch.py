@@ -30,7 +30,6 @@ as everywhere in ring.
 
 import datetime
 
-import ml_dtypes
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -38,6 +37,7 @@ from torch._C._distributed_c10d import _create_work_from_future
 from torch.futures import Future
 
 from .errors import MismatchError
+from .tensors import as_array
 
 BACKEND = "ring"
 
@@ -60,16 +60,7 @@ def _op(reduce_op) -> str:
 def _array(t: torch.Tensor):
     """What ring takes for tensor t: a NumPy view of a CPU tensor's memory, the tensor
     itself on CUDA (ring/cuda/arrays.py views bfloat16 as its bits)."""
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"ring: expected a torch.Tensor, got {type(t).__name__}")
-    if t.is_cuda:
-        return t
-    if t.device.type != "cpu":
-        raise TypeError(f"ring: tensors on {t.device.type} are not supported (cpu, cuda)")
-    t = t.detach()
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return t.numpy()
+    return as_array(t)
 
 
 def _ready(value) -> Future:

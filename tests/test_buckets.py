@@ -287,3 +287,35 @@ def test_gradient_as_bucket_view(compression):
     assert np.allclose(g[0], 14, rtol=rtol, atol=0) and np.allclose(g[1], 16, rtol=rtol, atol=0)
     assert (g[2] == 0).all()
     assert (given[0] == 1).all()  # the given arrays are not the gradients any more
+
+
+# -- PyTorch CPU tensors (ring/tensors.py) ---------------------------------------------
+
+def test_torch_cpu_tensors_are_reduced_in_their_memory():
+    """Gradients given as CPU tensors (p.grad, say): contiguous, strided and bfloat16 ones
+    all come back summed in the tensors themselves; with gradient_as_bucket_view the
+    gradients handed back are tensors over the buckets' memory, shaped and typed as given."""
+    torch = pytest.importorskip("torch")
+    rec = Recorder(k=3)
+    g = [torch.full((4,), 1.0), torch.full((2, 3), 2.0)[:, :2],
+         torch.full((3,), 1.5, dtype=torch.bfloat16)]
+    b = GradientBuckets(rec, g, first_bucket_bytes=6, bucket_bytes=64, op="sum")
+    assert b.buckets == [[2], [1, 0]]
+    for i in (2, 1, 0):
+        b.ready(i)
+    b.wait()
+    assert g[0].tolist() == [3.0] * 4 and g[1].tolist() == [[6.0, 6.0]] * 2
+    assert g[2].dtype == torch.bfloat16 and g[2].tolist() == [4.5] * 3
+
+    b = GradientBuckets(Recorder(k=2), [torch.ones(2, 2), torch.ones(3, dtype=torch.bfloat16)],
+                        op="sum", gradient_as_bucket_view=True)
+    views = b.grads
+    assert [type(v) for v in views] == [torch.Tensor] * 2
+    assert [tuple(v.shape) for v in views] == [(2, 2), (3,)]
+    assert [v.dtype for v in views] == [torch.float32, torch.bfloat16]
+    views[0].fill_(5)  # computed into, in place
+    views[1].fill_(0.25)
+    b.ready(1)
+    b.ready(0)
+    b.wait()
+    assert views[0].tolist() == [[10.0, 10.0]] * 2 and views[1].tolist() == [0.5] * 3
