@@ -1,8 +1,8 @@
 """Wire compression of a float32 gradient all-reduce (ring.buckets, compression="bf16" /
 "fp16", both ways of accumulating: "float32" at each hop inside the all-reduce, "wire"
-summed in the 16-bit type between casts; "int8" with a scale per block, all-gathered, with
-and without error feedback, whose error here is one step's after the previous steps'
-residual): time against the float32 all-reduce of the same bucket, and the error against
+summed in the 16-bit type between casts; "int8" with a scale per block, all-gathered or
+all-to-all'd and its sums all-gathered (ring/int8_reduce.py), and with error feedback (the
+default exchange), whose error here is one step's after the previous steps' residual): time against the float32 all-reduce of the same bucket, and the error against
 the float32 result. One bucket per size, of one gradient, so all-reduced where it lies
 (no packing copy, as ring.buckets does since a73a4a9; before, a copy in and out of the
 bucket was timed with each wire); op avg; every rank's gradient standard normal (its own
@@ -14,8 +14,7 @@ The link, in the same run (interleaved with the all-reduces): the bytes a float3
 all-reduce sends to its successor, 2 (K - 1) / K x the bucket, sent as one MPI message
 to the successor while one comes from the predecessor (MPI_Sendrecv; host only). Column
 "1 msg": that time for each wire's bytes (the float32 all-reduce's, half of them for a
-16-bit wire, K/8 for int8: an all-gather of K - 1 blocks of one byte a value, its scales
-left out). It is not a floor: the ring's stream of chunk-sized messages can beat one large
+16-bit wire; int8, scales left out: K/8 all-gathered, (K + 2)/16 by the all-to-all). It is not a floor: the ring's stream of chunk-sized messages can beat one large
 message (it does over TCP here). Across nodes it says what the links between them are,
 and so what compression can save there. On one machine (README, "Across nodes"):
 RING_NODES=N emulates nodes linked by MPI's shared memory; MPICH's MPIR_CVAR_NOLOCAL=1
@@ -44,16 +43,32 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import ring  # noqa: E402
 from harness.sizes import parse_size  # noqa: E402
 from ring.buckets import GradientBuckets  # noqa: E402
+from ring.int8_reduce import choose  # noqa: E402
 
 WIRES = [(None, None), ("bf16", "float32"), ("bf16", "wire"), ("fp16", "float32"),
-         ("fp16", "wire"), ("int8", None), ("int8", "feedback")]
-# (compression, accumulate); int8: (compression, whether with error feedback)
+         ("fp16", "wire"), ("int8", "allgather"), ("int8", "alltoall"), ("int8", "feedback")]
+# (compression, accumulate); int8: (compression, its exchange, or "feedback": the default
+# exchange with error feedback)
 
 
 def options(w) -> dict:
     if w[0] == "int8":
-        return {"compression": "int8", "error_feedback": w[1] == "feedback"}
+        return {"compression": "int8", "error_feedback": w[1] == "feedback",
+                "int8_exchange": None if w[1] == "feedback" else w[1]}
     return {"compression": w[0], "accumulate": w[1]}
+
+
+def one_message_share(w, k: int) -> float:
+    """The bytes a wire's all-reduce sends on a link, as a share of float32's (2 (K - 1) / K
+    x 4 bytes a value): half for 16 bits; int8 all-gathered: K - 1 buckets of a byte a
+    value, K/8; int8 all-to-all then all-gathered shards: K (K - 1) / 2 shards (ring's
+    all-to-all forwards) and K - 1, (K + 2)/16 (scales left out)."""
+    if w[0] in ("bf16", "fp16"):
+        return 0.5
+    if w[0] == "int8":
+        exchange = w[1] if w[1] != "feedback" else choose(None, 1 << 24, k)
+        return k / 8 if exchange == "allgather" else (k + 2) / 16
+    return 1.0
 
 
 def node_major(world: MPI.Comm) -> MPI.Comm:
@@ -133,9 +148,8 @@ def main() -> None:
             err = np.abs(result[w] - ref)
             rows.append({"bytes": nbytes, "wire": w[0] or "float32", "accumulate": w[1],
                          "ms": times[w] * 1e3, "speedup_vs_float32": times[plain] / times[w],
-                         "link_one_message_ms": None if link is None else link * 1e3 * (
-                             1 if w == plain else 0.5 if w[0] in ("bf16", "fp16") else
-                             world.size / 8),  # int8: K - 1 blocks of n bytes all-gathered
+                         "link_one_message_ms": None if link is None else
+                         link * 1e3 * one_message_share(w, world.size),
                          "link_GBps": None if link is None else moved / link / 1e9,
                          "max_rel_error": float(err.max() / scale),
                          "rms_rel_error": float(np.sqrt((err ** 2).mean()) / scale)})
@@ -145,7 +159,8 @@ def main() -> None:
     print(f"{world.size} ranks, {a.device}, float32 gradients averaged; error against the float32 "
           "all-reduce, relative to its largest magnitude")
     print("1 msg: the link's time for the bytes the wire's all-reduce sends, as one MPI "
-          "message each way, same run (int8 all-gathers: K/8 of float32's bytes)")
+          "message each way, same run (int8: K/8 of float32's bytes all-gathered, (K+2)/16 "
+          "all-to-all)")
     print(f"{'bytes':>10} {'wire':>9} {'sums in':>8} {'ms':>8} {'vs f32':>7} {'1 msg':>7} "
           f"{'link GB/s':>9} {'max err':>9} {'rms err':>9}")
     for r in rows:

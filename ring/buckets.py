@@ -30,9 +30,12 @@ does not exist yet. Speed and error against the float32 all-reduce, both ways: r
 (benchmarks/compression.py).
 
 compression="int8" (any device) rounds each bucket to int8 with a float32 scale per block
-of 4096 values and all-gathers it (ring/quantize.py: a quarter of the bytes, every rank
-sums the K parts in rank order); error_feedback=True keeps what the rounding lost and adds
-it to the next step's gradient, so that rounding errors do not pile up over steps.
+of 4096 values (ring/quantize.py: a quarter of the bytes) and exchanges it
+(ring/int8_reduce.py, `int8_exchange`): "allgather" (every rank sums the K buckets in rank
+order), or "alltoall" (each rank sums a shard of every rank's bucket, rounds the sum again
+and all-gathers it: DeepSpeed's compressed all-reduce, whose bytes do not grow with K);
+by default the one that sends fewer bytes. error_feedback=True keeps what each rounding
+lost and adds it in the next step, so that rounding errors do not pile up over steps.
 
 Packing copies are skipped where the gradients already lie as a bucket would: a bucket of
 one contiguous gradient, or of NumPy gradients that lie end to end in one array in bucket
@@ -57,24 +60,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ringtypes import packed_bytes
 
 from .options import COMPRESSIONS
+from .int8_reduce import EXCHANGES, Int8Reduce, empty, zero
 from .tensors import as_array, as_tensor, is_tensor
 
 FIRST_BUCKET_BYTES = 1 << 20  # DDP's defaults
 BUCKET_BYTES = 25 << 20
 WIRE = COMPRESSIONS  # compression -> the wire dtype
-INT8 = "int8"  # all-gathered int8 with scales (ring/quantize.py, kernels/quantize.py)
+INT8 = "int8"  # int8 with scales, exchanged by ring/int8_reduce.py
 ACCUMULATE = ("float32", "wire")
-
-
-def _zero(a) -> None:
-    """Zero a slice of a bucket (a NumPy or Numba device array: the buckets' own)."""
-    if isinstance(a, np.ndarray):
-        a[...] = 0
-    else:
-        a.copy_to_device(np.zeros(a.shape, a.dtype))
 
 
 def _flat(a):
@@ -199,25 +194,6 @@ def _cast(dst, src, wire: str, narrow: bool) -> None:
         cast(dst, src, **({"dst": wire} if narrow else {"src": wire}))
 
 
-def _quantize(packed, flat, residual) -> None:
-    """The int8 message of a bucket (ring/quantize.py on the host, its kernels on a GPU)."""
-    if isinstance(flat, np.ndarray):
-        from .quantize import quantize
-        quantize(flat, packed, residual)
-    else:
-        from kernels.quantize import quantize
-        quantize(packed, flat, residual)
-
-
-def _dequantize_sum(flat, gathered, avg: bool) -> None:
-    if isinstance(flat, np.ndarray):
-        from .quantize import dequantize_sum
-        dequantize_sum(gathered.reshape(-1, packed_bytes(flat.size)), flat.size, flat, avg)
-    else:
-        from kernels.quantize import dequantize_sum
-        dequantize_sum(flat, gathered, avg=avg)
-
-
 def _scale(a, factor: float) -> None:
     if isinstance(a, np.ndarray):
         a *= np.float32(factor)
@@ -231,7 +207,8 @@ class GradientBuckets:
     def __init__(self, comm, grads: list, *, bucket_bytes: int = BUCKET_BYTES,
                  first_bucket_bytes: int = FIRST_BUCKET_BYTES, op: str = "avg",
                  compression: str | None = None, accumulate: str | None = None,
-                 error_feedback: bool = False, gradient_as_bucket_view: bool = False):
+                 error_feedback: bool = False, int8_exchange: str | None = None,
+                 gradient_as_bucket_view: bool = False):
         if bucket_bytes <= 0 or first_bucket_bytes <= 0:
             raise ValueError(f"bucket sizes must be positive, got {first_bucket_bytes}, {bucket_bytes}")
         if op not in ("sum", "avg"):
@@ -243,6 +220,9 @@ class GradientBuckets:
                              "after the all-gather)")
         if error_feedback and compression != INT8:
             raise ValueError("error_feedback: with compression='int8' only")
+        if int8_exchange is not None and (compression != INT8 or int8_exchange not in EXCHANGES):
+            raise ValueError(f"int8_exchange: None, 'allgather' or 'alltoall' with "
+                             f"compression='int8', got {int8_exchange!r}")
         if accumulate is not None and accumulate not in ACCUMULATE:
             raise ValueError(f"accumulate: None, 'float32' or 'wire', got {accumulate!r}")
         if accumulate == "float32" and compression is not None and comm.device != "host":
@@ -285,7 +265,7 @@ class GradientBuckets:
         for b, members in enumerate(self.buckets):
             last = members[-1]
             size = self._where[last][1] + self._views[last].size
-            self._flats.append(self._empty(self._views[members[0]], size) if spans[b] is None
+            self._flats.append(empty(self._views[members[0]], size) if spans[b] is None
                                else spans[b])
             if gradient_as_bucket_view:
                 for i in members:
@@ -304,33 +284,15 @@ class GradientBuckets:
         if compression in WIRE and isinstance(self._flats[0], np.ndarray):
             from .host import half
             half.warm()  # compiled (or loaded) now, not in the first step
-        # int8: each bucket's message, the K messages gathered, and (error feedback) what
-        # the rounding lost, carried into the next step
-        self._int8 = compression == INT8
-        self._packed = self._gathered = self._residuals = [None] * len(self._flats)
-        if self._int8:
+        # int8: each bucket's exchange, its buffers and (error feedback) residuals
+        self._int8 = None
+        if compression == INT8:
             if isinstance(self._flats[0], np.ndarray):
                 from .quantize import warm
                 warm()  # compiled (or loaded) now, not in the first step
-            sizes = [packed_bytes(f.size) for f in self._flats]
-            self._packed = [self._empty(f, p, np.uint8) for f, p in zip(self._flats, sizes)]
-            self._gathered = [self._empty(f, comm.size * p, np.uint8)
-                              for f, p in zip(self._flats, sizes)]
-            self._residuals = [None] * len(self._flats)
-            if error_feedback:
-                self._residuals = [self._empty(f, f.size) for f in self._flats]
-                for r in self._residuals:
-                    _zero(r)
+            self._int8 = [Int8Reduce(comm, f, int8_exchange, error_feedback)
+                          for f in self._flats]
         self._reset()
-
-    @staticmethod
-    def _empty(like, n: int, dtype=None):
-        """n elements of dtype (like's by default) where like lives: NumPy or the GPU."""
-        dtype = like.dtype if dtype is None else dtype
-        if isinstance(like, np.ndarray):
-            return np.empty(n, dtype)
-        from numba import cuda
-        return cuda.device_array(n, dtype)
 
     def _reset(self) -> None:
         self._pending = [len(m) for m in self.buckets]
@@ -355,9 +317,7 @@ class GradientBuckets:
             b = len(self._works)
             flat, wire = self._flats[b], self._wires[b]
             if self._int8:
-                _quantize(self._packed[b], flat, self._residuals[b])
-                self._works.append(self.comm.allgather(self._packed[b], out=self._gathered[b],
-                                                       async_op=True))
+                self._works.append(self._int8[b].start())
                 continue
             if wire is None:  # float32, or compressed inside the all-reduce
                 self._works.append(self.comm.allreduce(flat, out=flat, op=self.op, async_op=True,
@@ -374,13 +334,17 @@ class GradientBuckets:
         for i, marked in enumerate(self._marked):
             if not marked:
                 b, off = self._where[i]
-                _zero(self._flats[b][off:off + self._views[i].size])
+                zero(self._flats[b][off:off + self._views[i].size])
                 self._pending[b] -= 1
         self._start_ready()
+        avg = self.op == "avg"
+        for reduce in self._int8 or ():  # (the all-to-all exchange's second collective)
+            reduce.middle(avg)
         for b, work in enumerate(self._works):
-            work.wait()
             if self._int8:
-                _dequantize_sum(self._flats[b], self._gathered[b], self.op == "avg")
+                self._int8[b].finish(avg)
+            else:
+                work.wait()
             if self._wires[b] is not None:
                 _cast(self._flats[b], self._wires[b], self._wire_dtype, narrow=False)
                 if self.op == "avg":

@@ -185,6 +185,26 @@ def test_int8_options():
         GradientBuckets(Recorder(), grads([4]), compression="bf16", error_feedback=True)
     with pytest.raises(TypeError, match="float32 gradients only"):
         GradientBuckets(Recorder(), [np.ones(4, np.float64)], compression="int8")
+    with pytest.raises(ValueError, match="int8_exchange"):
+        GradientBuckets(Recorder(), grads([4]), compression="int8", int8_exchange="ring")
+    with pytest.raises(ValueError, match="int8_exchange"):
+        GradientBuckets(Recorder(), grads([4]), compression="bf16", int8_exchange="alltoall")
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 8, 16])
+def test_the_int8_exchange_by_bytes(k):
+    """None picks the exchange that sends fewer bytes: at K = 2 the same bytes, so one
+    rounding and one call (allgather); from K = 3 the all-to-all once a shard holds whole
+    blocks' worth; a bucket of a block or two stays all-gathered."""
+    from ring.int8_reduce import choose, shard_values
+    from ringtypes import packed_bytes
+    for n in (1, 300, 4096, 3 * 4096, 1 << 16, 10 ** 6 + 7):
+        got = choose(None, n, k)
+        sent = {"allgather": (k - 1) * packed_bytes(n),  # a ring all-gather, per link
+                "alltoall": (k * (k - 1) // 2 + k - 1) * packed_bytes(shard_values(n, k))}
+        assert got == ("allgather" if k < 3 or sent["alltoall"] >= sent["allgather"]
+                       else "alltoall"), (n, got)
+    assert choose(None, 1 << 20, k) == ("alltoall" if k >= 3 else "allgather")
 
 
 # -- where the bucket lies: the gradients' own memory, or a packed copy ----------------

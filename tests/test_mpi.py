@@ -8,7 +8,8 @@ from .gpu import HAVE_GPU, SIMULATED
 from .mpirun import assert_inner_passed, pytest_under_mpi
 
 INNER = {"collectives": "tests/mpi/check_collectives.py", "errors": "tests/mpi/check_errors.py",
-         "harness": "tests/mpi/check_harness.py", "lifetime": "tests/mpi/check_lifetime.py"}
+         "harness": "tests/mpi/check_harness.py", "lifetime": "tests/mpi/check_lifetime.py",
+         "buckets": "tests/mpi/check_buckets.py"}
 ENV = {"RING_INNER_MPI": "1"}
 
 

@@ -395,21 +395,24 @@ def test_the_default_chunk_is_the_devices(world):
         assert g.chunk_bytes == 4 << 20
 
 
+@pytest.mark.parametrize("exchange", ["allgather", "alltoall"])
 @pytest.mark.parametrize("op", ["sum", "avg"])
-def test_int8_gradient_buckets_are_the_hosts_bit_for_bit(gcomm, world, op):
-    """GradientBuckets(compression="int8", error_feedback=True) on the cuda device: the
-    kernels' messages (kernels/quantize.py) all-gathered, each rank's widened sum the bits
-    that the host's loops (ring/quantize.py) give for the same gradients; two buckets, two
-    steps, so that the residuals carry."""
-    from ring import quantize as hostq
+def test_int8_gradient_buckets_are_the_hosts_bit_for_bit(gcomm, world, op, exchange):
+    """GradientBuckets(compression="int8", error_feedback=True) on the cuda device, both
+    exchanges: the kernels' messages (kernels/quantize.py) exchanged, each rank's result the
+    bits that the host's loops (ring/quantize.py) give for the same gradients by the
+    protocol of ring/int8_reduce.py (tests/int8_reference.py); two buckets (one shorter
+    than a shard), two steps, so that the residuals carry."""
     from ring.buckets import GradientBuckets
+
+    from ..int8_reference import Int8Bucket
     k, r = gcomm.size, gcomm.rank
     sizes = (300, 37) if SIMULATED else (70000, 5000)
     grads = [_gpu(np.zeros(n, np.float32)) for n in sizes]
     b = GradientBuckets(gcomm, grads, op=op, compression="int8", error_feedback=True,
-                        first_bucket_bytes=4 * sizes[1])
+                        int8_exchange=exchange, first_bucket_bytes=4 * sizes[1])
     assert b.buckets == [[1], [0]]
-    residuals = [[np.zeros(n, np.float32) for n in reversed(sizes)] for _ in range(k)]
+    refs = [Int8Bucket(sizes[i], k, exchange, True) for i in (1, 0)]
     for step in range(2):
         values = [[np.random.default_rng([q, step, n]).standard_normal(n).astype(np.float32)
                    * 10 for n in sizes] for q in range(k)]
@@ -422,11 +425,7 @@ def test_int8_gradient_buckets_are_the_hosts_bit_for_bit(gcomm, world, op):
             b.ready(i)
         b.wait()
         for bucket, i in enumerate((1, 0)):
-            msgs = np.empty((k, hostq.packed_bytes(sizes[i])), np.uint8)
-            for q in range(k):
-                hostq.quantize(values[q][i], msgs[q], residuals[q][bucket])
-            want = np.empty(sizes[i], np.float32)
-            hostq.dequantize_sum(msgs, sizes[i], want, op == "avg")
+            want = refs[bucket].step([values[q][i] for q in range(k)], op == "avg")
             assert _host(grads[i]).tobytes() == want.tobytes(), (step, i)
 
 

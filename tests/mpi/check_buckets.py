@@ -1,0 +1,60 @@
+"""GradientBuckets on real ranks (host device): the int8 exchanges bit for bit against
+tests/int8_reference.py, every shard shape (whole, short, empty) on 1-4 ranks, with and
+without error feedback, over steps (residuals carried); the default exchange as chosen."""
+
+import numpy as np
+import pytest
+
+import ring
+from ring.buckets import GradientBuckets
+
+from ..int8_reference import Int8Bucket
+from .conftest import TIMEOUT
+
+SIZES = (9000, 300)  # bucket 0: gradient 1 (300 values), bucket 1: gradient 0 (9000)
+
+
+def values(q: int, step: int) -> list:
+    rng = np.random.default_rng([q, step])
+    return [(rng.standard_normal(n) * (1 + 10 * q)).astype(np.float32) for n in SIZES]
+
+
+@pytest.fixture(scope="module")
+def hcomm():
+    c = ring.Communicator(device="host", timeout=TIMEOUT, chunk_bytes=1024)
+    yield c
+    c.close()
+
+
+@pytest.mark.parametrize("feedback", [False, True])
+@pytest.mark.parametrize("op", ["sum", "avg"])
+@pytest.mark.parametrize("exchange", ["allgather", "alltoall"])
+def test_int8_exchanges_match_the_reference(hcomm, exchange, op, feedback):
+    k, r = hcomm.size, hcomm.rank
+    grads = [np.zeros(n, np.float32) for n in SIZES]
+    b = GradientBuckets(hcomm, grads, op=op, compression="int8", error_feedback=feedback,
+                        int8_exchange=exchange, first_bucket_bytes=4 * SIZES[1])
+    assert b.buckets == [[1], [0]]
+    refs = [Int8Bucket(SIZES[i], k, exchange, feedback) for i in (1, 0)]
+    for step in range(3):
+        everyone = [values(q, step) for q in range(k)]
+        for i in (1, 0):
+            grads[i][...] = everyone[r][i]
+            b.ready(i)
+        b.wait()
+        for bucket, i in enumerate((1, 0)):
+            want = refs[bucket].step([everyone[q][i] for q in range(k)], op == "avg")
+            assert grads[i].tobytes() == want.tobytes(), (step, i)
+            exact = sum(everyone[q][i].astype(np.float64) for q in range(k))
+            exact /= k if op == "avg" else 1
+            # each rounding within half a step of its block's scale: loose, but not nothing
+            assert np.abs(grads[i] - exact).max() <= 0.05 * np.abs(exact).max() + 1e-6
+
+
+def test_the_default_exchange_sends_fewer_bytes(hcomm):
+    from ring.int8_reduce import choose
+    grads = [np.zeros(1 << 16, np.float32)]
+    b = GradientBuckets(hcomm, grads, compression="int8")
+    want = "alltoall" if hcomm.size >= 3 else "allgather"
+    assert b._int8[0].exchange == want == choose(None, 1 << 16, hcomm.size)
+    assert choose(None, 300, hcomm.size) == "allgather"  # one block: nothing to shard
