@@ -58,15 +58,15 @@ def options(w) -> dict:
     return {"compression": w[0], "accumulate": w[1]}
 
 
-def one_message_share(w, k: int) -> float:
-    """The bytes a wire's all-reduce sends on a link, as a share of float32's (2 (K - 1) / K
+def one_message_share(w, k: int, n: int) -> float:
+    """The bytes a wire's all-reduce of n values sends on a link, as a share of float32's (2 (K - 1) / K
     x 4 bytes a value): half for 16 bits; int8 all-gathered: K - 1 buckets of a byte a
     value, K/8; int8 all-to-all then all-gathered shards: K (K - 1) / 2 shards (ring's
     all-to-all forwards) and K - 1, (K + 2)/16 (scales left out)."""
     if w[0] in ("bf16", "fp16"):
         return 0.5
     if w[0] == "int8":
-        exchange = w[1] if w[1] != "feedback" else choose(None, 1 << 24, k)
+        exchange = w[1] if w[1] != "feedback" else choose(None, n, k)
         return k / 8 if exchange == "allgather" else (k + 2) / 16
     return 1.0
 
@@ -149,7 +149,7 @@ def main() -> None:
             rows.append({"bytes": nbytes, "wire": w[0] or "float32", "accumulate": w[1],
                          "ms": times[w] * 1e3, "speedup_vs_float32": times[plain] / times[w],
                          "link_one_message_ms": None if link is None else
-                         link * 1e3 * one_message_share(w, world.size),
+                         link * 1e3 * one_message_share(w, world.size, n),
                          "link_GBps": None if link is None else moved / link / 1e9,
                          "max_rel_error": float(err.max() / scale),
                          "rms_rel_error": float(np.sqrt((err ** 2).mean()) / scale)})

@@ -60,9 +60,9 @@ from __future__ import annotations
 
 import numpy as np
 
-
+from .buffers import copy, empty, zero
+from .int8_reduce import EXCHANGES, Int8Reduce
 from .options import COMPRESSIONS
-from .int8_reduce import EXCHANGES, Int8Reduce, empty, zero
 from .tensors import as_array, as_tensor, is_tensor
 
 FIRST_BUCKET_BYTES = 1 << 20  # DDP's defaults
@@ -83,17 +83,6 @@ def _flat(a):
         return a.reshape(-1) if a.flags.c_contiguous else a
     from .cuda.arrays import as_device
     return as_device(a, "grads")[0]
-
-
-def _copy(dst, src) -> None:
-    """dst = src, one of them a 1-D stretch of a bucket, the other a gradient's view (the
-    bucket's side is reshaped: a view)."""
-    if not isinstance(dst, np.ndarray):
-        dst.copy_to_device(src)
-    elif dst.flags.c_contiguous:
-        np.copyto(dst.reshape(src.shape), src)
-    else:
-        np.copyto(dst, src.reshape(dst.shape))
 
 
 def _address(a) -> int:
@@ -271,7 +260,7 @@ class GradientBuckets:
                 for i in members:
                     off, v, g = self._where[i][1], self._views[i], self.grads[i]
                     mine = self._flats[b][off:off + v.size]
-                    _copy(mine, v)
+                    copy(mine, v)
                     self._views[i] = mine
                     self.grads[i] = _view_like(mine.reshape(g.shape), g)
         if compression is not None:
@@ -308,7 +297,7 @@ class GradientBuckets:
         b, off = self._where[i]
         if not self._own[b]:
             v = self._views[i]
-            _copy(self._flats[b][off:off + v.size], v)
+            copy(self._flats[b][off:off + v.size], v)
         self._pending[b] -= 1
         self._start_ready()
 
@@ -354,5 +343,5 @@ class GradientBuckets:
             for i in self.buckets[b]:
                 _, off = self._where[i]
                 v = self._views[i]
-                _copy(v, self._flats[b][off:off + v.size])
+                copy(v, self._flats[b][off:off + v.size])
         self._reset()

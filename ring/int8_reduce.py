@@ -32,24 +32,9 @@ import numpy as np
 
 from ringtypes import QUANT_BLOCK, packed_bytes, quant_blocks
 
+from .buffers import copy, empty, zero
+
 EXCHANGES = ("allgather", "alltoall")
-
-
-def empty(like, n: int, dtype=None):
-    """n elements of dtype (like's by default) where like lives: NumPy or the GPU."""
-    dtype = like.dtype if dtype is None else dtype
-    if isinstance(like, np.ndarray):
-        return np.empty(n, dtype)
-    from numba import cuda
-    return cuda.device_array(n, dtype)
-
-
-def zero(a) -> None:
-    """Zero a NumPy or Numba device array (or a slice of one)."""
-    if isinstance(a, np.ndarray):
-        a[...] = 0
-    else:
-        a.copy_to_device(np.zeros(a.shape, a.dtype))
 
 
 def _quantize(packed, flat, residual) -> None:
@@ -72,13 +57,6 @@ def _dequantize_sum(out, gathered, avg: bool) -> None:
     else:
         from kernels.quantize import dequantize_sum
         dequantize_sum(out, gathered, avg=avg)
-
-
-def _copy(dst, src) -> None:
-    if isinstance(dst, np.ndarray):
-        np.copyto(dst, src)
-    else:
-        dst.copy_to_device(src)
 
 
 def shard_values(n: int, k: int) -> int:
@@ -153,7 +131,7 @@ class Int8Reduce:
             parts = self.recv
             if self.compact is not None:
                 for q in range(self.comm.size):
-                    _copy(self.compact[q * mine:(q + 1) * mine],
+                    copy(self.compact[q * mine:(q + 1) * mine],
                           self.recv[q * self.msg:q * self.msg + mine])
                 parts = self.compact
             _dequantize_sum(self.flat[lo:hi], parts, avg)

@@ -37,7 +37,7 @@ from torch._C._distributed_c10d import _create_work_from_future
 from torch.futures import Future
 
 from .errors import MismatchError
-from .tensors import as_array
+from .tensors import as_array as _array  # a NumPy view of a CPU tensor; CUDA: itself
 
 BACKEND = "ring"
 
@@ -55,12 +55,6 @@ def _op(reduce_op) -> str:
         if reduce_op == getattr(dist.ReduceOp, name):
             return name.lower()
     return str(reduce_op)
-
-
-def _array(t: torch.Tensor):
-    """What ring takes for tensor t: a NumPy view of a CPU tensor's memory, the tensor
-    itself on CUDA (ring/cuda/arrays.py views bfloat16 as its bits)."""
-    return as_array(t)
 
 
 def _ready(value) -> Future:

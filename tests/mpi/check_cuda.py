@@ -417,11 +417,7 @@ def test_int8_gradient_buckets_are_the_hosts_bit_for_bit(gcomm, world, op, excha
         values = [[np.random.default_rng([q, step, n]).standard_normal(n).astype(np.float32)
                    * 10 for n in sizes] for q in range(k)]
         for i in (1, 0):
-            g = values[r][i]
-            if cp is None:
-                grads[i].copy_to_device(g)
-            else:
-                grads[i][...] = cp.asarray(g)
+            _set(grads[i], values[r][i])
             b.ready(i)
         b.wait()
         for bucket, i in enumerate((1, 0)):
@@ -444,11 +440,7 @@ def test_gradient_buckets_as_views_on_the_gpu(gcomm, world):
     assert [type(x) for x in g] == [type(x) for x in given]
     assert [tuple(x.shape) for x in g] == [(3, 5), (4,), (6,)]
     for i in (2, 1, 0):
-        values = np.full(given[i].shape, r + i + 1, np.float32)
-        if cp is None:
-            g[i].copy_to_device(values)
-        else:
-            g[i][...] = cp.asarray(values)
+        _set(g[i], np.full(given[i].shape, r + i + 1, np.float32))
         b.ready(i)
     b.wait()
     for i in range(3):
