@@ -9,7 +9,7 @@
 # The sweeps add 64M and their end size (-a) to the -f grid, which steps over both.
 # At most 8 files come back from $OUT: run a few steps per call (results/h100/README.md).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
-#        kernelpath autopath kernelprofile kernelshapes kernelbench kernelsweep algos training all
+#        kernelpath autopath kernelprofile kernelshapes kernelbench kernelsweep algos training pick all
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
 # GPU or the carried wheels (tests/test_gpu_session.py checks every command that way)
 if [ -n "$DRY" ]; then
@@ -109,6 +109,12 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   tests/test_kernel_quantize.py -q -s -p no:cacheprovider -k "gpu or cuda or quantize"
               TAIL=12 step 240 compression-2 mpiexec -n 2 python3 benchmarks/compression.py --device cuda \
                   --sizes 1M,16M,64M,256M --json $OUT/compression-2ranks-$GPU.json ;;
+  pick)       # a few chosen checks when a session has minutes for little else: the tests named in
+              # PICK (files or node ids), narrowed by PICK_K, under MPS (processes sharing the GPU)
+              nvidia-cuda-mps-control -d > $OUT/mps-pick.txt 2>&1; echo "== mps start rc=$?"
+              TAIL=30 step ${PICK_LIMIT:-400} pick python3 -m pytest ${PICK:-tests/test_group.py} -v -p no:cacheprovider \
+                  --durations=20 ${PICK_K:+-k "$PICK_K"}
+              echo quit | nvidia-cuda-mps-control ;;
   all)        step 580 all python3 -m pytest tests -x -q -p no:cacheprovider ;;
 esac; done
 echo; echo "== summary (step, exit status, seconds, first result line)"; printf '%s' "$SUMMARY"
