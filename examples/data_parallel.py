@@ -72,7 +72,7 @@ def main() -> int:
                                   args.bucket_bytes, "int8", error_feedback=True)
     int8_diff = mlp.largest_relative_difference(mlp.host(xp, params), want)
     return mlp.finish(
-        comm, f"data parallel: {comm.size} ranks ({comm.device}), global batch {args.batch}, "
+        comm, xp, f"data parallel: {comm.size} ranks ({comm.device}), global batch {args.batch}, "
               f"{args.steps} steps, {sum(p.size for p in got)} parameters",
         diff, f"{times[True] * 1e3:.2f} ms with overlap, {times[False] * 1e3:.2f} ms without "
               f"(all-reduce after the backward pass), {times['bf16'] * 1e3:.2f} ms with overlap "

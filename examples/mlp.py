@@ -97,20 +97,23 @@ def start(doc: str, extra=None):
         raise SystemExit(f"--batch {args.batch} is not divisible by {comm.size} ranks")
     if args.device == "cuda":
         import cupy as xp
+        from numba import config
+        config.CUDA_LOW_OCCUPANCY_WARNINGS = 0  # the model's gradients are tiny: so are grids
     else:
         xp = np
     return args, comm, xp
 
 
-def finish(comm, what: str, diff: float, timing: str) -> int:
-    """Print the verdict (rank 0), agree on it across ranks, close; the exit status."""
+def finish(comm, xp, what: str, diff: float, timing: str) -> int:
+    """Print the verdict (rank 0), agree on it across ranks (an array on the communicator's
+    device), close; the exit status."""
     ok = diff <= 1e-5
     if comm.rank == 0:
         print(what)
         print(f"largest relative difference from single-process training: {diff:.2e} "
               f"({'OK' if ok else 'FAIL'}: limit 1e-5)")
         print(f"step time: {timing}")
-    ok = bool(comm.allreduce(np.array([ok], np.int32), op="min")[0])  # every rank's verdict
+    ok = bool(int(comm.allreduce(xp.asarray([int(ok)], xp.int32), op="min")[0]))  # everyone's
     comm.close()
     return 0 if ok else 1
 

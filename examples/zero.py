@@ -129,7 +129,7 @@ def main() -> int:
     n = sum(p.size for p in got)
     shard = sum(-(-(w.size + b.size) // comm.size) for w, b in zip(got[::2], got[1::2]))
     return mlp.finish(
-        comm, f"zero: {comm.size} ranks ({comm.device}), global batch {args.batch}, "
+        comm, xp, f"zero: {comm.size} ranks ({comm.device}), global batch {args.batch}, "
               f"{args.steps} steps, {n} parameters, about {shard} per shard",
         diff,
         f"{step[True] * 1e3:.2f} ms with overlap (each layer's reduce-scatter started as the "
