@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict
 
@@ -115,6 +116,9 @@ def main(argv=None) -> int:
     ops = ["sum", "prod", "max", "min", "avg"] if args.op == "all" else args.op.split(",")
     if not coll.reduces:
         ops = ["none"]
+    if args.device != "host":  # small sizes launch small grids on purpose: no warning a call
+        from numba import config
+        config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
     bufs = buffers.for_rank(args.device, world)
     impls = [IMPLS[n](world, bufs, **({"hostid": True} if n == "nccl" and args.nccl_hostid else {}))
              for n in names]
@@ -140,6 +144,16 @@ def main(argv=None) -> int:
     if rank0:
         print(table.header(impls, world.size, device), flush=True)
         print(roofline.describe(roof), flush=True)
+    about = {**meta.collect(world, impls, sys.argv, device), "rooflines": roof}
+
+    def save(complete: bool) -> None:
+        """The JSON as it stands: rewritten after every size, so that a sweep stopped by a
+        time limit leaves the sizes it finished ("complete": false says it was cut short)."""
+        if rank0 and args.json:
+            with open(args.json + ".part", "w") as f:
+                json.dump({"meta": about, "complete": complete,
+                           "results": [asdict(r) for r in results]}, f, indent=1)
+            os.replace(args.json + ".part", args.json)
     for dtype in dtypes:
         dt = dtype.name
         for op in ops:
@@ -161,13 +175,11 @@ def main(argv=None) -> int:
                         results.append(r)
                 if rank0:
                     print(table.row(case, impls), flush=True)
+                save(complete=False)
+    save(complete=True)
     if rank0:
         print(table.footer(results, impls), flush=True)
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"meta": {**meta.collect(world, impls, sys.argv, device),
-                                    "rooflines": roof},
-                           "results": [asdict(r) for r in results]}, f, indent=1)
             print(f"# wrote {args.json}", flush=True)
             if args.plot:
                 from . import plot

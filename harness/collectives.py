@@ -12,8 +12,26 @@ from dataclasses import dataclass
 import numpy as np
 
 
+# Every input is periodic in the index (period 4 for the reducing collectives, 199 for the
+# others), and so is every reduction of them: inputs and expected outputs are one period,
+# computed once, then tiled. At 1 GiB that is one pass over memory, where index arithmetic
+# in int64 took seconds an array, and checking a sweep's large sizes took longer than
+# running them.
+REDUCE_PERIOD, MOVE_PERIOD = 4, 199
+
+
+def tile(period: np.ndarray, count: int) -> np.ndarray:
+    """`period` repeated over `count` elements (contiguous)."""
+    return np.tile(period, -(-count // len(period)))[:count]
+
+
 def fill(rank: int, count: int, dtype, op: str, seed: int = 0) -> np.ndarray:
-    i = np.arange(count, dtype=np.int64) + seed
+    """Element i: (rank + i + seed) % 4, or 1 + (rank + i + seed) % 2 for prod."""
+    return tile(_fill_period(rank, dtype, op, seed), count)
+
+
+def _fill_period(rank: int, dtype, op: str, seed: int) -> np.ndarray:
+    i = np.arange(REDUCE_PERIOD, dtype=np.int64) + seed
     vals = 1 + (rank + i) % 2 if op == "prod" else (rank + i) % 4
     return vals.astype(dtype)
 
@@ -21,12 +39,12 @@ def fill(rank: int, count: int, dtype, op: str, seed: int = 0) -> np.ndarray:
 def _reduce(nranks: int, count: int, dtype, op: str, seed: int) -> np.ndarray:
     fn = {"sum": np.add, "avg": np.add, "prod": np.multiply, "min": np.minimum,
           "max": np.maximum}[op]
-    acc = fill(0, count, dtype, op, seed)
+    acc = _fill_period(0, dtype, op, seed)
     for q in range(1, nranks):
-        fn(acc, fill(q, count, dtype, op, seed), out=acc)
+        fn(acc, _fill_period(q, dtype, op, seed), out=acc)
     if op == "avg":
         np.divide(acc, nranks, out=acc)
-    return acc
+    return tile(acc, count)
 
 
 # How a collective's input and output relate to the sweep's size S (bytes), as nccl-tests
@@ -73,7 +91,8 @@ class Collective:
             return fill(rank, in_count, dtype, op, seed)
         # the collectives that move data: distinct values per rank, so data from the wrong
         # rank or landing in the wrong place shows
-        return ((np.arange(in_count, dtype=np.int64) + 7 * rank + seed) % 199).astype(dtype)
+        i = np.arange(MOVE_PERIOD, dtype=np.int64)
+        return tile(((i + 7 * rank + seed) % MOVE_PERIOD).astype(dtype), in_count)
 
     def expected(self, rank: int, nranks: int, in_count: int, dtype, op: str,
                  seed: int = 0, root: int = 0) -> np.ndarray | None:

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.__main__ import parser
 from harness.sizes import parse_size, parse_sizes, sizes, with_also
@@ -73,6 +75,31 @@ def test_bus_factors_and_sizes_are_nccl_tests_ones():
     assert COLLECTIVES["scatter"].counts(1024, 4, k) == (256, 64)
     assert COLLECTIVES["alltoall"].counts(1000, 4, k) == (248, 248)
     assert ALIASES["all_reduce_perf"] == "allreduce" and ALIASES["alltoall_perf"] == "alltoall"
+
+
+@settings(max_examples=200, deadline=None)
+@given(rank=st.integers(0, 9), count=st.integers(0, 1000), seed=st.integers(0, 3),
+       dtype=st.sampled_from([np.float32, np.float16, np.int8, np.uint64]),
+       op=st.sampled_from(["sum", "prod", "max", "avg"]), k=st.integers(1, 6))
+def test_tiled_inputs_and_results_are_the_index_formulas(rank, count, seed, dtype, op, k):
+    """Inputs and expected results are built from one tiled period: element for element what
+    the index formulas give (the reducing collectives' (rank + i + seed) % 4, or 1 + ... % 2
+    for prod, reduced over the ranks; the others' (i + 7 rank + seed) % 199)."""
+    i = np.arange(count, dtype=np.int64) + seed
+    one = (lambda q: (1 + (q + i) % 2 if op == "prod" else (q + i) % 4).astype(dtype))
+    assert fill(rank, count, dtype, op, seed).tobytes() == one(rank).tobytes()
+    if op == "avg" and not np.issubdtype(dtype, np.floating):
+        return
+    fn = {"sum": np.add, "avg": np.add, "prod": np.multiply, "max": np.maximum}[op]
+    want = one(0)
+    for q in range(1, k):
+        want = fn(want, one(q))
+    if op == "avg":
+        want = np.divide(want, k).astype(dtype)
+    got = COLLECTIVES["allreduce"].expected(rank % k, k, count, dtype, op, seed)
+    assert got.dtype == dtype and got.tobytes() == want.tobytes()
+    moved = COLLECTIVES["broadcast"].input(rank, count, dtype, op, seed)
+    assert moved.tobytes() == ((i - seed + 7 * rank + seed) % 199).astype(dtype).tobytes()
 
 
 def test_inputs_differ_by_rank_and_index():
@@ -214,7 +241,7 @@ def test_allreduce_sweep_writes_json_and_plot(tmp_path):
                  "--impl", "ring,mpi", "--json", str(js), "--plot", str(png))
     assert "Out of bounds values : 0 OK" in out
     data = json.loads(js.read_text())
-    assert data["meta"]["ranks"] == 2 and data["meta"]["command"]
+    assert data["meta"]["ranks"] == 2 and data["meta"]["command"] and data["complete"] is True
     roof = data["meta"]["rooflines"]
     assert roof["nbytes"] == 16 << 20 and roof["host_copy_GBps"] > 0
     assert "# copy rooflines (16 MiB, rank 0 alone): host_copy" in out
@@ -224,6 +251,31 @@ def test_allreduce_sweep_writes_json_and_plot(tmp_path):
     assert all(r["wrong"] == 0 for r in recs) and len(recs) == 5 * 2 * 2  # sizes x impls x places
     assert {"nbytes", "count", "dtype", "op", "time_us", "algbw", "busbw", "wrong"} <= set(recs[0])
     assert png.stat().st_size > 10_000
+
+
+@pytest.mark.mpi
+def test_a_sweep_killed_by_its_time_limit_leaves_the_sizes_it_finished(tmp_path):
+    """The JSON is rewritten after every size: a sweep killed at its third size (as a time
+    limit kills it) leaves the first two, marked incomplete, and no half-written file."""
+    js = tmp_path / "s.json"
+    script = (
+        "import os, signal, sys\n"
+        "import harness.__main__ as h\n"
+        "real = h.run_case\n"
+        "def run_case(impl, coll, world, bufs, nbytes, *a, **kw):\n"
+        "    if nbytes > 64:\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    return real(impl, coll, world, bufs, nbytes, *a, **kw)\n"
+        "h.run_case = run_case\n"
+        f"h.main(['allreduce', '-b', '8', '-e', '4K', '-f', '8', '-n', '2', '-w', '1', "
+        f"'--impl', 'ring', '--json', {str(js)!r}])\n")
+    rc, out = mpirun(1, ["-c", script], timeout=120)
+    assert rc != 0, out
+    data = json.loads(js.read_text())
+    assert data["complete"] is False and data["meta"]["command"]
+    assert sorted({r["nbytes"] for r in data["results"]}) == [8, 64]
+    assert all(r["wrong"] == 0 for r in data["results"])
+    assert [p.name for p in tmp_path.iterdir()] == ["s.json"]
 
 
 def _ring_ran_every_case(js, coll, dtypes, ops, impl="ring"):
