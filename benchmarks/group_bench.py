@@ -89,7 +89,8 @@ def main():
                          "(fused, copy, kernel); the chunk and slot sweeps use the first")
     ap.add_argument("--kernel-shapes",
                     help="comma list of CxTxU[xMiB[xSCOPE[xSYNC]]] (channels x threads x unroll "
-                         "x chunk MiB x fence scope gpu|sys x hand-off fence|acqrel): path='kernel' at "
+                         "x chunk MiB x fence scope gpu|sys x hand-off acqrel|fence, by default 4, gpu, "
+                         "acqrel): path='kernel' at "
                          "each, K = 4 256 MiB and K = 2 / 4 8 B with graph replay, before the rest")
     ap.add_argument("--only-shapes", action="store_true", help="stop after --kernel-shapes")
     ap.add_argument("--cross", action="store_true",
@@ -113,7 +114,7 @@ def main():
 
     for shape in a.kernel_shapes.split(",") if a.kernel_shapes else ():
         given = shape.split("x")
-        c, t, u, mib, scope, sync = given + ["4", "gpu", "fence"][len(given) - 3:]
+        c, t, u, mib, scope, sync = given + ["4", "gpu", "acqrel"][len(given) - 3:]
         os.environ.update(RING_KERNEL_CHANNELS=c, RING_KERNEL_THREADS=t, RING_KERNEL_UNROLL=u,
                           RING_KERNEL_SCOPE=scope, RING_KERNEL_SYNC=sync)
         print(f"# kernel shape: {c} channels x {t} threads, unroll {u}, {mib} MiB chunks, "

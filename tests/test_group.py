@@ -101,13 +101,15 @@ def test_the_kernel_path_cuts_its_channels_to_fit_eight_ranks(monkeypatch):
 
 
 @needs_gpu
+@pytest.mark.parametrize("sync", ["acqrel", "fence"])
 @pytest.mark.parametrize("scope", ["gpu", "sys"])
 @pytest.mark.parametrize("k", [2, 3, 4])
-def test_the_kernel_path_with_acquire_release_hand_offs(monkeypatch, k, scope):
-    """RING_KERNEL_SYNC=acqrel (relaxed loads and stores of the counters, one fence.acq_rel
-    a side): many small chunks through two slots (every hand-off reused at once), and
-    chunks wide enough for the unrolled loop, for the three ring collectives."""
-    monkeypatch.setenv("RING_KERNEL_SYNC", "acqrel")
+def test_the_kernel_path_with_either_hand_off(monkeypatch, k, scope, sync):
+    """RING_KERNEL_SYNC=acqrel (the default: relaxed loads and stores of the counters, one
+    fence.acq_rel a side) and fence (atomics between sequentially consistent fences): many
+    small chunks through two slots (every hand-off reused at once), and chunks wide enough
+    for the unrolled loop, for the three ring collectives."""
+    monkeypatch.setenv("RING_KERNEL_SYNC", sync)
     monkeypatch.setenv("RING_KERNEL_SCOPE", scope)
     for collective in GROUP_COLLECTIVES:
         run(collective, k, 1001 * k, "float32", "sum", path="kernel")

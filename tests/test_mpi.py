@@ -90,11 +90,12 @@ def test_cuda_kernel_path(nprocs):
 @pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [2, 4])
-def test_cuda_kernel_path_acqrel(nprocs):
-    """path="kernel" with RING_KERNEL_SYNC=acqrel: the counters handed over with relaxed
-    loads and stores and one fence.acq_rel a side (across processes: in the IPC segments;
-    under the simulator, in MPI shared memory). A cross-section of check_cuda.py."""
-    env = {**ENV, "RING_TEST_PATH": "kernel", "RING_KERNEL_SYNC": "acqrel"}
+def test_cuda_kernel_path_fence(nprocs):
+    """path="kernel" with RING_KERNEL_SYNC=fence, the hand-off that is not the default: the
+    counters read and written with atomics between sequentially consistent fences (across
+    processes: in the IPC segments; under the simulator, in MPI shared memory). A
+    cross-section of check_cuda.py."""
+    env = {**ENV, "RING_TEST_PATH": "kernel", "RING_KERNEL_SYNC": "fence"}
     select = ("(matches_the_exact and (float32-sum or bfloat16-avg or int8-prod)) or "
               "two_slots or scatter_and_allgather")
     rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420,

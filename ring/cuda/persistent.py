@@ -12,8 +12,9 @@ For every unit of the program, channel c:
     all:      reduce or copy its part: received op own -> successor's slot and/or output
     thread 0: fence, then ACKED_c (pred) := .. + 1, POSTED_c (succ) := .. + 1
 
-(the fences GPU- or system-scoped; the counters read and written with atomics between
-sequentially consistent fences, or with RING_KERNEL_SYNC=acqrel relaxed and fence.acq_rel)
+(the fences GPU- or system-scoped; the counters read and written relaxed with one
+fence.acq_rel a side, as NCCL does, or with RING_KERNEL_SYNC=fence as atomics between
+sequentially consistent fences)
 
 POSTED counts chunks written into a rank's slots (written by its predecessor), ACKED the
 chunks of a rank that its successor has consumed (written by the successor), as in ipc.py;
