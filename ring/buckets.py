@@ -39,7 +39,7 @@ lost and adds it in the next step, so that rounding errors do not pile up over s
 
 Packing copies are skipped where the gradients already lie as a bucket would: a bucket of
 one contiguous gradient, or of NumPy gradients that lie end to end in one array in bucket
-order, is all-reduced where it lies. gradient_as_bucket_view=True (DDP's option of that
+order (CPU tensors: views of one flat tensor), is all-reduced where it lies. gradient_as_bucket_view=True (DDP's option of that
 name) makes every bucket so: the buckets allocate the memory and `buckets.grads` are the
 gradients, views of it, to be computed into from then on (their values start as the
 given arrays'). Either way, between ready(i) and wait() gradient i belongs to the
@@ -111,7 +111,8 @@ def _bounds(a):
 def _span(views: list):
     """One 1-D array over the gradients' views when they already lie as a bucket would:
     one contiguous gradient (either device); NumPy gradients of one dtype end to end in
-    this order in one array's memory. None otherwise (the bucket is packed)."""
+    this order in one array's memory (or one tensor's storage). None otherwise (the bucket
+    is packed)."""
     host = [isinstance(v, np.ndarray) for v in views]
     if len(views) == 1 and not host[0]:
         return views[0]  # (contiguous: ring/cuda/arrays.as_device checked)
@@ -120,23 +121,35 @@ def _span(views: list):
         return None
     if len(views) == 1:
         return views[0]
-    roots = []
-    for v in views:
-        while isinstance(v.base, np.ndarray):
-            v = v.base
-        roots.append(v)
-    root = roots[0]
-    if any(r is not root for r in roots) or not root.flags.c_contiguous:
+    owners = [_owner(v) for v in views]
+    if None in owners or any(o[0] != owners[0][0] for o in owners):
         return None
+    whole = owners[0][1]
     ends = [_address(v) for v in views]
     if any(ends[j] + views[j].nbytes != ends[j + 1] for j in range(len(views) - 1)):
         return None
-    offset, n = ends[0] - _address(root), sum(v.size for v in views)
-    if offset < 0 or offset + n * views[0].itemsize > root.nbytes:
+    offset, n = ends[0] - _address(whole), sum(v.size for v in views)
+    if offset < 0 or offset + n * views[0].itemsize > whole.nbytes:
         return None
-    span = np.ndarray((n,), views[0].dtype, buffer=root.reshape(-1).view(np.uint8),
-                      offset=offset)
+    span = np.ndarray((n,), views[0].dtype, buffer=whole, offset=offset)
     return span if span.flags.writeable else None
+
+
+def _owner(v: np.ndarray):
+    """(what identifies the memory a NumPy gradient lies in, a uint8 array over all of it):
+    the outermost array of its chain of bases; for a view of a PyTorch CPU tensor (which
+    as_array makes), that tensor's storage, so that views of one flat tensor are one memory.
+    None where the memory is not one contiguous array."""
+    while isinstance(v.base, np.ndarray):
+        v = v.base
+    if is_tensor(v.base):
+        import torch
+        storage = v.base.untyped_storage()
+        whole = torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
+        return ("storage", storage.data_ptr(), storage.nbytes()), whole
+    if not v.flags.c_contiguous:
+        return None
+    return ("array", id(v)), v.reshape(-1).view(np.uint8)
 
 
 def _shared(views: list) -> set:

@@ -311,6 +311,34 @@ def test_gradient_as_bucket_view(compression):
 
 # -- PyTorch CPU tensors (ring/tensors.py) ---------------------------------------------
 
+def test_torch_views_of_one_flat_tensor_are_one_bucket_without_packing():
+    """CPU tensors that are views of one flat tensor (FSDP's flat parameters, or a model's
+    grads carved from one buffer), end to end in bucket order, are all-reduced where they
+    lie, bfloat16 too; views of different tensors, or in the other order, are packed."""
+    torch = pytest.importorskip("torch")
+    for dtype in (torch.float32, torch.bfloat16):
+        for reverse in (True, False):
+            rec = Recorder(k=2)
+            flat = torch.arange(10, dtype=dtype)
+            a, z = flat[6:].view(2, 2), flat[:6]  # bucket order: gradient 1 then gradient 0
+            g = [a, z] if reverse else [z, a]
+            b = GradientBuckets(rec, g, first_bucket_bytes=1 << 20, op="sum")
+            for i in (0, 1):
+                b.ready(i)
+            b.wait()
+            lies = rec.arrays[0].__array_interface__["data"][0] == flat.data_ptr()
+            assert lies == reverse, (dtype, reverse)
+            assert torch.equal(flat, 2 * torch.arange(10, dtype=dtype))
+    rec = Recorder(k=2)
+    one, other = torch.ones(4), torch.ones(4)
+    b = GradientBuckets(rec, [one[2:], one[:2], other], first_bucket_bytes=1 << 20, op="sum")
+    for i in (0, 1, 2):
+        b.ready(i)
+    b.wait()
+    assert rec.arrays[0].__array_interface__["data"][0] not in (one.data_ptr(), other.data_ptr())
+    assert one.tolist() == [2.0] * 4 and other.tolist() == [2.0] * 4
+
+
 def test_torch_cpu_tensors_are_reduced_in_their_memory():
     """Gradients given as CPU tensors (p.grad, say): contiguous, strided and bfloat16 ones
     all come back summed in the tensors themselves; with gradient_as_bucket_view the

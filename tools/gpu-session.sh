@@ -8,6 +8,12 @@
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d .whl numpy==2.4.6 mpich==5.0.2
 # The sweeps add 64M and their end size (-a) to the -f grid, which steps over both.
 # At most 8 files come back from $OUT: run a few steps per call (results/h100/README.md).
+# A session has 15 minutes of device time, start and idle included. Seen on an H200
+# (2026-11-26, results/h200/README.md): a fresh machine started in ~30 s; kernelshapes with
+# 3 shapes 11 s; cross 29 s; pick of 112 GPU tests (ring.Group kernel/auto, the kernel path
+# at 2 processes, torch on CUDA, the examples) 354 s; kernelsweep at 4 processes reached
+# 512 MiB in 300 s (before the harness tiled its checks); Numba compiles on first use, so
+# a step alone on a fresh machine pays its kernels' compile (the examples: over 60 s).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
 #        kernelpath autopath kernelprofile kernelshapes kernelbench kernelsweep algos training pick all
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
