@@ -33,4 +33,5 @@ def test_every_kernel_compiles_for_the_gpu():
     # six (op, dtype) cases, each with system- and GPU-scoped fences, each with both hand-offs
     assert "compiled 24 variants of the ring kernel" in p.stdout, p.stdout
     assert "kernels of kernels/ for sm_90" in p.stdout, p.stdout
+    assert "compiled 6 hand-off kernels for sm_90" in p.stdout, p.stdout
     assert p.stdout.count("registers per thread") == 24, p.stdout  # assembled, launchable

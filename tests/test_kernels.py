@@ -267,3 +267,30 @@ def test_pack_unpack_strided():
     want = np.zeros_like(m)
     want[1:5, 2:9:3] = m[1:5, 2:9:3]
     assert (host(z) == want).all()
+
+
+@pytest.mark.parametrize("mode", ["fence", "acqrel", "ll"])
+def test_every_hand_off_carries_its_values_there_and_back(mode):
+    """kernels/handoff.py's ping-pong (the hand-off microbenchmark): every value arrives
+    whole and in order at both parties, in two warps of one block (the placement the
+    simulator can run; on a GPU two blocks as well, and with the channels' barriers)."""
+    from kernels.handoff import measure
+    placements = [(True, 64)] + ([] if SIMULATED else [(False, 32), (False, 512)])
+    for same_block, threads in placements:
+        ns = measure(mode, same_block=same_block, threads=threads, trips=8 if SIMULATED else 200)
+        assert ns > 0
+
+
+def test_a_hand_off_that_never_comes_gives_up_and_says_where():
+    """A party whose peer never answers gives up after the timeout, with the round trip and
+    what it saw: one block of 32 threads has no thread 32, so party 1 never exists."""
+    from numba import cuda
+
+    from kernels import handoff
+    for mode in handoff.MODES:
+        kernel = cuda.jit(handoff.source(mode))
+        err = cuda.to_device(np.zeros(4, np.int64))
+        kernel[1, 32](cuda.to_device(np.zeros(handoff.WORDS, np.int64)), 3, int(5e7), err,
+                      cuda.to_device(np.zeros(2, np.int64)), True)
+        cuda.synchronize()
+        assert err.copy_to_host().tolist() == [handoff.ERR_TIMEOUT, 0, 0, 0], mode

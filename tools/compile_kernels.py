@@ -87,7 +87,35 @@ def main() -> int:
                 print(f"sum float32: {len(ptx.splitlines())} lines of PTX, registers {regs}")
     print(f"compiled {done} variants of the ring kernel for sm_{cc[0]}{cc[1]}")
     print(f"compiled {library(cuda, cc)} kernels of kernels/ for sm_{cc[0]}{cc[1]}")
+    print(f"compiled {handoffs(cuda, cc)} hand-off kernels for sm_{cc[0]}{cc[1]}")
     return 0
+
+
+def handoffs(cuda, cc) -> int:
+    """kernels/handoff.py's ping-pong in every mode at both scopes: the LL one with no fence
+    and no counter atomics at all (its word stored and polled relaxed), acqrel with
+    fence.acq_rel and no membar, fence with membar and atomics."""
+    from numba import types
+
+    from kernels.handoff import MODES, source
+    i64 = types.int64
+    sig = types.void(i64[::1], i64, i64, i64[::1], i64[::1], types.boolean)
+    done = 0
+    for mode, scope in itertools.product(MODES, ("gpu", "sys")):
+        ptx, _ = cuda.compile_ptx(source(mode, scope), sig, cc=cc)
+        what = f"hand-off {mode} ({scope} scope)"
+        needed = {"ll": (f"ld.relaxed.{scope}", f"st.relaxed.{scope}"),
+                  "acqrel": (f"fence.acq_rel.{scope}", f"st.relaxed.{scope}"),
+                  "fence": ("membar.gl" if scope == "gpu" else "membar.sys", "atom.global")}[mode]
+        banned = {"ll": ("membar", "fence."), "acqrel": ("membar",), "fence": ()}[mode]
+        for n in ("%globaltimer",) + needed:
+            if n not in ptx:
+                raise SystemExit(f"{what}: {n!r} missing from the PTX")
+        for b in banned:
+            if b in ptx:
+                raise SystemExit(f"{what}: {b!r} in the PTX")
+        done += 1
+    return done
 
 
 REGISTERS_PER_SM = 65536  # every compute capability from 5.0 to 10.x

@@ -15,7 +15,7 @@
 # 512 MiB in 300 s (before the harness tiled its checks); Numba compiles on first use, so
 # a step alone on a fresh machine pays its kernels' compile (the examples: over 60 s).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
-#        kernelpath autopath kernelprofile kernelshapes kernelbench kernelsweep algos training pick all
+#        kernelpath autopath kernelprofile kernelshapes kernelbench kernelsweep algos training pick handoff all
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
 # GPU or the carried wheels (tests/test_gpu_session.py checks every command that way)
 if [ -n "$DRY" ]; then
@@ -115,6 +115,9 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   tests/test_kernel_quantize.py -q -s -p no:cacheprovider -k "gpu or cuda or quantize"
               TAIL=12 step 240 compression-2 mpiexec -n 2 python3 benchmarks/compression.py --device cuda \
                   --sizes 1M,16M,64M,256M --json $OUT/compression-2ranks-$GPU.json ;;
+  handoff)    # one hand-off between two blocks (or two warps), by counter + fences or LL words:
+              # what an 8-byte call's ring steps cost before the kernel is changed for it
+              TAIL=12 step 120 handoff python3 -m kernels.handoff --json $OUT/handoff-$GPU.json ;;
   pick)       # a few chosen checks when a session has minutes for little else: the tests named in
               # PICK (files or node ids), narrowed by PICK_K, under MPS (processes sharing the GPU)
               nvidia-cuda-mps-control -d > $OUT/mps-pick.txt 2>&1; echo "== mps start rc=$?"
