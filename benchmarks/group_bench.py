@@ -88,9 +88,9 @@ def main():
                     help="comma list of data paths for the acceptance case and the size sweep "
                          "(fused, copy, kernel); the chunk and slot sweeps use the first")
     ap.add_argument("--kernel-shapes",
-                    help="comma list of CxTxU[xMiB[xSCOPE[xSYNC]]] (channels x threads x unroll "
-                         "x chunk MiB x fence scope gpu|sys x hand-off acqrel|fence, by default 4, gpu, "
-                         "acqrel): path='kernel' at "
+                    help="comma list of CxTxU[xMiB[xSCOPE[xSYNC[xPROTO]]]] (channels x threads x "
+                         "unroll x chunk MiB x fence scope gpu|sys x hand-off acqrel|fence x "
+                         "protocol simple|ll, by default 4, gpu, acqrel, simple): path='kernel' at "
                          "each, K = 4 256 MiB and K = 2 / 4 8 B with graph replay, before the rest")
     ap.add_argument("--only-shapes", action="store_true", help="stop after --kernel-shapes")
     ap.add_argument("--cross", action="store_true",
@@ -114,16 +114,16 @@ def main():
 
     for shape in a.kernel_shapes.split(",") if a.kernel_shapes else ():
         given = shape.split("x")
-        c, t, u, mib, scope, sync = given + ["4", "gpu", "acqrel"][len(given) - 3:]
+        c, t, u, mib, scope, sync, proto = given + ["4", "gpu", "acqrel", "simple"][len(given) - 3:]
         os.environ.update(RING_KERNEL_CHANNELS=c, RING_KERNEL_THREADS=t, RING_KERNEL_UNROLL=u,
-                          RING_KERNEL_SCOPE=scope, RING_KERNEL_SYNC=sync)
+                          RING_KERNEL_SCOPE=scope, RING_KERNEL_SYNC=sync, RING_KERNEL_PROTO=proto)
         print(f"# kernel shape: {c} channels x {t} threads, unroll {u}, {mib} MiB chunks, "
-              f"{scope}-scoped {sync} hand-offs", flush=True)
+              f"{scope}-scoped {sync} hand-offs, {proto} protocol", flush=True)
         for k, nbytes in ((4, 256 << 20), (2, 8), (4, 8)):
             run(k, nbytes, "kernel", int(mib) << 20, 4, True, 5 if nbytes > 8 else 50)
             out["cases"][-1]["kernel_shape"] = shape
     for key in ("RING_KERNEL_CHANNELS", "RING_KERNEL_THREADS", "RING_KERNEL_UNROLL",
-                "RING_KERNEL_SCOPE", "RING_KERNEL_SYNC"):
+                "RING_KERNEL_SCOPE", "RING_KERNEL_SYNC", "RING_KERNEL_PROTO"):
         os.environ.pop(key, None)
     if a.only_shapes:
         if a.json:

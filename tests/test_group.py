@@ -101,15 +101,18 @@ def test_the_kernel_path_cuts_its_channels_to_fit_eight_ranks(monkeypatch):
 
 
 @needs_gpu
+@pytest.mark.parametrize("proto", ["simple", "ll"])
 @pytest.mark.parametrize("sync", ["acqrel", "fence"])
 @pytest.mark.parametrize("scope", ["gpu", "sys"])
 @pytest.mark.parametrize("k", [2, 3, 4])
-def test_the_kernel_path_with_either_hand_off(monkeypatch, k, scope, sync):
+def test_the_kernel_path_with_either_hand_off(monkeypatch, k, scope, sync, proto):
     """RING_KERNEL_SYNC=acqrel (the default: relaxed loads and stores of the counters, one
-    fence.acq_rel a side) and fence (atomics between sequentially consistent fences): many
-    small chunks through two slots (every hand-off reused at once), and chunks wide enough
-    for the unrolled loop, for the three ring collectives."""
+    fence.acq_rel a side) and fence (atomics between sequentially consistent fences), and
+    RING_KERNEL_PROTO=ll (64-byte chunks as LL words, the 1 MiB ones not): many small
+    chunks through two slots (every hand-off reused at once), and chunks wide enough for
+    the unrolled loop, for the three ring collectives."""
     monkeypatch.setenv("RING_KERNEL_SYNC", sync)
+    monkeypatch.setenv("RING_KERNEL_PROTO", proto)
     monkeypatch.setenv("RING_KERNEL_SCOPE", scope)
     for collective in GROUP_COLLECTIVES:
         run(collective, k, 1001 * k, "float32", "sum", path="kernel")
@@ -244,7 +247,8 @@ def test_the_auto_path_mixes_kernel_calls_and_captured_stream_calls():
 
 @pytest.mark.parametrize("var,value", [("RING_KERNEL_SYNC", "sc"), ("RING_KERNEL_UNROLL", "2"),
                                        ("RING_KERNEL_SCOPE", "cta"),
-                                       ("RING_KERNEL_THREADS", "2048")])
+                                       ("RING_KERNEL_THREADS", "2048"),
+                                       ("RING_KERNEL_PROTO", "ll128")])
 def test_the_kernel_path_refuses_unknown_settings(monkeypatch, var, value):
     monkeypatch.setenv(var, value)
     with pytest.raises(ValueError, match=var):

@@ -105,6 +105,23 @@ def test_cuda_kernel_path_fence(nprocs):
 
 @pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
 @pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [2, 4])
+def test_cuda_kernel_path_ll(nprocs):
+    """path="kernel" with RING_KERNEL_PROTO=ll: the calls whose chunks fit go as LL words
+    (each element with its flag in one 64-bit store; persistent.LL_WORDS), the others as
+    before, on the same communicator and links (sizes 1 and 37 fit, 301 does not, under the
+    simulator; two slots of 64 bytes make every chunk wait for its slot's credit)."""
+    env = {**ENV, "RING_TEST_PATH": "kernel", "RING_KERNEL_PROTO": "ll"}
+    select = ("(matches_the_exact and (float32-sum or bfloat16-avg or int8-prod or "
+              "float64-max)) or two_slots or scatter_and_allgather or in_place or "
+              "(gather_scatter and (uint8 or float64))")
+    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420,
+                                        env=env, extra=["-k", select])
+    assert_inner_passed(rc, out, reports, nprocs)
+
+
+@pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
+@pytest.mark.mpi
 @pytest.mark.parametrize("nprocs,nodes,aware", [
     (4, 2, None), (6, 3, None), (2, 2, None),
     # device buffers straight to MPI: only the simulator's "device memory" is host memory

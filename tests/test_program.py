@@ -87,3 +87,16 @@ def test_the_kernel_path_moves_what_the_fused_path_does_less_one_read_per_forwar
                     if s.recv and not s.reduce and s.out and s.send)
         assert traffic(p, 4, "kernel") == traffic(p, 4, "fused") - twice
         assert (twice > 0) == (k > 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cases, st.sampled_from([1, 2, 8, 64]))
+def test_every_rank_of_a_call_takes_the_same_protocol(case, channels):
+    """RING_KERNEL_PROTO=ll: whether a call goes as LL words is decided on each rank from its
+    own plan; both ends of every link must decide alike, or one waits for counters the other
+    never publishes."""
+    from ring.cuda.kernel_path import carries_ll
+    collective, k, count, itemsize, chunk, align, root = case
+    ps = _plans(collective, k, count, itemsize, chunk, align, root % k)
+    assert len({carries_ll("ll", itemsize, p.max_chunk(), channels) for p in ps}) == 1
+    assert not any(carries_ll("simple", itemsize, p.max_chunk(), channels) for p in ps)

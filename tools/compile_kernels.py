@@ -53,7 +53,7 @@ def main() -> int:
     from ring.cuda.persistent import signature, source
     from ringtypes import Op
 
-    done = 0
+    done = ll_done = 0
     for name, kd in KERNEL_DTYPES.items():
         for op in Op:
             if op is Op.AVG and not kd.floating:
@@ -82,10 +82,24 @@ def main() -> int:
                     if b in ptx:
                         raise SystemExit(f"{what}: {b!r} in the PTX")
                 done += 1
+            if kd.storage.itemsize <= 4:  # small calls as LL words (RING_KERNEL_PROTO=ll)
+                ptx, _ = cuda.compile_ptx(source(op, name, gpu_scope=True, acqrel=True, ll=True),
+                                          signature(name), cc=cc)
+                what = f"{op} {name} (gpu scope, acqrel, ll)"
+                launchable(ptx, cc, what)
+                for n in ("ld.relaxed.gpu.u64", "st.relaxed.gpu.u64", "fence.acq_rel.gpu",
+                          "%globaltimer", "nanosleep"):
+                    if n not in ptx:
+                        raise SystemExit(f"{what}: {n!r} missing from the PTX")
+                for b in ("membar", "fence.sc", ".sys"):
+                    if b in ptx:
+                        raise SystemExit(f"{what}: {b!r} in the PTX")
+                ll_done += 1
             if (op, name) == (Op.SUM, "float32"):
                 regs = re.findall(r"\.reg \.(\w+)\s+%\w+<(\d+)>", ptx)
                 print(f"sum float32: {len(ptx.splitlines())} lines of PTX, registers {regs}")
     print(f"compiled {done} variants of the ring kernel for sm_{cc[0]}{cc[1]}")
+    print(f"compiled {ll_done} LL variants of the ring kernel for sm_{cc[0]}{cc[1]}")
     print(f"compiled {library(cuda, cc)} kernels of kernels/ for sm_{cc[0]}{cc[1]}")
     print(f"compiled {handoffs(cuda, cc)} hand-off kernels for sm_{cc[0]}{cc[1]}")
     return 0

@@ -86,7 +86,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               TAIL=40 step 120 profile-comm-kernel mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel --algorithm ring
               echo quit | nvidia-cuda-mps-control ;;
   kernelshapes) TAIL=40 step 300 kernelshapes python3 benchmarks/group_bench.py --only-shapes \
-                  --kernel-shapes ${SHAPES:-64x512x4x4xgpuxfence,64x512x4x4xgpuxacqrel,64x512x4x4xsysxfence,64x512x4x4xsysxacqrel} \
+                  --kernel-shapes ${SHAPES:-64x512x4x4xgpuxacqrel,64x512x4x4xgpuxacqrelxll,16x256x4x4xgpuxacqrelxll,64x512x4x4xgpuxfence} \
                   --json $OUT/group-kernel-shapes-$GPU.json ;;
   cross)      TAIL=40 step 420 cross python3 benchmarks/group_bench.py --cross --paths ${PATHS:-fused,kernel} \
                   --json $OUT/group-chunk-x-slots-$GPU.json ;;

@@ -33,7 +33,7 @@ from .arrays import SIMULATED
 from .ipc import HEADER, MAX_CHANNELS
 from .program import encode
 from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ERR_SEEN,
-                         ERR_STEP, UNROLL, WAIT_DATA, ring_kernel)
+                         ERR_STEP, LL_WORDS, UNROLL, WAIT_DATA, ring_kernel)
 
 # Channels x threads per channel. Under the simulator every thread is a Python thread: two
 # small channels still run the channel split. On a GPU the best measured on an H100 (four
@@ -94,10 +94,37 @@ def sync_from_env() -> bool:
     return s == "acqrel"
 
 
+PROTOS = ("simple", "ll")  # RING_KERNEL_PROTO: how a chunk is handed over
+
+
+def proto_from_env() -> str:
+    """RING_KERNEL_PROTO: "simple" (the default: the chunk in the slot, then a counter
+    behind a fence) or "ll" (small calls as NCCL's LL words, persistent.LL_WORDS: the
+    element and its flag in one 64-bit store, no fence; opt-in until measured on a GPU,
+    kernels/handoff.py measures the two hand-offs). Every rank must set it alike."""
+    p = os.environ.get("RING_KERNEL_PROTO", "simple")
+    if p not in PROTOS:
+        raise ValueError(f"RING_KERNEL_PROTO: one of {PROTOS}, got {p!r}")
+    return p
+
+
+def carries_ll(proto: str, itemsize: int, max_chunk: int, channels: int) -> bool:
+    """Whether a call goes as LL words: asked for, elements of at most 4 bytes (one a
+    word), and no channel's part of any chunk over LL_WORDS elements. The same on every
+    rank of a call (the same plan, dtype and shape), as both ends of a link must agree."""
+    return proto == "ll" and itemsize <= 4 and -(-max_chunk // channels) <= LL_WORDS
+
+
+def ll_bytes(channels: int) -> int:
+    """The LL words a slot holds after its data: LL_WORDS a channel."""
+    return 8 * LL_WORDS * channels
+
+
 def slot_bytes(chunk_slot_bytes: int, channels: int) -> int:
     """A slot of the kernel path: room for each channel's ceil(n / C) elements of any chunk
-    in its own sub-slot (8 bytes per channel more than the stream path's slot)."""
-    return chunk_slot_bytes + 8 * channels
+    in its own sub-slot (8 bytes per channel more than the stream path's slot), then each
+    channel's LL words (ll_bytes)."""
+    return chunk_slot_bytes + 8 * channels + ll_bytes(channels)
 
 
 def mps_running() -> bool:
@@ -167,6 +194,7 @@ class KernelPath:
         self.done = None if SIMULATED else cuda.event(timing=False)  # see backend.Pending
         self.unroll, self.gpu_scope = unroll_from_env(), scope_from_env(one_gpu)
         self.acqrel = sync_from_env()
+        self.proto = proto_from_env()
         self._programs: dict = {}
         self._empty: dict = {}
         self._bound: dict = {}  # bind()'s launches, by plan, op, dtype and the arrays' memory
@@ -201,27 +229,31 @@ class KernelPath:
     def _bind(self, p: Plan, op: Op, x, out, divisor: int, dtype_name: str, timeout_s: float):
         if p.collective.reduces:  # in the kernel dtype's storage (16-bit floats: bits)
             storage = kernel_dtype(dtype_name).storage
-            kernel = ring_kernel(op, dtype_name, self.unroll, self.gpu_scope, self.acqrel)
         else:  # only copies: any dtype of the width moves the bits
             storage = MOVER[np.dtype(out.dtype).itemsize]
-            kernel = ring_kernel(Op.SUM, storage.name, self.unroll, self.gpu_scope,
-                                 self.acqrel)
+        ll = carries_ll(self.proto, storage.itemsize, p.max_chunk(), self.channels)
+        kernel = ring_kernel(op if p.collective.reduces else Op.SUM,
+                             dtype_name if p.collective.reduces else storage.name,
+                             self.unroll, self.gpu_scope, self.acqrel, ll)
         x, out = (None if a is None else a.view(storage) for a in (x, out))
         if x is None:  # scatter away from the root reads no input
             x = self._empty.get(storage)
             if x is None:
                 x = self._empty[storage] = cuda.device_array(0, storage)
-        stride = self.slot_bytes // storage.itemsize
+        data = self.slot_bytes - ll_bytes(self.channels)  # then the slot's LL words
+        stride = data // storage.itemsize
         q = -(-p.max_chunk() // self.channels)
         if q > stride // self.channels:  # slots are sized for it (slot_bytes)
             raise AssertionError(f"a channel's part of a chunk ({q}) exceeds its sub-slot")
         inslots, outslots = (r.view(storage) for r in self.regions)
+        inll, outll = (r.view(np.int64) for r in self.regions)
         mine, pred, succ = self.headers
         prog = self.program(p)
         args = (prog, x, out, inslots, outslots, mine, pred, succ, self.err,
-                p.recvs, p.sends, self.nslots, stride, int(timeout_s * 1e9), float(divisor))
+                p.recvs, p.sends, self.nslots, stride, int(timeout_s * 1e9), float(divisor),
+                inll, outll, self.slot_bytes // 8, data // 8)
         # kept alive by the launch: everything but x and out (the empty x is this rank's)
-        keep = (prog, inslots, outslots, mine, pred, succ, self.err,
+        keep = (prog, inslots, outslots, inll, outll, mine, pred, succ, self.err,
                 x if x is self._empty.get(storage) else None)
         return BoundLaunch(kernel, args, self.channels, self.threads, self.stream, keep)
 

@@ -14,7 +14,10 @@ For every unit of the program, channel c:
 
 (the fences GPU- or system-scoped; the counters read and written relaxed with one
 fence.acq_rel a side, as NCCL does, or with RING_KERNEL_SYNC=fence as atomics between
-sequentially consistent fences)
+sequentially consistent fences). With ll (RING_KERNEL_PROTO=ll, small calls) a unit has no
+POSTED counter and no fences: each thread polls the LL words of its own elements in the
+slot's LL area until they carry the chunk's flag (in + 1), and writes its results into the
+successor's LL area as words flagged out + 1; the credit (ACKED) is as above.
 
 POSTED counts chunks written into a rank's slots (written by its predecessor), ACKED the
 chunks of a rank that its successor has consumed (written by the successor), as in ipc.py;
@@ -33,11 +36,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
 from numba import cuda, types
 
 from kernels.dtypes import kernel_dtype
 from kernels.reduce import OPS
-from kernels.spin import sync, wait_geq
+from kernels.spin import POLLS, now, pause, sync, wait_geq
 from ringtypes import Op
 
 from .ipc import KERNEL_ACKED, KERNEL_BASE, KERNEL_STRIDE, KERNEL_TOTALS
@@ -55,26 +59,40 @@ WAIT_DATA, WAIT_CREDIT = 1, 2  # ERR_CODE: what the kernel waited for
 
 UNROLL = 4  # elements a thread loads before it stores any (bytes in flight per thread)
 
+# The LL protocol (a call's `ll` argument): each element of at most 4 bytes travels in one
+# 64-bit word with its flag, the link's running chunk count + 1 (31 bits), stored and polled
+# relaxed: no counter and no fence per chunk, NCCL's LL. A channel's LL words for a slot lie
+# after the slot's data (kernel_path.slot_bytes), LL_WORDS of them: calls whose every chunk
+# gives each channel at most LL_WORDS elements may go so (kernel_path.carries_ll).
+LL_WORDS = 16
+FLAG_MASK, LOW = (1 << 31) - 1, (1 << 32) - 1
+UNSIGNED = {1: (types.uint8, np.uint8), 2: (types.uint16, np.uint16),
+            4: (types.uint32, np.uint32), 8: (types.uint64, np.uint64)}
+
 
 @lru_cache(maxsize=None)
 def ring_kernel(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = False,
-                acqrel: bool = False):
+                acqrel: bool = False, ll: bool = False):
     """The compiled kernel for (op, dtype) (compiled on first request and kept)."""
-    return cuda.jit(signature(dtype_name))(source(op, dtype_name, unroll, gpu_scope, acqrel))
+    return cuda.jit(signature(dtype_name))(source(op, dtype_name, unroll, gpu_scope, acqrel,
+                                                  ll))
 
 
 def signature(dtype_name: str):
     arr, i64 = kernel_dtype(dtype_name).numba_type[::1], types.int64[::1]
     return types.void(types.int64[:, ::1], arr, arr, arr, arr, i64, i64, i64, i64,
                       types.int64, types.int64, types.int64, types.int64, types.int64,
-                      types.float64)
+                      types.float64, i64, i64, types.int64, types.int64)
 
 
 def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = False,
-           acqrel: bool = False):
+           acqrel: bool = False, ll: bool = False):
     """The kernel for (op, dtype), uncompiled: arguments (program, x, out, inslots,
-    outslots, mine, pred, succ, err, recvs, sends, nslots, stride, timeout_ns, divisor),
-    where the slots are 1-D (nslots x stride elements), mine / pred / succ the int64 headers
+    outslots, mine, pred, succ, err, recvs, sends, nslots, stride, timeout_ns, divisor,
+    inll, outll, slot_words, data_words), where the slots are 1-D (nslots x stride
+    elements of data in each slot of slot_words int64 words, the first data_words of which
+    are the data; inll / outll: the same slots as int64 words, for ll), mine / pred / succ
+    the int64 headers
     of this rank's, its predecessor's and its successor's segments, and recvs / sends the
     program's receives and sends (what the call adds to the channel's totals). unroll (1 or
     4): the elements, nt apart, each thread loads before it stores any: a memory-bound loop
@@ -82,15 +100,55 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     GPU-scoped (every neighbour runs on this GPU, processes under MPS included), not
     system-scoped (needed across GPUs). acqrel: the counters are handed over as NCCL does
     (kernels.spin.sync: relaxed loads and stores, one fence.acq_rel on each side, a pause
-    every 64 polls), not with atomics between sequentially consistent fences."""
+    every 64 polls), not with atomics between sequentially consistent fences. ll: every
+    chunk goes as LL words (LL_WORDS above; a kernel of its own, so that the large calls'
+    kernel keeps its registers)."""
     kd = kernel_dtype(dtype_name)
     if op is Op.AVG and not kd.floating:
         raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
     if unroll not in (1, 4):
         raise ValueError(f"unroll: 1 or 4, got {unroll}")
+    if ll and kd.storage.itemsize > 4:
+        raise ValueError(f"ll: elements of at most 4 bytes, got {dtype_name}")
     final = OPS[op](kd)
     middle = OPS[Op.SUM if op is Op.AVG else op](kd)  # avg divides at the final step only
     wide = unroll == 4
+    # an element's bits in an LL word and back (storage of at most 4 bytes: one a word)
+    elem, storage_t = kd.storage.type, kd.numba_type
+    bits_t, bits_np = UNSIGNED[kd.storage.itemsize]
+    ll_hand = sync("gpu" if gpu_scope else "sys")
+    ll_load, ll_store = ll_hand.load, ll_hand.store
+
+    @cuda.jit(device=True, inline=True)
+    def to_bits(v):
+        tmp = cuda.local.array(1, storage_t)
+        tmp[0] = v
+        return types.int64(tmp.view(bits_np)[0])
+
+    @cuda.jit(device=True, inline=True)
+    def from_bits(w):
+        tmp = cuda.local.array(1, bits_t)
+        tmp[0] = w & LOW
+        return tmp.view(elem)[0]
+
+    @cuda.jit(device=True)
+    def ll_wait(words, i, flag, timeout_ns, err):
+        """Until words[i] carries flag: the word (another flag: gave up, timed out or
+        another block failed)."""
+        w = ll_load(words, i)
+        if (w >> 32) == flag:
+            return w
+        start, polls = now(), 0
+        while True:
+            w = ll_load(words, i)
+            if (w >> 32) == flag:
+                return w
+            polls += 1
+            if polls == POLLS:
+                polls = 0
+                pause()
+                if ll_load(err, 0) != 0 or now() - start > timeout_ns:
+                    return w
 
     if acqrel:
         hand = sync("gpu" if gpu_scope else "sys")
@@ -118,7 +176,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         return middle(v, w, div)
 
     def kernel(prog, x, out, inslots, outslots, mine, pred, succ, err, recvs, sends,
-               nslots, stride, timeout_ns, div):
+               nslots, stride, timeout_ns, div, inll, outll, slot_words, data_words):
         c, nch = cuda.blockIdx.x, cuda.gridDim.x
         t, nt = cuda.threadIdx.x, cuda.blockDim.x
         ok = cuda.shared.array(1, types.int64)
@@ -133,6 +191,53 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         for i in range(prog.shape[0]):
             f, n = prog[i, FLAGS], prog[i, N]
             uin, uout = base_in + prog[i, UIN], base_out + prog[i, UOUT]
+            if ll:  # the chunk as flagged words: each thread waits for its own elements
+                if t == 0:
+                    good = 1
+                    if f & SEND and uout >= nslots:
+                        seen = wait(mine, a_out, uout + 1 - nslots, timeout_ns, err)
+                        if seen < uout + 1 - nslots:
+                            good = 0
+                            _fail(err, WAIT_CREDIT, c, i, prog[i, CHUNK], prog[i, STEP],
+                                  uout + 1 - nslots, seen)
+                        fence()  # acquire: the successor's reads of the slot came first
+                    ok[0] = good
+                cuda.syncthreads()
+                if ok[0] == 0:
+                    return
+                q = (n + nch - 1) // nch
+                lo = min(n, c * q)
+                hi = min(n, lo + q)
+                at = c * LL_WORDS - lo
+                wi = (uin % nslots) * slot_words + data_words + at
+                wo = (uout % nslots) * slot_words + data_words + at
+                fin, fout = (uin + 1) & FLAG_MASK, ((uout + 1) & FLAG_MASK) << 32
+                xo, oo = prog[i, X], prog[i, OUT]
+                e = lo + t
+                while e < hi:
+                    if f & RECV:
+                        w = ll_wait(inll, wi + e, fin, timeout_ns, err)
+                        if (w >> 32) != fin:
+                            ok[0] = 0
+                            _fail(err, WAIT_DATA, c, i, prog[i, CHUNK], prog[i, STEP],
+                                  uin + 1, w >> 32)
+                            break
+                        v = from_bits(w)
+                        if f & REDUCE:
+                            v = fold(f, v, x[xo + e], div)
+                    else:
+                        v = x[xo + e]
+                    if f & WRITE_OUT:
+                        out[oo + e] = v
+                    if f & SEND:
+                        ll_store(outll, wo + e, fout | to_bits(v))
+                    e += nt
+                cuda.syncthreads()
+                if ok[0] == 0:
+                    return
+                if t == 0 and f & RECV:
+                    publish(pred, a_out, uin + 1)  # the slot is free again
+                continue
             if t == 0:
                 good = 1
                 if f & RECV:
