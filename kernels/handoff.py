@@ -35,7 +35,7 @@ import numpy as np
 from numba import cuda
 
 from .launch import simulated
-from .spin import POLLS, now, pause, sync, wait_geq
+from .spin import now, sync, wait_geq
 
 MODES = ("fence", "acqrel", "ll")
 # words: what goes to party 1 at TO[1] (data, counter), to party 0 at TO[0]; a line apart
@@ -52,7 +52,7 @@ def source(mode: str, scope: str = "gpu"):
     if mode not in MODES:
         raise ValueError(f"mode: one of {MODES}, got {mode!r}")
     hand = sync(scope)
-    load, store, relaxed_fence = hand.load, hand.store, hand.fence
+    store, relaxed_fence, wait_flag = hand.store, hand.fence, hand.wait_flag
     gpu_scope = scope == "gpu"
 
     @cuda.jit(device=True)
@@ -67,17 +67,7 @@ def source(mode: str, scope: str = "gpu"):
 
         @cuda.jit(device=True)
         def recv(words, at, v, timeout_ns, err, party, trip):
-            w = load(words, at)
-            if (w >> 32) != v:
-                start, polls = now(), 0
-                while (w >> 32) != v:
-                    w = load(words, at)
-                    polls += 1
-                    if polls == POLLS:
-                        polls = 0
-                        pause()
-                        if load(err, 0) != 0 or now() - start > timeout_ns:
-                            break
+            w = wait_flag(words, at, v, timeout_ns, err)
             if (w >> 32) != v:
                 fail(err, ERR_TIMEOUT, party, trip, w >> 32)
                 return False

@@ -173,7 +173,9 @@ def sync(scope: str) -> SimpleNamespace:
     load / store: relaxed (coherent at scope, unordered) reads and writes of a counter;
     fence: fence.acq_rel, which after a load that saw a counter makes it an acquire (the
     slot is read after it) and before a store makes it a release (the data are written
-    before it); wait_geq: as the module's, pausing only every POLLS reads."""
+    before it); wait_geq: as the module's, pausing only every POLLS reads; wait_flag: the
+    same for an LL word (a value's bits below, its flag in the high 32 bits), until the
+    word carries the flag."""
     if scope not in SCOPES:
         raise ValueError(f"scope: one of {SCOPES}, got {scope!r}")
     load, store, fence = _ordering(scope)
@@ -198,4 +200,25 @@ def sync(scope: str) -> SimpleNamespace:
                 if load(err, 0) != 0 or now() - start > timeout_ns:
                     return seen
 
-    return SimpleNamespace(load=load, store=store, fence=fence, wait_geq=wait)
+    @cuda.jit(device=True)
+    def wait_flag(words, i, flag, timeout_ns, err):
+        """Until words[i] >> 32 == flag, timeout_ns passed or err[0] set: the last word
+        read (another flag: it did not arrive). Its value came in the same store: no fence."""
+        w = load(words, i)
+        if (w >> 32) == flag:
+            return w
+        start = now()
+        polls = 0
+        while True:
+            w = load(words, i)
+            if (w >> 32) == flag:
+                return w
+            polls += 1
+            if polls == POLLS:
+                polls = 0
+                pause()
+                if load(err, 0) != 0 or now() - start > timeout_ns:
+                    return w
+
+    return SimpleNamespace(load=load, store=store, fence=fence, wait_geq=wait,
+                           wait_flag=wait_flag)

@@ -41,7 +41,7 @@ from numba import cuda, types
 
 from kernels.dtypes import kernel_dtype
 from kernels.reduce import OPS
-from kernels.spin import POLLS, now, pause, sync, wait_geq
+from kernels.spin import sync, wait_geq
 from ringtypes import Op
 
 from .ipc import KERNEL_ACKED, KERNEL_BASE, KERNEL_STRIDE, KERNEL_TOTALS
@@ -59,7 +59,7 @@ WAIT_DATA, WAIT_CREDIT = 1, 2  # ERR_CODE: what the kernel waited for
 
 UNROLL = 4  # elements a thread loads before it stores any (bytes in flight per thread)
 
-# The LL protocol (a call's `ll` argument): each element of at most 4 bytes travels in one
+# The LL protocol (source's ll, a kernel of its own): each element of at most 4 bytes travels in one
 # 64-bit word with its flag, the link's running chunk count + 1 (31 bits), stored and polled
 # relaxed: no counter and no fence per chunk, NCCL's LL. A channel's LL words for a slot lie
 # after the slot's data (kernel_path.slot_bytes), LL_WORDS of them: calls whose every chunk
@@ -92,11 +92,10 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     inll, outll, slot_words, data_words), where the slots are 1-D (nslots x stride
     elements of data in each slot of slot_words int64 words, the first data_words of which
     are the data; inll / outll: the same slots as int64 words, for ll), mine / pred / succ
-    the int64 headers
-    of this rank's, its predecessor's and its successor's segments, and recvs / sends the
-    program's receives and sends (what the call adds to the channel's totals). unroll (1 or
-    4): the elements, nt apart, each thread loads before it stores any: a memory-bound loop
-    runs at the bytes it keeps in flight. gpu_scope: the fences around the counters are
+    the int64 headers of this rank's, its predecessor's and its successor's segments, and
+    recvs / sends the program's receives and sends (what the call adds to the channel's
+    totals). unroll (1 or 4): the elements, nt apart, each thread loads before it stores
+    any: a memory-bound loop runs at the bytes it keeps in flight. gpu_scope: the fences around the counters are
     GPU-scoped (every neighbour runs on this GPU, processes under MPS included), not
     system-scoped (needed across GPUs). acqrel: the counters are handed over as NCCL does
     (kernels.spin.sync: relaxed loads and stores, one fence.acq_rel on each side, a pause
@@ -117,7 +116,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     elem, storage_t = kd.storage.type, kd.numba_type
     bits_t, bits_np = UNSIGNED[kd.storage.itemsize]
     ll_hand = sync("gpu" if gpu_scope else "sys")
-    ll_load, ll_store = ll_hand.load, ll_hand.store
+    ll_wait, ll_store = ll_hand.wait_flag, ll_hand.store
 
     @cuda.jit(device=True, inline=True)
     def to_bits(v):
@@ -130,25 +129,6 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         tmp = cuda.local.array(1, bits_t)
         tmp[0] = w & LOW
         return tmp.view(elem)[0]
-
-    @cuda.jit(device=True)
-    def ll_wait(words, i, flag, timeout_ns, err):
-        """Until words[i] carries flag: the word (another flag: gave up, timed out or
-        another block failed)."""
-        w = ll_load(words, i)
-        if (w >> 32) == flag:
-            return w
-        start, polls = now(), 0
-        while True:
-            w = ll_load(words, i)
-            if (w >> 32) == flag:
-                return w
-            polls += 1
-            if polls == POLLS:
-                polls = 0
-                pause()
-                if ll_load(err, 0) != 0 or now() - start > timeout_ns:
-                    return w
 
     if acqrel:
         hand = sync("gpu" if gpu_scope else "sys")
