@@ -180,45 +180,36 @@ def sync(scope: str) -> SimpleNamespace:
         raise ValueError(f"scope: one of {SCOPES}, got {scope!r}")
     load, store, fence = _ordering(scope)
 
-    @cuda.jit(device=True)
-    def wait(counters, i, target, timeout_ns, err):
-        """Until counters[i] >= target, timeout_ns passed or err[0] set: the last value
-        read (>= target: it arrived). Unordered: fence() after it to read what it guards."""
-        seen = load(counters, i)
-        if seen >= target:
-            return seen
-        start = now()
-        polls = 0
-        while True:
-            seen = load(counters, i)
-            if seen >= target:
+    def poll(arrived):
+        @cuda.jit(device=True)
+        def wait(words, i, want, timeout_ns, err):
+            """Until arrived(words[i], want), timeout_ns passed or err[0] set: the last value
+            read (arrived or not: the caller tells)."""
+            seen = load(words, i)
+            if arrived(seen, want):
                 return seen
-            polls += 1
-            if polls == POLLS:
-                polls = 0
-                pause()
-                if load(err, 0) != 0 or now() - start > timeout_ns:
+            start = now()
+            polls = 0
+            while True:
+                seen = load(words, i)
+                if arrived(seen, want):
                     return seen
+                polls += 1
+                if polls == POLLS:
+                    polls = 0
+                    pause()
+                    if load(err, 0) != 0 or now() - start > timeout_ns:
+                        return seen
+        return wait
 
-    @cuda.jit(device=True)
-    def wait_flag(words, i, flag, timeout_ns, err):
-        """Until words[i] >> 32 == flag, timeout_ns passed or err[0] set: the last word
-        read (another flag: it did not arrive). Its value came in the same store: no fence."""
-        w = load(words, i)
-        if (w >> 32) == flag:
-            return w
-        start = now()
-        polls = 0
-        while True:
-            w = load(words, i)
-            if (w >> 32) == flag:
-                return w
-            polls += 1
-            if polls == POLLS:
-                polls = 0
-                pause()
-                if load(err, 0) != 0 or now() - start > timeout_ns:
-                    return w
+    @cuda.jit(device=True, inline=True)
+    def reached(seen, target):  # a counter: unordered, fence() after it to read what it guards
+        return seen >= target
 
+    @cuda.jit(device=True, inline=True)
+    def flagged(word, flag):  # an LL word: its value came in the same store, no fence
+        return (word >> 32) == flag
+
+    wait, wait_flag = poll(reached), poll(flagged)
     return SimpleNamespace(load=load, store=store, fence=fence, wait_geq=wait,
                            wait_flag=wait_flag)
