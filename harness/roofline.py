@@ -13,8 +13,8 @@
 
 Rank 0 measures alone while the others wait (ranks sharing a GPU would split it; the link:
 rank 0 and its partner), then broadcasts. Copies of `nbytes`, in GB/s (1e9 bytes), as the sweep's algbw / busbw: on the
-host the best of `reps`; on a GPU kernels.timing.device_ms (median of event-timed means),
-as the kernel benchmarks read their copy roofline.
+host the best of `reps`; on a GPU kernels.timing.stream_ms (median of event-timed means of
+asynchronous copies on a stream: back to back, as a collective's kernels run).
 """
 
 from __future__ import annotations
@@ -42,16 +42,16 @@ def host(nbytes: int, reps: int = 5) -> dict[str, float]:
 def cuda(nbytes: int, reps: int = 5) -> dict[str, float]:
     from numba import cuda as nb
 
-    from kernels.timing import device_ms
+    from kernels.timing import stream_ms
     dev_a, dev_b = nb.device_array(nbytes, np.uint8), nb.device_array(nbytes, np.uint8)
     pinned = nb.pinned_array(nbytes, np.uint8)
 
     def gbps(copy) -> float:
-        return nbytes / device_ms(copy, reps=reps) / 1e6
+        return nbytes / stream_ms(copy, reps=reps) / 1e6
 
-    return {"d2d_GBps": gbps(lambda: dev_b.copy_to_device(dev_a)),
-            "h2d_GBps": gbps(lambda: dev_a.copy_to_device(pinned)),
-            "d2h_GBps": gbps(lambda: dev_a.copy_to_host(pinned))}
+    return {"d2d_GBps": gbps(lambda s: dev_b.copy_to_device(dev_a, stream=s)),
+            "h2d_GBps": gbps(lambda s: dev_a.copy_to_device(pinned, stream=s)),
+            "d2h_GBps": gbps(lambda s: dev_a.copy_to_host(pinned, stream=s))}
 
 
 def link(world: MPI.Comm, partner: int, nbytes: int, reps: int = 3) -> float | None:
