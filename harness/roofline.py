@@ -1,7 +1,8 @@
 """The copy bandwidths a sweep is read against, measured in the same run.
 
-  d2d  device-to-device copy (cudaMemcpy) on the GPU: the memory roofline of a collective
-       whose ranks share the GPU (every byte a ring step moves is read and written there);
+  d2d  device-to-device copy on the GPU, the faster of the driver's memcpy and a copy
+       kernel (kernels/copy.py; both kept): the memory roofline of a collective whose ranks
+       share the GPU (every byte a ring step moves is read and written there);
   h2d / d2h  pinned host <-> device copies: the roofline of chunks staged through host
        memory between (emulated) nodes;
   host  memcpy between two NumPy buffers, for the host device;
@@ -42,14 +43,17 @@ def host(nbytes: int, reps: int = 5) -> dict[str, float]:
 def cuda(nbytes: int, reps: int = 5) -> dict[str, float]:
     from numba import cuda as nb
 
+    from kernels.copy import d2d_gbps
     from kernels.timing import stream_ms
-    dev_a, dev_b = nb.device_array(nbytes, np.uint8), nb.device_array(nbytes, np.uint8)
+    dev_a = nb.device_array(nbytes, np.uint8)
     pinned = nb.pinned_array(nbytes, np.uint8)
 
     def gbps(copy) -> float:
         return nbytes / stream_ms(copy, reps=reps) / 1e6
 
-    return {"d2d_GBps": gbps(lambda s: dev_b.copy_to_device(dev_a, stream=s)),
+    d2d = d2d_gbps(nbytes, reps)  # bytes read + written: half of them are the copy's size
+    return {"d2d_GBps": max(d2d.values()) / 2, "d2d_memcpy_GBps": d2d["memcpy"] / 2,
+            "d2d_kernel_GBps": d2d["kernel"] / 2,
             "h2d_GBps": gbps(lambda s: dev_a.copy_to_device(pinned, stream=s)),
             "d2h_GBps": gbps(lambda s: dev_a.copy_to_host(pinned, stream=s))}
 

@@ -26,10 +26,8 @@ def device_ms(fn, reps: int = 20, runs: int = 5, warmup: int = 3) -> float:
 
 def stream_ms(fn, reps: int = 20, runs: int = 5, warmup: int = 3) -> float:
     """device_ms for work that fn(stream) enqueues on a stream of its own, the events on
-    that stream: copies given the stream are asynchronous and run back to back, where a
-    plain copy_to_device waits for the host between copies and leaves the GPU idle then
-    (Numba's plain device-to-device copy read 2445-2579 GB/s on an H200, whose HBM3e is
-    rated 4.8 TB/s: results/h200/README.md)."""
+    that stream (copies given the stream are asynchronous: back to back, as a collective's
+    kernels run)."""
     s = cuda.stream()
     for _ in range(warmup):
         fn(s)

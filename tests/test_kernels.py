@@ -294,3 +294,17 @@ def test_a_hand_off_that_never_comes_gives_up_and_says_where():
                       cuda.to_device(np.zeros(2, np.int64)), True)
         cuda.synchronize()
         assert err.copy_to_host().tolist() == [handoff.ERR_TIMEOUT, 0, 0, 0], mode
+
+
+def test_the_copy_kernel_copies_every_byte():
+    """kernels/copy.py (the benchmarks' multiprocessor copy roofline): every byte, at sizes
+    around its unrolled loop's edges; sizes it cannot copy are refused."""
+    from kernels.copy import copy
+    rng = np.random.default_rng(5)
+    for n in (0, 8, 64, 8 * 129, 8 * 1001):
+        src = rng.integers(0, 256, n, dtype=np.uint8)
+        dst = dev(np.zeros(n, np.uint8))
+        copy(dst, dev(src))
+        assert host(dst).tobytes() == src.tobytes(), n
+    with pytest.raises(ValueError, match="multiple of 8"):
+        copy(dev(np.zeros(12, np.uint8)), dev(np.zeros(12, np.uint8)))
