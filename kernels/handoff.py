@@ -19,17 +19,13 @@ Numba's simulator can run, since it runs blocks one after another). With --threa
 and two blocks, every thread of a block meets its thread 0 at two barriers per hand-off,
 as the ring kernel's channels do (wait, barrier, copy, barrier, publish).
 
-    python -m kernels.handoff [--trips 2000] [--threads 512] [--json FILE]
+    python3 benchmarks/handoff.py [--trips 2000] [--threads 512] [--json FILE]
 
 Every wait is bounded (timeout_s); a wait that gives up, or a value that arrives wrong,
 raises with the party, the round trip and what it saw.
 """
 
 from __future__ import annotations
-
-import argparse
-import json
-import sys
 
 import numpy as np
 from numba import cuda
@@ -163,31 +159,3 @@ def measure(mode: str, *, same_block: bool = False, threads: int = 32, trips: in
         raise RuntimeError(f"hand-off {mode}: party {e[1]} {what} at round trip {e[2]} "
                            f"(saw {e[3]})")
     return float(times.copy_to_host().max()) / (2 * trips)
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trips", type=int, default=2000)
-    ap.add_argument("--threads", type=int, default=512,
-                    help="threads per block with two blocks (barriers when > 32)")
-    ap.add_argument("--json")
-    a = ap.parse_args(argv)
-    rows = []
-    for mode in MODES:
-        for same_block, threads in ((True, 64), (False, 32), (False, a.threads)):
-            if simulated() and not same_block:
-                continue
-            ns = measure(mode, same_block=same_block, threads=threads, trips=a.trips)
-            where = "one block (2 warps)" if same_block else f"two blocks of {threads}"
-            rows.append({"mode": mode, "placement": where, "threads": threads,
-                         "ns_per_handoff": ns, "trips": a.trips})
-            print(f"{mode:>7}  {where:<22} {ns / 1e3:8.3f} us per hand-off", flush=True)
-    if a.json:
-        from harness.meta import describe
-        with open(a.json, "w") as f:
-            json.dump({"meta": describe(sys.argv), "rows": rows}, f, indent=1)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -117,7 +117,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   --sizes 1M,16M,64M,256M --json $OUT/compression-2ranks-$GPU.json ;;
   handoff)    # one hand-off between two blocks (or two warps), by counter + fences or LL words:
               # what an 8-byte call's ring steps cost before the kernel is changed for it
-              TAIL=12 step 120 handoff python3 -m kernels.handoff --json $OUT/handoff-$GPU.json ;;
+              TAIL=12 step 120 handoff python3 benchmarks/handoff.py --json $OUT/handoff-$GPU.json ;;
   pick)       # a few chosen checks when a session has minutes for little else: the tests named in
               # PICK (files or node ids), narrowed by PICK_K, under MPS (processes sharing the GPU)
               nvidia-cuda-mps-control -d > $OUT/mps-pick.txt 2>&1; echo "== mps start rc=$?"
