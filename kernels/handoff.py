@@ -31,7 +31,7 @@ import numpy as np
 from numba import cuda
 
 from .launch import simulated
-from .spin import now, sync, wait_geq
+from .spin import fenced, now, sync
 
 MODES = ("fence", "acqrel", "ll")
 # words: what goes to party 1 at TO[1] (data, counter), to party 0 at TO[0]; a line apart
@@ -48,8 +48,7 @@ def source(mode: str, scope: str = "gpu"):
     if mode not in MODES:
         raise ValueError(f"mode: one of {MODES}, got {mode!r}")
     hand = sync(scope)
-    store, relaxed_fence, wait_flag = hand.store, hand.fence, hand.wait_flag
-    gpu_scope = scope == "gpu"
+    store, wait_flag = hand.store, hand.wait_flag
 
     @cuda.jit(device=True)
     def fail(err, code, party, trip, seen):
@@ -72,21 +71,8 @@ def source(mode: str, scope: str = "gpu"):
                 return False
             return True
     else:
-        if mode == "fence":
-            wait = wait_geq
-
-            @cuda.jit(device=True)
-            def fence():
-                if gpu_scope:
-                    cuda.threadfence()
-                else:
-                    cuda.threadfence_system()
-
-            @cuda.jit(device=True)
-            def publish(words, at, v):
-                cuda.atomic.max(words, at, v)
-        else:
-            wait, fence, publish = hand.wait_geq, relaxed_fence, store
+        counters = fenced(scope) if mode == "fence" else hand
+        wait, fence, publish = counters.wait_geq, counters.fence, counters.publish
 
         @cuda.jit(device=True)
         def send(words, at, v):

@@ -211,5 +211,29 @@ def sync(scope: str) -> SimpleNamespace:
         return (word >> 32) == flag
 
     wait, wait_flag = poll(reached), poll(flagged)
+    # a plain store publishes: each counter has one writer
     return SimpleNamespace(load=load, store=store, fence=fence, wait_geq=wait,
-                           wait_flag=wait_flag)
+                           wait_flag=wait_flag, publish=store)
+
+
+@lru_cache(maxsize=None)
+def fenced(scope: str) -> SimpleNamespace:
+    """The first hand-off (RING_KERNEL_SYNC=fence) at `scope`: wait_geq (the module's, an
+    atomic read per poll), fence: a sequentially consistent membar at scope, publish: an
+    atomic max of the counter."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope: one of {SCOPES}, got {scope!r}")
+    gpu = scope == "gpu"
+
+    @cuda.jit(device=True, inline=True)
+    def fence():
+        if gpu:
+            cuda.threadfence()
+        else:
+            cuda.threadfence_system()
+
+    @cuda.jit(device=True, inline=True)
+    def publish(counters, i, value):
+        cuda.atomic.max(counters, i, value)
+
+    return SimpleNamespace(fence=fence, wait_geq=wait_geq, publish=publish)

@@ -75,25 +75,15 @@ def main() -> int:
                 else:
                     needed = ("membar.gl" if gpu_scope else "membar.sys", "atom.global")
                     banned = ("membar.sys",) if gpu_scope else ()
-                for n in ("%globaltimer", "nanosleep") + needed:
-                    if n not in ptx:
-                        raise SystemExit(f"{what}: {n!r} missing from the PTX")
-                for b in banned:
-                    if b in ptx:
-                        raise SystemExit(f"{what}: {b!r} in the PTX")
+                holds(ptx, what, ("%globaltimer", "nanosleep") + needed, banned)
                 done += 1
             if kd.storage.itemsize <= 4:  # small calls as LL words (RING_KERNEL_PROTO=ll)
                 ptx, _ = cuda.compile_ptx(source(op, name, gpu_scope=True, acqrel=True, ll=True),
                                           signature(name), cc=cc)
                 what = f"{op} {name} (gpu scope, acqrel, ll)"
                 launchable(ptx, cc, what)
-                for n in ("ld.relaxed.gpu.u64", "st.relaxed.gpu.u64", "fence.acq_rel.gpu",
-                          "%globaltimer", "nanosleep"):
-                    if n not in ptx:
-                        raise SystemExit(f"{what}: {n!r} missing from the PTX")
-                for b in ("membar", "fence.sc", ".sys"):
-                    if b in ptx:
-                        raise SystemExit(f"{what}: {b!r} in the PTX")
+                holds(ptx, what, ("ld.relaxed.gpu.u64", "st.relaxed.gpu.u64", "fence.acq_rel.gpu",
+                                  "%globaltimer", "nanosleep"), ("membar", "fence.sc", ".sys"))
                 ll_done += 1
             if (op, name) == (Op.SUM, "float32"):
                 regs = re.findall(r"\.reg \.(\w+)\s+%\w+<(\d+)>", ptx)
@@ -122,14 +112,19 @@ def handoffs(cuda, cc) -> int:
                   "acqrel": (f"fence.acq_rel.{scope}", f"st.relaxed.{scope}"),
                   "fence": ("membar.gl" if scope == "gpu" else "membar.sys", "atom.global")}[mode]
         banned = {"ll": ("membar", "fence."), "acqrel": ("membar",), "fence": ()}[mode]
-        for n in ("%globaltimer",) + needed:
-            if n not in ptx:
-                raise SystemExit(f"{what}: {n!r} missing from the PTX")
-        for b in banned:
-            if b in ptx:
-                raise SystemExit(f"{what}: {b!r} in the PTX")
+        holds(ptx, what, ("%globaltimer",) + needed, banned)
         done += 1
     return done
+
+
+def holds(ptx: str, what: str, needed, banned) -> None:
+    """Exit naming the first instruction the PTX lacks or holds against its kind."""
+    for n in needed:
+        if n not in ptx:
+            raise SystemExit(f"{what}: {n!r} missing from the PTX")
+    for b in banned:
+        if b in ptx:
+            raise SystemExit(f"{what}: {b!r} in the PTX")
 
 
 REGISTERS_PER_SM = 65536  # every compute capability from 5.0 to 10.x

@@ -41,7 +41,7 @@ from numba import cuda, types
 
 from kernels.dtypes import kernel_dtype
 from kernels.reduce import OPS
-from kernels.spin import sync, wait_geq
+from kernels.spin import fenced, sync
 from ringtypes import Op
 
 from .ipc import KERNEL_ACKED, KERNEL_BASE, KERNEL_STRIDE, KERNEL_TOTALS
@@ -95,11 +95,12 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     the int64 headers of this rank's, its predecessor's and its successor's segments, and
     recvs / sends the program's receives and sends (what the call adds to the channel's
     totals). unroll (1 or 4): the elements, nt apart, each thread loads before it stores
-    any: a memory-bound loop runs at the bytes it keeps in flight. gpu_scope: the fences around the counters are
-    GPU-scoped (every neighbour runs on this GPU, processes under MPS included), not
-    system-scoped (needed across GPUs). acqrel: the counters are handed over as NCCL does
-    (kernels.spin.sync: relaxed loads and stores, one fence.acq_rel on each side, a pause
-    every 64 polls), not with atomics between sequentially consistent fences. ll: every
+    any: a memory-bound loop runs at the bytes it keeps in flight. gpu_scope: the fences
+    around the counters are GPU-scoped (every neighbour runs on this GPU, processes under
+    MPS included), not system-scoped (needed across GPUs). acqrel: the counters are handed
+    over as NCCL does (kernels.spin.sync: relaxed loads and stores, one fence.acq_rel on
+    each side, a pause every 64 polls), not with atomics between sequentially consistent
+    fences (kernels.spin.fenced). ll: every
     chunk goes as LL words (LL_WORDS above; a kernel of its own, so that the large calls'
     kernel keeps its registers)."""
     kd = kernel_dtype(dtype_name)
@@ -115,8 +116,8 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     # an element's bits in an LL word and back (storage of at most 4 bytes: one a word)
     elem, storage_t = kd.storage.type, kd.numba_type
     bits_t, bits_np = UNSIGNED[kd.storage.itemsize]
-    ll_hand = sync("gpu" if gpu_scope else "sys")
-    ll_wait, ll_store = ll_hand.wait_flag, ll_hand.store
+    scope = "gpu" if gpu_scope else "sys"
+    ll_wait, ll_store = sync(scope).wait_flag, sync(scope).store
 
     @cuda.jit(device=True, inline=True)
     def to_bits(v):
@@ -130,23 +131,17 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         tmp[0] = w & LOW
         return tmp.view(elem)[0]
 
-    if acqrel:
-        hand = sync("gpu" if gpu_scope else "sys")
-        # a plain store publishes: each counter has one writer, this channel
-        fence, wait, publish = hand.fence, hand.wait_geq, hand.store
-    else:
-        wait = wait_geq
+    hand = (sync if acqrel else fenced)(scope)
+    fence, wait, publish = hand.fence, hand.wait_geq, hand.publish
 
-        @cuda.jit(device=True, inline=True)
-        def fence():
-            if gpu_scope:
-                cuda.threadfence()
-            else:
-                cuda.threadfence_system()
-
-        @cuda.jit(device=True, inline=True)
-        def publish(counters, i, value):
-            cuda.atomic.max(counters, i, value)
+    @cuda.jit(device=True, inline=True)
+    def waited(counters, at, need, timeout_ns, err, code, c, i, prog):
+        """Wait until counters[at] >= need: 1, or 0 with the grid's error word written."""
+        seen = wait(counters, at, need, timeout_ns, err)
+        if seen < need:
+            _fail(err, code, c, i, prog[i, CHUNK], prog[i, STEP], need, seen)
+            return 0
+        return 1
 
     @cuda.jit(device=True, inline=True)
     def fold(f, v, w, div):
@@ -175,19 +170,14 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
                 if t == 0:
                     good = 1
                     if f & SEND and uout >= nslots:
-                        seen = wait(mine, a_out, uout + 1 - nslots, timeout_ns, err)
-                        if seen < uout + 1 - nslots:
-                            good = 0
-                            _fail(err, WAIT_CREDIT, c, i, prog[i, CHUNK], prog[i, STEP],
-                                  uout + 1 - nslots, seen)
+                        good = waited(mine, a_out, uout + 1 - nslots, timeout_ns, err,
+                                      WAIT_CREDIT, c, i, prog)
                         fence()  # acquire: the successor's reads of the slot came first
                     ok[0] = good
                 cuda.syncthreads()
                 if ok[0] == 0:
                     return
-                q = (n + nch - 1) // nch
-                lo = min(n, c * q)
-                hi = min(n, lo + q)
+                lo, hi = part(n, c, nch)
                 at = c * LL_WORDS - lo
                 wi = (uin % nslots) * slot_words + data_words + at
                 wo = (uout % nslots) * slot_words + data_words + at
@@ -221,16 +211,10 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
             if t == 0:
                 good = 1
                 if f & RECV:
-                    seen = wait(mine, p_in, uin + 1, timeout_ns, err)
-                    if seen < uin + 1:
-                        good = 0
-                        _fail(err, WAIT_DATA, c, i, prog[i, CHUNK], prog[i, STEP], uin + 1, seen)
+                    good = waited(mine, p_in, uin + 1, timeout_ns, err, WAIT_DATA, c, i, prog)
                 if good == 1 and f & SEND and uout >= nslots:
-                    seen = wait(mine, a_out, uout + 1 - nslots, timeout_ns, err)
-                    if seen < uout + 1 - nslots:
-                        good = 0
-                        _fail(err, WAIT_CREDIT, c, i, prog[i, CHUNK], prog[i, STEP],
-                              uout + 1 - nslots, seen)
+                    good = waited(mine, a_out, uout + 1 - nslots, timeout_ns, err,
+                                  WAIT_CREDIT, c, i, prog)
                 ok[0] = good
                 fence()  # acquire: the slot is read after the counter
             cuda.syncthreads()
@@ -239,9 +223,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
             # this channel's part of the chunk, and where it sits in a slot: at the same
             # place for every chunk (a fixed sub-slot per channel), so that a channel that
             # runs ahead never writes where a slower channel still reads
-            q = (n + nch - 1) // nch
-            lo = min(n, c * q)
-            hi = min(n, lo + q)
+            lo, hi = part(n, c, nch)
             at = c * (stride // nch) - lo
             rs, ss = (uin % nslots) * stride + at, (uout % nslots) * stride + at
             xo, oo = prog[i, X], prog[i, OUT]
@@ -288,6 +270,14 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
             mine[tot + 1] = base_out + sends
 
     return kernel
+
+
+@cuda.jit(device=True, inline=True)
+def part(n, c, nch):
+    """Channel c's elements [lo, hi) of a chunk of n, in nch channels of ceil(n / nch)."""
+    q = (n + nch - 1) // nch
+    lo = min(n, c * q)
+    return lo, min(n, lo + q)
 
 
 @cuda.jit(device=True)
