@@ -104,6 +104,23 @@ def test_a_rank_dies_in_a_kept_kernel_path_call():
     assert _left_behind(script) == []
 
 
+@CUDA_OR_SIM
+def test_a_rank_dies_in_a_kernel_path_call_of_ll_words():
+    """path="kernel" with RING_KERNEL_PROTO=ll: the victim dies instead of launching; the
+    survivor's threads each poll their own LL words for a flag that never comes, time out,
+    and the kernel's error word says it waited for LL words (one thread's record)."""
+    script = "tests/faults/dies_mid_collective.py"
+    rc, out = run(2, [script, "2", "cuda-kernel", "ring"], timeout=120,
+                  mpi_args=["-disable-auto-cleanup"], env={"RING_KERNEL_PROTO": "ll"})
+    assert rc not in (0, None), out
+    m = _report(out, 0)
+    assert m, f"rank 0 did not report:\n{out}"
+    assert re.search(r"ring kernel channel \d+, chunk \d+ step \d+: waiting for the chunks "
+                     r"posted to rank 0 by rank 1 as LL words", m), m
+    assert "rank 0: BROKEN" in out and "NO ERROR" not in out
+    assert _left_behind(script) == []
+
+
 @pytest.mark.parametrize("nprocs,algorithm", [(2, "ring"), (3, "ring"), (3, "oneshot"),
                                              (2, "oneshot fast")])
 def test_a_rank_dies_in_the_middle_of_an_allreduce_across_nodes(nprocs, algorithm):

@@ -33,7 +33,7 @@ from .arrays import SIMULATED
 from .ipc import HEADER, MAX_CHANNELS
 from .program import encode
 from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ERR_SEEN,
-                         ERR_STEP, LL_WORDS, UNROLL, WAIT_DATA, ring_kernel)
+                         ERR_STEP, LL_WORDS, UNROLL, WAIT_DATA, WAIT_LL, ring_kernel)
 
 # Channels x threads per channel. Under the simulator every thread is a Python thread: two
 # small channels still run the channel split. On a GPU the best measured on an H100 (four
@@ -264,8 +264,11 @@ class KernelPath:
             return
         pred, succ = (self.rank - 1) % self.size, (self.rank + 1) % self.size
         need, seen = int(err[ERR_NEED]), int(err[ERR_SEEN])
+        code = err[ERR_CODE]
         what = (f"waiting for the chunks posted to rank {self.rank} by rank {pred} to reach "
-                f"{need} (at {seen})" if err[ERR_CODE] == WAIT_DATA else
+                f"{need} (at {seen})" if code == WAIT_DATA else
+                f"waiting for the chunks posted to rank {self.rank} by rank {pred} as LL "
+                f"words: a word flagged {need} (one flagged {seen})" if code == WAIT_LL else
                 f"waiting for rank {succ} to free a slot: the chunks of rank {self.rank} it "
                 f"consumed to reach {need} (at {seen})")
         raise waiter.failure(f"ring kernel channel {int(err[ERR_CHANNEL])}, chunk "

@@ -54,7 +54,8 @@ BASE, STRIDE, ACKED_AT, TOTALS = KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED, KERNE
 # The error word: int64[ERR_LEN]
 ERR_CODE, ERR_CHANNEL, ERR_UNIT, ERR_CHUNK, ERR_STEP, ERR_NEED, ERR_SEEN = range(7)
 ERR_LEN = 8
-WAIT_DATA, WAIT_CREDIT = 1, 2  # ERR_CODE: what the kernel waited for
+WAIT_DATA, WAIT_CREDIT, WAIT_LL = 1, 2, 3  # ERR_CODE: what the kernel waited for
+# (WAIT_LL: an LL word's flag; ERR_NEED / ERR_SEEN are flags then)
 
 
 UNROLL = 4  # elements a thread loads before it stores any (bytes in flight per thread)
@@ -154,7 +155,10 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
                nslots, stride, timeout_ns, div, inll, outll, slot_words, data_words):
         c, nch = cuda.blockIdx.x, cuda.gridDim.x
         t, nt = cuda.threadIdx.x, cuda.blockDim.x
-        ok = cuda.shared.array(1, types.int64)
+        # ok[0]: the unit may start (thread 0's waits); ok[1]: no LL word timed out. Two
+        # words, so that a thread that fails in the LL loop cannot flip the start check
+        # of a thread that has not read it yet (it would leave, and miss the barrier)
+        ok = cuda.shared.array(2, types.int64)
         totals = cuda.shared.array(2, types.int64)
         p_in, a_out = BASE + STRIDE * c, BASE + STRIDE * c + ACKED_AT
         tot = BASE + STRIDE * c + TOTALS
@@ -174,6 +178,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
                                       WAIT_CREDIT, c, i, prog)
                         fence()  # acquire: the successor's reads of the slot came first
                     ok[0] = good
+                    ok[1] = 1
                 cuda.syncthreads()
                 if ok[0] == 0:
                     return
@@ -188,9 +193,9 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
                     if f & RECV:
                         w = ll_wait(inll, wi + e, fin, timeout_ns, err)
                         if (w >> 32) != fin:
-                            ok[0] = 0
-                            _fail(err, WAIT_DATA, c, i, prog[i, CHUNK], prog[i, STEP],
-                                  uin + 1, w >> 32)
+                            ok[1] = 0
+                            _fail(err, WAIT_LL, c, i, prog[i, CHUNK], prog[i, STEP],
+                                  fin, w >> 32)
                             break
                         v = from_bits(w)
                         if f & REDUCE:
@@ -203,7 +208,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
                         ll_store(outll, wo + e, fout | to_bits(v))
                     e += nt
                 cuda.syncthreads()
-                if ok[0] == 0:
+                if ok[1] == 0:
                     return
                 if t == 0 and f & RECV:
                     publish(pred, a_out, uin + 1)  # the slot is free again

@@ -7,7 +7,7 @@ communicator broken afterwards.
 On 'cuda' the victim dies after enqueuing its fifth chunk for its successor (on a GPU the
 chunks are still in flight on its stream; under Numba's simulator they ran at once). On
 'cuda-kernel' (path="kernel") it dies instead of launching its kernel, while the others'
-kernels spin on it. With
+kernels spin on it (with RING_KERNEL_PROTO=ll, on its LL words). With
 another all-reduce algorithm (host) it dies where that algorithm needs it: oneshot before
 posting its data (across nodes, after the agreement, before the data's allgather),
 twoshot after the first round, naive, ps and tree before sending (on
@@ -64,7 +64,11 @@ else:
     from numba import cuda
     # 64 KiB: 16 chunks per step of the ring; the other algorithms' kernels take the
     # whole array at once, slow under the simulator next to the 2 s timeout: 1 KiB
-    x = cuda.to_device(np.ones(1 << 14 if algorithm == "ring" else 1 << 8, np.float32))
+    # (RING_KERNEL_PROTO=ll: 64 values, one chunk of 16 a channel per block of 2 ranks,
+    # so that the call goes as LL words and the survivors time out polling them)
+    n = 1 << 6 if os.environ.get("RING_KERNEL_PROTO") == "ll" else \
+        1 << 14 if algorithm == "ring" else 1 << 8
+    x = cuda.to_device(np.ones(n, np.float32))
 if device == "cuda" and algorithm == "twoshot":
     comm.allreduce(x)  # makes the GPU areas: the victim dies in the next call's rounds
 
