@@ -119,6 +119,50 @@ def test_the_kernel_path_with_either_hand_off(monkeypatch, k, scope, sync, proto
     run(Collective.ALLREDUCE, k, (1 << 19) + 37, "bfloat16", "avg", path="kernel", chunk=1 << 20)
 
 
+def test_segments_start_all_zero(monkeypatch):
+    """A rank's segment is zero from its first byte to its last, slots included: device
+    memory comes back as it was left (a closed group's LL words, flagged 1, 2, ... as a new
+    link's are), and an LL wait would take a stale word for a chunk. Here the allocator
+    hands out memory filled with 0xAB."""
+    from ring.cuda import ipc
+    real = ipc.cuda.device_array
+
+    def dirty(n, dtype):
+        mem = real(n, dtype)
+        mem.copy_to_device(np.full(n, 0xAB, np.uint8))
+        return mem
+    monkeypatch.setattr(ipc.cuda, "device_array", dirty)
+    seg = ipc.Segment(3, 4096)
+    assert not host(seg.mem).any()
+    seg.close()
+
+
+@needs_gpu
+def test_ll_calls_on_a_group_made_where_a_closed_one_was(monkeypatch):
+    """RING_KERNEL_PROTO=ll: a group's LL words stay in its slots when it closes, and the
+    next group of the same shape is likely to get the same memory; its calls must not take
+    the old words (flagged 1, 2, ... as its own) for its own chunks."""
+    monkeypatch.setenv("RING_KERNEL_PROTO", "ll")
+    for seed in range(3):  # different inputs each time: a stale word would be wrong
+        for collective in GROUP_COLLECTIVES:
+            inputs = [make(q, 40, np.dtype(np.float32), seed=seed) for q in range(2)]
+            g = ring.Group(2, chunk_bytes=64, nslots=2, path="kernel")
+            xs = [_dev(x) for x in inputs]
+            if collective is Collective.ALLREDUCE:
+                outs = g.allreduce(xs, op="sum")
+            elif collective is Collective.REDUCE_SCATTER:
+                outs = g.reduce_scatter(xs, op="sum")
+            else:
+                outs = g.allgather(xs)
+            g.synchronize()
+            want = reference.expected(str(collective), inputs, "sum",
+                                      align=_align(4) if collective is Collective.ALLREDUCE
+                                      else 1)
+            for r in range(2):
+                assert host(outs[r]).tobytes() == want[r].tobytes(), (seed, collective, r)
+            g.close()
+
+
 # path="kernel": K persistent kernels that wait on each other need a GPU (the simulator runs
 # one kernel at a time); a group of one runs it anywhere
 KERNEL = pytest.param("kernel", marks=(pytest.mark.gpu, pytest.mark.skipif(

@@ -29,6 +29,7 @@ import numpy as np
 from numba import cuda
 
 from ..transport.shm import Typed
+from .arrays import SIMULATED
 
 POSTED, ACKED = 0, 128  # byte offsets in the header
 KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED, KERNEL_TOTALS = 32, 48, 16, 32  # int64 indices
@@ -92,13 +93,26 @@ class _Memory:
         return self.mem[HEADER:HEADER + self.nslots * self.slot_bytes]
 
 
+def zeroed(nbytes: int):
+    """nbytes of device memory, all zero: the counters start at 0, and no slot holds a word
+    that an LL wait could take for a chunk (cudaMalloc may hand back a closed
+    communicator's segment, flags and all: persistent.py's LL words are flagged 1, 2, ...
+    on every new link)."""
+    mem = cuda.device_array(nbytes, np.uint8)
+    if SIMULATED:
+        mem.copy_to_device(np.zeros(nbytes, np.uint8))
+    elif nbytes:
+        from numba.cuda.cudadrv.driver import device_memset
+        device_memset(mem, 0, nbytes)
+    return mem
+
+
 class Segment(_Memory):
     """This rank's header and slots, exported by IPC."""
 
     def __init__(self, nslots: int, slot_bytes: int):
         self.nslots, self.slot_bytes = nslots, slot_bytes
-        self.mem = cuda.device_array(HEADER + nslots * slot_bytes, np.uint8)
-        self.mem[:HEADER].copy_to_device(np.zeros(HEADER, np.uint8))
+        self.mem = zeroed(HEADER + nslots * slot_bytes)
 
     def handle(self):
         """What a neighbour needs to map this segment (sent to it over MPI)."""
