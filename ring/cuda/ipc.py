@@ -104,6 +104,9 @@ def zeroed(nbytes: int):
     elif nbytes:
         from numba.cuda.cudadrv.driver import device_memset
         device_memset(mem, 0, nbytes)
+        # cuMemsetD8 returns before the GPU has run it, and the neighbours (other
+        # processes, other streams) write here as soon as they have the handle
+        cuda.synchronize()
     return mem
 
 
