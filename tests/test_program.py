@@ -100,3 +100,32 @@ def test_every_rank_of_a_call_takes_the_same_protocol(case, channels):
     ps = _plans(collective, k, count, itemsize, chunk, align, root % k)
     assert len({carries_ll("ll", itemsize, p.max_chunk(), channels) for p in ps}) == 1
     assert not any(carries_ll("simple", itemsize, p.max_chunk(), channels) for p in ps)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 1 << 21), st.integers(1, 64), st.sampled_from([1, 2, 4, 8]),
+       st.integers(1, 6))
+def test_slots_hold_every_channels_part_and_ll_words_apart(chunk_slot_bytes, channels,
+                                                          itemsize, nslots):
+    """The kernel path's slot layout, by the functions the kernel itself places data and LL
+    words with (persistent.data_base / ll_base, kernel_path.layout): every channel's
+    sub-slot of every slot holds its part of the largest chunk, and no two sub-slots or LL
+    areas share a byte, within the segment's slots (a simple call's chunk must not write
+    where an LL call's words wait, nor the reverse)."""
+    from ring.cuda.kernel_path import layout, slot_bytes
+    from ring.cuda.persistent import LL_WORDS, data_base, ll_base
+    sb = slot_bytes(chunk_slot_bytes, channels)
+    stride, cap = layout(sb, channels, itemsize)
+    n = chunk_slot_bytes // itemsize  # the most elements a chunk of the slot has
+    assert -(-n // channels) <= cap // channels
+    spans = []
+    for s in range(nslots):
+        for c in range(channels):
+            lo = data_base(s, c, channels, stride, cap) * itemsize
+            spans.append((lo, lo + cap // channels * itemsize))
+            lo = ll_base(s, c, sb // 8, cap * itemsize // 8) * 8
+            spans.append((lo, lo + 8 * LL_WORDS))
+    spans.sort()
+    assert spans[0][0] >= 0 and spans[-1][1] <= nslots * sb
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        assert end <= start

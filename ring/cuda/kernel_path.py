@@ -122,9 +122,16 @@ def ll_bytes(channels: int) -> int:
 
 def slot_bytes(chunk_slot_bytes: int, channels: int) -> int:
     """A slot of the kernel path: room for each channel's ceil(n / C) elements of any chunk
-    in its own sub-slot (8 bytes per channel more than the stream path's slot), then each
-    channel's LL words (ll_bytes)."""
-    return chunk_slot_bytes + 8 * channels + ll_bytes(channels)
+    in its own sub-slot (8 bytes per channel more than the stream path's slot, rounded up
+    to whole int64 words), then each channel's LL words (ll_bytes)."""
+    return -(-(chunk_slot_bytes + 8 * channels) // 8) * 8 + ll_bytes(channels)
+
+
+def layout(slot_bytes: int, channels: int, itemsize: int) -> tuple[int, int]:
+    """(stride, cap) in elements of itemsize bytes: how far apart the slots are (the whole
+    slot, its LL words included) and how many elements of data each holds at its start
+    (persistent.data_base / ll_base place a channel's part and its LL words)."""
+    return slot_bytes // itemsize, (slot_bytes - ll_bytes(channels)) // itemsize
 
 
 def mps_running() -> bool:
@@ -240,10 +247,9 @@ class KernelPath:
             x = self._empty.get(storage)
             if x is None:
                 x = self._empty[storage] = cuda.device_array(0, storage)
-        data = self.slot_bytes - ll_bytes(self.channels)  # then the slot's LL words
-        stride = data // storage.itemsize
+        stride, cap = layout(self.slot_bytes, self.channels, storage.itemsize)
         q = -(-p.max_chunk() // self.channels)
-        if q > stride // self.channels:  # slots are sized for it (slot_bytes)
+        if q > cap // self.channels:  # slots are sized for it (slot_bytes)
             raise AssertionError(f"a channel's part of a chunk ({q}) exceeds its sub-slot")
         inslots, outslots = (r.view(storage) for r in self.regions)
         inll, outll = (r.view(np.int64) for r in self.regions)
@@ -251,7 +257,7 @@ class KernelPath:
         prog = self.program(p)
         args = (prog, x, out, inslots, outslots, mine, pred, succ, self.err,
                 p.recvs, p.sends, self.nslots, stride, int(timeout_s * 1e9), float(divisor),
-                inll, outll, self.slot_bytes // 8, data // 8)
+                inll, outll, self.slot_bytes // 8, cap * storage.itemsize // 8)
         # kept alive by the launch: everything but x and out (the empty x is this rank's)
         keep = (prog, inslots, outslots, inll, outll, mine, pred, succ, self.err,
                 x if x is self._empty.get(storage) else None)

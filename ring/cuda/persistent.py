@@ -2,7 +2,8 @@
 
 The grid is C channels of one thread block each. Channel c owns elements
 [c q, (c+1) q) of every chunk of n elements (q = ceil(n / C)), kept in sub-slot c of the
-slot (stride // C elements from c (stride // C); a slot holds C x q elements or more), and
+slot (cap // C elements from c (cap // C), where a slot's data holds cap >= C x q elements,
+then its LL words: data_base, ll_base and kernel_path.layout), and
 has its own pair of counters on each link: the channels are C independent rings over
 disjoint parts of the same slots (NCCL's channels).
 For every unit of the program, channel c:
@@ -90,9 +91,10 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
            acqrel: bool = False, ll: bool = False):
     """The kernel for (op, dtype), uncompiled: arguments (program, x, out, inslots,
     outslots, mine, pred, succ, err, recvs, sends, nslots, stride, timeout_ns, divisor,
-    inll, outll, slot_words, data_words), where the slots are 1-D (nslots x stride
-    elements of data in each slot of slot_words int64 words, the first data_words of which
-    are the data; inll / outll: the same slots as int64 words, for ll), mine / pred / succ
+    inll, outll, slot_words, data_words), where the slots are 1-D (nslots slots, `stride`
+    elements or slot_words int64 words apart, the first data_words words of each its data
+    and the rest its LL words: data_base / ll_base; inll / outll: the same slots as int64
+    words, for ll), mine / pred / succ
     the int64 headers of this rank's, its predecessor's and its successor's segments, and
     recvs / sends the program's receives and sends (what the call adds to the channel's
     totals). unroll (1 or 4): the elements, nt apart, each thread loads before it stores
@@ -114,6 +116,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     final = OPS[op](kd)
     middle = OPS[Op.SUM if op is Op.AVG else op](kd)  # avg divides at the final step only
     wide = unroll == 4
+    per_word = 8 // kd.storage.itemsize  # elements in an int64 word of a slot
     # an element's bits in an LL word and back (storage of at most 4 bytes: one a word)
     elem, storage_t = kd.storage.type, kd.numba_type
     bits_t, bits_np = UNSIGNED[kd.storage.itemsize]
@@ -183,9 +186,8 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
                 if ok[0] == 0:
                     return
                 lo, hi = part(n, c, nch)
-                at = c * LL_WORDS - lo
-                wi = (uin % nslots) * slot_words + data_words + at
-                wo = (uout % nslots) * slot_words + data_words + at
+                wi = _ll_base(uin % nslots, c, slot_words, data_words) - lo
+                wo = _ll_base(uout % nslots, c, slot_words, data_words) - lo
                 fin, fout = (uin + 1) & FLAG_MASK, ((uout + 1) & FLAG_MASK) << 32
                 xo, oo = prog[i, X], prog[i, OUT]
                 e = lo + t
@@ -229,7 +231,8 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
             # place for every chunk (a fixed sub-slot per channel), so that a channel that
             # runs ahead never writes where a slower channel still reads
             lo, hi = part(n, c, nch)
-            at = c * (stride // nch) - lo
+            # data_base(s, ...) as s * stride + data_base(0, ...): 8 registers fewer
+            at = _data_base(0, c, nch, stride, data_words * per_word) - lo
             rs, ss = (uin % nslots) * stride + at, (uout % nslots) * stride + at
             xo, oo = prog[i, X], prog[i, OUT]
             e = lo + t
@@ -275,6 +278,22 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
             mine[tot + 1] = base_out + sends
 
     return kernel
+
+
+def data_base(s, c, nch, stride, cap):
+    """Where channel c's sub-slot of slot s begins, in elements of the slots' storage: slots
+    `stride` elements apart (the whole slot, LL words included), each holding cap elements
+    of data at its start, cut into nch sub-slots of cap // nch."""
+    return s * stride + c * (cap // nch)
+
+
+def ll_base(s, c, slot_words, data_words):
+    """Where channel c's LL words of slot s begin, in int64 words: after the slot's data."""
+    return s * slot_words + data_words + c * LL_WORDS
+
+
+_data_base = cuda.jit(device=True, inline=True)(data_base)
+_ll_base = cuda.jit(device=True, inline=True)(ll_base)
 
 
 @cuda.jit(device=True, inline=True)
