@@ -81,6 +81,25 @@ print(json.dumps(failed))
 """
 
 
+# Collects each (step, pytest arguments) in one process (the test modules imported once):
+# pytest.main's exit status, 5 for an empty selection, 4 for an unknown option, 2 for errors.
+COLLECT = r"""
+import contextlib, io, json, sys
+import pytest
+failed = []
+for name, args in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            rc = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *args])
+        except SystemExit as e:
+            rc = e.code
+    if rc != 0:
+        failed.append(f"{name}: {args}: exit {int(rc)}: {out.getvalue()[-1500:]}")
+print(json.dumps(failed))
+"""
+
+
 def test_every_step_is_listed_and_prints_commands(tmp_path):
     names = steps()
     assert {"kernelpath", "kernelsweep", "training", "cross", "all"} <= set(names)
@@ -91,8 +110,8 @@ def test_every_step_is_listed_and_prints_commands(tmp_path):
 
 
 def test_every_command_of_every_step_would_start(tmp_path):
-    """About 25 s: one process parses every benchmark's and the harness's arguments, and
-    pytest collects each test step's selection in a process of its own."""
+    """One process parses every benchmark's and the harness's arguments, and another has
+    pytest collect each test step's selection (at least one test each)."""
     cmds = commands(tmp_path, [s for s in steps() if s != "all"])
     parse, collect = [], []
     for name, cmd in cmds:
@@ -116,8 +135,8 @@ def test_every_command_of_every_step_would_start(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert json.loads(p.stdout.strip().splitlines()[-1]) == [], p.stdout + p.stderr
     assert len(parse) >= 15  # the benchmarks, the harness sweeps and tunes
-    for name, args in collect:
-        p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", *args], cwd=ROOT,
-                           env=env, capture_output=True, text=True, timeout=300)
-        # pytest exits 5 when the selection is empty, 4 on an unknown option, 2 on errors
-        assert p.returncode == 0, f"{name}: {args}\n{p.stdout[-2000:]}{p.stderr[-2000:]}"
+    p = subprocess.run([sys.executable, "-c", COLLECT, json.dumps(collect)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
+    assert len(collect) >= 8 and json.loads(p.stdout.strip().splitlines()[-1]) == [], \
+        p.stdout[-6000:] + p.stderr[-2000:]
