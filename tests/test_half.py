@@ -86,3 +86,31 @@ def test_combine_in_place(dt, into):
             out = x if into == "a" else y
             half.combine(op, x, y, out)
             assert np.array_equal(bits(out), bits(want))
+
+
+@pytest.mark.parametrize("where", ["in place", "apart", "overlapping"])
+@pytest.mark.parametrize("dt", DTYPES, ids=str)
+def test_settle_is_a_hop_then_a_landing(dt, where):
+    """The all-reduce seam of a 16-bit wire (s = round(wide(r) + x); out = wide(s) / d): one
+    loop for bfloat16, the same bits as its two steps with NumPy's conversions, every
+    exponent of x (NaN, inf, subnormals); out as x, apart from it, or over x one element on."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = every_exponent(200)
+        r = (rng.standard_normal(x.size) * 1e3).astype(dt)
+        s_want = (r.astype(np.float32) + x).astype(dt)
+        want = s_want.astype(np.float32) / np.float32(3)
+    n = x.size - 1 if where == "overlapping" else x.size
+    base = np.empty(n + 1, np.float32)
+    if where == "in place":
+        xs, out = x.copy(), None
+    elif where == "apart":
+        xs, out = x.copy(), np.empty(n, np.float32)
+    else:  # x the first n of base, out the last n: out[i] lies over x[i + 1]
+        base[:] = x[:n + 1] if n + 1 <= x.size else np.append(x, 0)
+        xs, out = base[:n], base[1:]
+    out = xs if out is None else out
+    s = np.empty(n, dt)
+    half.settle(r[:n], xs, out, s, 3)
+    assert np.array_equal(bits(s), bits(s_want[:n]))
+    assert np.array_equal(bits(out), bits(want[:n]))
