@@ -19,6 +19,10 @@ sequentially consistent fences). With ll (RING_KERNEL_PROTO=ll, small calls) a u
 POSTED counter and no fences: each thread polls the LL words of its own elements in the
 slot's LL area until they carry the chunk's flag (in + 1), and writes its results into the
 successor's LL area as words flagged out + 1; the credit (ACKED) is as above.
+A unit in which channel c's part of the chunk is empty (n <= c q: a call smaller than the
+channels) is the same on both ends of its link, and there the channel only moves its
+counters on (fence, ACKED_c (pred) := in + 1, POSTED_c (succ) := out + 1): no wait, so that
+an 8-byte call has one channel doing hand-offs instead of C.
 
 POSTED counts chunks written into a rank's slots (written by its predecessor), ACKED the
 chunks of a rank that its successor has consumed (written by the successor), as in ipc.py;
@@ -173,6 +177,17 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         for i in range(prog.shape[0]):
             f, n = prog[i, FLAGS], prog[i, N]
             uin, uout = base_in + prog[i, UIN], base_out + prog[i, UOUT]
+            lo, hi = part(n, c, nch)
+            if lo >= hi:  # none of the chunk is this channel's (a small call's other
+                # channels), on either end of the link: no wait, only the counters moved on,
+                # as if it had come and gone (ACKED: the sender's credit may wait for it)
+                if t == 0:
+                    fence()  # release, as after a unit's data
+                    if f & RECV:
+                        publish(pred, a_out, uin + 1)
+                    if f & SEND and not ll:
+                        publish(succ, p_in, uout + 1)
+                continue
             if ll:  # the chunk as flagged words: each thread waits for its own elements
                 if t == 0:
                     good = 1
@@ -185,7 +200,6 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
                 cuda.syncthreads()
                 if ok[0] == 0:
                     return
-                lo, hi = part(n, c, nch)
                 wi = _ll_base(uin % nslots, c, slot_words, data_words) - lo
                 wo = _ll_base(uout % nslots, c, slot_words, data_words) - lo
                 fin, fout = (uin + 1) & FLAG_MASK, ((uout + 1) & FLAG_MASK) << 32
@@ -230,7 +244,6 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
             # this channel's part of the chunk, and where it sits in a slot: at the same
             # place for every chunk (a fixed sub-slot per channel), so that a channel that
             # runs ahead never writes where a slower channel still reads
-            lo, hi = part(n, c, nch)
             # data_base(s, ...) as s * stride + data_base(0, ...): 8 registers fewer
             at = _data_base(0, c, nch, stride, data_words * per_word) - lo
             rs, ss = (uin % nslots) * stride + at, (uout % nslots) * stride + at
