@@ -1,12 +1,13 @@
 """The fast path's compiled round (ring/host/fastround.py) in one process: K segments laid
 out as the exchange window's (transport/exchange.py), the peers' rounds posted by hand, and
-the result compared bit for bit with oneshot.fold (NumPy's loops, the full path's)."""
+the result compared bit for bit with oneshot.fold (NumPy's loops, the full path's), a NaN
+with any NaN (same_bits)."""
 
 import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ring.host import fastround
@@ -40,6 +41,18 @@ class Window:
     def data(self, q, seq, dtype, n):
         d = self.slot(q, seq) + RECORD * 8
         return self.segs[q][d:d + n * dtype.itemsize].view(dtype)
+
+
+def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
+    """Bit for bit, except that a NaN matches any NaN where both are NaN: which NaN an
+    operation on two NaNs gives (its sign and payload) is the hardware's pick by operand
+    order, which LLVM may swap in the compiled loop (seen: -0 * -inf * NaN, float32, NumPy
+    0x7fc00000, compiled 0xffc00000). Every rank runs the same code in the same order, so
+    ranks still agree bit for bit; only the comparison with NumPy's loops is loosened."""
+    if got.dtype.kind != "f":
+        return got.tobytes() == want.tobytes()
+    nan = np.isnan(got) & np.isnan(want)
+    return got.tobytes() == np.where(nan, got, want).tobytes()
 
 
 def values(dtype, n, rng):
@@ -82,7 +95,7 @@ def test_fold_is_numpys_bit_for_bit(k, dtype, op, n, seed):
     assert w.data(0, 5, dtype, n).tobytes() == xs[0].tobytes()  # posted
     assert np.frombuffer(w.segs[0][:8], np.int64)[0] == 5  # round counter
     if fold_here:
-        assert out.tobytes() == want.tobytes()
+        assert same_bits(out, want)
     else:  # NumPy's loops fold floating min / max (the caller does it)
         assert (out == 7).all()
 
@@ -110,7 +123,7 @@ def test_gathered_folds_as_numpy_and_compares_every_record(k, me, dtype, op, n, 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fold(xs.__getitem__, op, k, want)
-    assert out.tobytes() == (want if fold_here else np.full(n, 7, dtype)).tobytes()
+    assert same_bits(out, want if fold_here else np.full(n, 7, dtype))
     if k > 1:
         q, field = rng.integers(k), rng.integers(RECORD)
         everyone[q, field] += 1
@@ -120,6 +133,7 @@ def test_gathered_folds_as_numpy_and_compares_every_record(k, me, dtype, op, n, 
 @settings(max_examples=60, deadline=None)
 @given(k=st.integers(1, 5), dtype=st.sampled_from(NATIVE), op=st.sampled_from(list(Op)),
        n=st.integers(1, 300), seed=st.integers(0, 2**32 - 1))
+@example(k=5, dtype=np.dtype(np.float32), op=Op.PROD, n=300, seed=16748)  # -NaN against NaN
 def test_folded_folds_the_rows_of_a_oneshot_allgather_as_numpy(k, dtype, op, n, seed):
     """folded(): a oneshot too large to ride, its own allgather (K rows of x's bytes), the
     same fold bit for bit, in rank order."""
@@ -134,7 +148,7 @@ def test_folded_folds_the_rows_of_a_oneshot_allgather_as_numpy(k, dtype, op, n, 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fold(xs.__getitem__, op, k, want)
-    assert out.tobytes() == want.tobytes()
+    assert same_bits(out, want)
 
 
 def test_a_peer_not_there_is_waiting_and_a_different_record_is_a_mismatch():
@@ -253,4 +267,4 @@ def test_a_recipe_followed_compiled_is_numpys(k, dtype, collective, per_rank, se
         warnings.simplefilter("ignore")
         follow(segments, lambda q: xs[q], op, want)
     if fold_here or not collective.reduces:
-        assert out.tobytes() == want.tobytes()
+        assert same_bits(out, want)
