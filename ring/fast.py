@@ -31,8 +31,8 @@ oneshot.recipe instead of the fold, compiled as well.
 RING_DEBUG=INFO logs fast calls too, with "path": "fast". What the fast path skips is work
 whose result is the same for the same signature, so its errors and results are the full
 path's (but for which NaN a NaN is: where two NaNs meet, the compiled fold and NumPy's loops
-may keep different ones, sign and payload, as LLVM orders the operands; every rank of a
-call takes the same path). Measured in results/host-call-cost.md.
+may keep different ones, sign and payload, as LLVM orders the operands: a NaN either way).
+Measured in results/host-call-cost.md.
 
 Across nodes there is no window: a oneshot of up to RIDE_BYTES rides in the agreement's MPI
 allgather (p2p.allgathered), and its signature (`Gathered`) keeps that message and views of
