@@ -1,5 +1,6 @@
 """Every kernel compiles for a real GPU (sm_90), without one: tools/compile_kernels.py
---quick, in a process of its own (the simulator off). The simulator runs a kernel's Python,
+--quick, in processes of their own (the simulator off; two shards at once, as CI has two
+cores). The simulator runs a kernel's Python,
 so a kernel that only a GPU's compiler rejects (types, libdevice, inline PTX), whose PTX
 lacks what it must hold, or whose registers would make a ring kernel's block unlaunchable
 (ptxas), fails here instead of in a scarce GPU session. Needs NVVM, NVRTC and ptxas: `make
@@ -7,6 +8,7 @@ build/cuda-compilers` (CUDA 13's pip wheels; .ci/run makes them), or RING_CUDA_C
 naming such a folder; skipped without them."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,14 @@ HERE = Path(os.environ.get("RING_CUDA_COMPILERS", ROOT / "build" / "cuda-compile
 
 
 CU = HERE / "nvidia" / "cu13"
+SHARDS = 2
+
+
+def total(out: str, what: str) -> int:
+    """The sum over the shards' outputs of the counts printed as "compiled N <what>"."""
+    counts = re.findall(rf"^compiled (\d+) {re.escape(what)} for sm_90$", out, re.M)
+    assert len(counts) == SHARDS, f"{what}: {counts}\n{out}"
+    return sum(map(int, counts))
 
 
 @pytest.mark.skipif(not (CU / "bin" / "ptxas").exists(),
@@ -27,13 +37,18 @@ def test_every_kernel_compiles_for_the_gpu():
                LD_LIBRARY_PATH=os.pathsep.join(filter(None, [
                    str(CU / "lib"), os.environ.get("LD_LIBRARY_PATH")])))
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    p = subprocess.run([sys.executable, str(ROOT / "tools" / "compile_kernels.py"), "--quick"],
-                       env=env, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout + p.stderr
+    procs = [subprocess.Popen([sys.executable, str(ROOT / "tools" / "compile_kernels.py"),
+                               "--quick", f"--shard={i}/{SHARDS}"], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for i in range(SHARDS)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, out + err
+    out = "".join(o for o, _ in outs)
     # six (op, dtype) cases, each with system- and GPU-scoped fences, each with both hand-offs
-    assert "compiled 24 variants of the ring kernel" in p.stdout, p.stdout
-    assert "kernels of kernels/ for sm_90" in p.stdout, p.stdout
-    assert "compiled 6 hand-off kernels for sm_90" in p.stdout, p.stdout
+    assert total(out, "variants of the ring kernel") == 24, out
+    assert total(out, "kernels of kernels/") > 0, out
+    assert total(out, "hand-off kernels") == 6, out
     # the LL kernels of the four cases of at most 4 bytes an element (GPU scope, acqrel)
-    assert "compiled 4 LL variants of the ring kernel" in p.stdout, p.stdout
-    assert p.stdout.count("registers per thread") == 28, p.stdout  # assembled, launchable
+    assert total(out, "LL variants of the ring kernel") == 4, out
+    assert out.count("registers per thread") == 28, out  # assembled, launchable

@@ -11,11 +11,12 @@ multiply-add in the int8 kernels, whose bits must be the host's). With ptxas (on
 in $CUDA_HOME/bin) it also assembles each ring kernel variant and checks that a block of the
 most threads per channel allowed (1024) can launch at all (registers x threads within the 64 K registers
 of a multiprocessor), printing each variant's registers. --quick: a cross-section of the
-ring kernel's variants (tests/test_compile.py). Needs NVVM and NVRTC, no GPU: a CUDA
+ring kernel's variants; --shard I/N: every N-th piece of the work (tests/test_compile.py
+runs both halves of --quick at once). Needs NVVM and NVRTC, no GPU: a CUDA
 toolkit, or the pip wheels (`make build/cuda-compilers`):
 
     CUDA_HOME=build/cuda-compilers/nvidia/cu13 LD_LIBRARY_PATH=build/cuda-compilers/nvidia/cu13/lib \
-        python tools/compile_kernels.py [--cc 9.0] [--quick]
+        python tools/compile_kernels.py [--cc 9.0] [--quick] [--shard I/N]
 """
 
 from __future__ import annotations
@@ -37,8 +38,19 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cc", default="9.0", help="compute capability (default 9.0, Hopper)")
     ap.add_argument("--quick", action="store_true", help="a cross-section of the ring kernel")
+    ap.add_argument("--shard", default="0/1", metavar="I/N",
+                    help="compile every N-th piece of the work from the I-th (N processes at once "
+                         "do it all; each prints its own counts)")
     args = ap.parse_args()
     cc = tuple(int(v) for v in args.cc.split("."))
+    i, n = (int(v) for v in args.shard.split("/"))
+    if not 0 <= i < n:
+        ap.error(f"--shard: need 0 <= I < N, got {args.shard}")
+    pieces = itertools.count()
+
+    def mine() -> bool:
+        """Whether the next piece of the work is this shard's."""
+        return next(pieces) % n == i
 
     from types import SimpleNamespace
 
@@ -60,9 +72,12 @@ def main() -> int:
                 continue
             if args.quick and (str(op), name) not in QUICK:
                 continue
+            ptx = None  # (this shard may compile none of this case's variants)
             # fences across GPUs / every neighbour on this one; atomics between membars /
             # relaxed loads and stores with fence.acq_rel (RING_KERNEL_SYNC=acqrel)
             for gpu_scope, acqrel in itertools.product((False, True), (False, True)):
+                if not mine():
+                    continue
                 ptx, _ = cuda.compile_ptx(source(op, name, gpu_scope=gpu_scope, acqrel=acqrel),
                                           signature(name), cc=cc)
                 scope = "gpu" if gpu_scope else "sys"
@@ -77,7 +92,8 @@ def main() -> int:
                     banned = ("membar.sys",) if gpu_scope else ()
                 holds(ptx, what, ("%globaltimer", "nanosleep") + needed, banned)
                 done += 1
-            if kd.storage.itemsize <= 4:  # small calls as LL words (RING_KERNEL_PROTO=ll)
+            # small calls as LL words (RING_KERNEL_PROTO=ll)
+            if kd.storage.itemsize <= 4 and mine():
                 ptx, _ = cuda.compile_ptx(source(op, name, gpu_scope=True, acqrel=True, ll=True),
                                           signature(name), cc=cc)
                 what = f"{op} {name} (gpu scope, acqrel, ll)"
@@ -85,13 +101,14 @@ def main() -> int:
                 holds(ptx, what, ("ld.relaxed.gpu.u64", "st.relaxed.gpu.u64", "fence.acq_rel.gpu",
                                   "%globaltimer", "nanosleep"), ("membar", "fence.sc", ".sys"))
                 ll_done += 1
-            if (op, name) == (Op.SUM, "float32"):
+            if (op, name) == (Op.SUM, "float32") and ptx is not None:
                 regs = re.findall(r"\.reg \.(\w+)\s+%\w+<(\d+)>", ptx)
                 print(f"sum float32: {len(ptx.splitlines())} lines of PTX, registers {regs}")
     print(f"compiled {done} variants of the ring kernel for sm_{cc[0]}{cc[1]}")
     print(f"compiled {ll_done} LL variants of the ring kernel for sm_{cc[0]}{cc[1]}")
-    print(f"compiled {library(cuda, cc)} kernels of kernels/ for sm_{cc[0]}{cc[1]}")
-    print(f"compiled {handoffs(cuda, cc)} hand-off kernels for sm_{cc[0]}{cc[1]}")
+    print(f"compiled {library(cuda, cc) if mine() else 0} kernels of kernels/ for "
+          f"sm_{cc[0]}{cc[1]}")
+    print(f"compiled {handoffs(cuda, cc) if mine() else 0} hand-off kernels for sm_{cc[0]}{cc[1]}")
     return 0
 
 
