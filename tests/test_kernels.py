@@ -21,7 +21,7 @@ BF16 = ml_dtypes.bfloat16
 DTYPES = [d.name for d in ringtypes.DTYPES if d in ringtypes.REDUCIBLE]
 UFUNC = {Op.SUM: np.add, Op.AVG: np.add, Op.PROD: np.multiply, Op.MIN: np.minimum,
          Op.MAX: np.maximum}
-# 0, 1, 2, odd, and past one pass of the simulator's grid (2 blocks x 32 threads)
+# 0, 1, 2, odd, and past one pass of the simulator's grid (2 blocks x 8 threads)
 LENGTHS = [0, 1, 2, 37, 300] if SIMULATED else [0, 1, 2, 37, 300, 1 << 20 | 7]
 
 
@@ -308,3 +308,17 @@ def test_the_copy_kernel_copies_every_byte():
         assert host(dst).tobytes() == src.tobytes(), n
     with pytest.raises(ValueError, match="multiple of 8"):
         copy(dev(np.zeros(12, np.uint8)), dev(np.zeros(12, np.uint8)))
+
+
+@pytest.mark.skipif(not SIMULATED, reason="Numba's simulator only")
+def test_the_simulator_yields_while_it_watches_a_block(monkeypatch):
+    """kernels/simulator.py: the thread that launched a simulated kernel lets go of the GIL
+    each time it looks at the block's threads, instead of spinning on them."""
+    from kernels import simulator
+    looks = []
+    monkeypatch.setattr(simulator, "_yield", lambda: looks.append(1))
+    out = dev(np.zeros(37, np.float32))
+    kernels.reduce_copy(out, dev(np.ones(37, np.float32)), dev(np.ones(37, np.float32)))
+    assert host(out).tolist() == [2.0] * 37
+    assert looks, "the simulator watched its threads without yielding"
+    assert simulator.yield_while_polling()  # applied once, at import of kernels
