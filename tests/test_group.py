@@ -306,7 +306,7 @@ def test_in_place(path):
        nslots=st.integers(2, 3), path=st.sampled_from(["fused", "copy"]),
        collective=st.sampled_from(GROUP_COLLECTIVES),
        dtype=st.sampled_from(["float16", "bfloat16", "float32", "int64", "uint8"]))
-@settings(max_examples=25 if SIMULATED else 200, deadline=None)
+@settings(max_examples=100 if SIMULATED else 200, deadline=None)
 def test_random_cases(k, n, chunk, nslots, path, collective, dtype):
     if collective is Collective.REDUCE_SCATTER:
         n -= n % k

@@ -175,7 +175,7 @@ def launchable(ptx: str, cc, what: str) -> None:
                          f"multiprocessor's {REGISTERS_PER_SM}: the kernel could not launch")
 
 
-# --quick: each op, each width, floating and integer (as tests/mpi/check_cuda.py's SIM_CASES)
+# --quick: each op, each width, floating and integer
 QUICK = {("sum", "float32"), ("avg", "bfloat16"), ("prod", "float16"), ("min", "uint8"),
          ("max", "float64"), ("sum", "int64")}
 

@@ -317,13 +317,9 @@ def test_a_bad_root_raises_on_every_rank(world):
 
 # The all-reduce algorithms besides the ring (ring/cuda/shared.py): oneshot and twoshot
 # through areas in GPU memory, naive, ps and tree on host copies (their folds are the host
-# device's, tested there for every case). On a GPU every case; under the simulator, where
-# every call is slow, a cross-section (each op, each width, floating and integer), or every
-# case with RING_TEST_ALL_CASES=1.
-SIM_CASES = CROSS_CASES
-ALL_CASES = not SIMULATED or os.environ.get("RING_TEST_ALL_CASES") == "1"
+# device's, tested there for every case). Every case (the cross-section where asked).
 ALGORITHM_CASES = [(a, d, o) for a in ("oneshot", "twoshot", "naive", "ps", "tree")
-                   for d, o in CASES if ALL_CASES or (d, o) in SIM_CASES]
+                   for d, o in CASES]
 
 
 @pytest.mark.parametrize("algorithm,dtype,op", ALGORITHM_CASES)
