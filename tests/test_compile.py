@@ -1,9 +1,9 @@
 """Every kernel compiles for a real GPU (sm_90), without one: tools/compile_kernels.py
---quick, in processes of their own (the simulator off; two shards at once, as CI has two
-cores). The simulator runs a kernel's Python,
-so a kernel that only a GPU's compiler rejects (types, libdevice, inline PTX), whose PTX
-lacks what it must hold, or whose registers would make a ring kernel's block unlaunchable
-(ptxas), fails here instead of in a scarce GPU session. Needs NVVM, NVRTC and ptxas: `make
+--quick, in processes of their own (the simulator off; two shards at once, one per core of
+the CI machine). The simulator runs a kernel's Python, so a kernel that only a GPU's
+compiler rejects (types, libdevice, inline PTX), whose PTX lacks what it must hold, or
+whose registers would make a ring kernel's block unlaunchable (ptxas), fails here instead
+of in a scarce GPU session. Needs NVVM, NVRTC and ptxas: `make
 build/cuda-compilers` (CUDA 13's pip wheels; .ci/run makes them), or RING_CUDA_COMPILERS
 naming such a folder; skipped without them."""
 
@@ -41,7 +41,11 @@ def test_every_kernel_compiles_for_the_gpu():
                                "--quick", f"--shard={i}/{SHARDS}"], env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for i in range(SHARDS)]
-    outs = [p.communicate(timeout=600) for p in procs]
+    try:
+        outs = [p.communicate(timeout=600) for p in procs]
+    finally:
+        for p in procs:  # (a shard past the limit: none left running)
+            p.kill()
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, out + err
     out = "".join(o for o, _ in outs)
