@@ -43,6 +43,9 @@ def host(nbytes: int, reps: int = 5) -> dict[str, float]:
 def cuda(nbytes: int, reps: int = 5) -> dict[str, float]:
     from numba import cuda as nb
 
+    from ring.cuda.arrays import SIMULATED
+    if SIMULATED:  # Numba's simulator times nothing (it has no events): no rooflines
+        return {}
     from kernels.copy import d2d_gbps
     from kernels.timing import stream_ms
     dev_a = nb.device_array(nbytes, np.uint8)
@@ -105,7 +108,8 @@ def measure(world: MPI.Comm, device: str, nbytes: int = NBYTES) -> dict[str, flo
 def describe(figures: dict[str, float]) -> str:
     parts = [f"{k[:-5]} {v:.1f} GB/s" for k, v in figures.items()
              if k.endswith("_GBps") and k != "link_GBps"]
-    line = f"# copy rooflines ({figures['nbytes'] >> 20} MiB, rank 0 alone): " + ", ".join(parts)
+    line = f"# copy rooflines ({figures['nbytes'] >> 20} MiB, rank 0 alone): " + (
+        ", ".join(parts) or "none (Numba's simulator times nothing)")
     if "link_GBps" in figures:
         line += (f"\n# link between nodes (ranks {figures['link_ranks'][0]} and "
                  f"{figures['link_ranks'][1]}, {min(figures['nbytes'], LINK_BYTES) >> 20} MiB "

@@ -56,10 +56,13 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   nodes)      RING_NODES=2 step 300 nodes mpiexec -n 4 python3 -m harness allreduce -b 1M -e 256M -f 4 \
                   --device cuda --impl ring-hier,ring-flat,mpi --json $OUT/allreduce-2nodes-$GPU.json ;;
   colls)      mkdir -p $OUT/colls  # one archive comes back: the tool returns at most 8 files
+              # MPS=1: under MPS, where IMPL may name ring-kernel (processes sharing the GPU)
+              [ -n "$MPS" ] && { nvidia-cuda-mps-control -d > $OUT/colls/mps.txt 2>&1; echo "== mps start rc=$?"; }
               for c in ${COLLS:-reduce_scatter allgather broadcast reduce gather scatter alltoall}; do
                 step ${COLL_LIMIT:-120} colls/$c-${NP:-2} mpiexec -n ${NP:-2} python3 -m harness $c -b 8 -e ${MAX:-256M} -f 8 -a 64M,${MAX:-256M} \
-                  -n ${ITERS:-10} -w 2 --device cuda --impl ring,nccl,mpi --nccl-hostid \
-                  --json $OUT/colls/$c-${NP:-2}ranks-$GPU.json; done
+                  -n ${ITERS:-10} -w ${WARM:-2} --device cuda --impl ${IMPL:-ring,nccl,mpi} --nccl-hostid \
+                  --json $OUT/colls/$c-${NP:-2}ranks${MPS:+-mps}-$GPU.json; done
+              [ -n "$MPS" ] && echo quit | nvidia-cuda-mps-control
               tar -C $OUT -czf $OUT/colls.tgz colls && rm -r $OUT/colls ;;
   mps)        nvidia-cuda-mps-control -d > $OUT/mps.txt 2>&1; echo "== mps start rc=$?"; cat $OUT/mps.txt
               sleep 1; echo get_server_list | nvidia-cuda-mps-control 2>&1 | head -3
