@@ -1,5 +1,5 @@
 """Time per call (log-log: where the small-message gap shows), bus bandwidth against size,
-per implementation, and ring's speed-up over each baseline; sizes labelled 8 B, 1 KB, 1 MB.
+per implementation, and each ring variant's speed-up over each baseline; sizes labelled 8 B, 1 KB, 1 MB.
 
     python -m harness plot results/latest.json [more.json ...] --out results/latest.png
 """
@@ -37,6 +37,24 @@ def require() -> None:
                          "pip install 'ring[plot]' (make test and make bench install it)") from None
 
 
+def speedups(curves: dict) -> list[tuple[str, list[int], list[float]]]:
+    """(label, sizes, baseline time / ring time) of every ring variant (ring, ring-kernel,
+    ...) over every baseline, out of place: the table's speed-up columns. curves:
+    (impl, collective, dtype, op, in_place) -> [(nbytes, busbw, time_us)]."""
+    rings = sorted({key[0] for key in curves if key[0].startswith("ring")})
+    found = []
+    for (impl, coll, dtype, op, inplace), pts in sorted(curves.items()):
+        if impl.startswith("ring") or inplace:
+            continue
+        for mine in rings:
+            ring = {s: t for s, _, t in curves.get((mine, coll, dtype, op, False), [])}
+            xs = [s for s, _, _ in sorted(pts) if s in ring]
+            if xs:
+                ys = [t / ring[s] for s, _, t in sorted(pts) if s in ring]
+                found.append((f"{mine} vs {impl} {coll} {dtype}", xs, ys))
+    return found
+
+
 def draw(paths: list[str], out: str) -> None:
     require()
     import matplotlib
@@ -66,14 +84,8 @@ def draw(paths: list[str], out: str) -> None:
             style = {"marker": "o", "ms": 3, "linestyle": "--" if inplace else "-", "label": name}
             top.plot([p[0] for p in pts], [p[1] for p in pts], **style)
             times.plot([p[0] for p in pts], [p[2] for p in pts], **style)
-        for (impl, coll, dtype, op, inplace), pts in sorted(curves.items()):
-            if impl == "ring" or inplace:
-                continue
-            ring = dict((s, t) for s, _, t in curves.get(("ring", coll, dtype, op, False), []))
-            xs = [s for s, _, _ in pts if s in ring]
-            if xs:
-                ys = [t / ring[s] for s, _, t in sorted(pts) if s in ring]
-                bottom.plot(xs, ys, marker="o", ms=3, label=f"{prefix}ring vs {impl} {coll} {dtype}")
+        for label, xs, ys in speedups(curves):
+            bottom.plot(xs, ys, marker="o", ms=3, label=prefix + label)
     times.set_xscale("log", base=2)
     times.set_yscale("log")
     times.set_ylabel("time per call (µs)")

@@ -234,6 +234,19 @@ def test_tune_writes_a_table_that_auto_reads(device, tmp_path):
             (r["max_bytes"], r["algorithm"]) for r in named]
 
 
+def test_the_plot_shows_every_ring_variant_over_every_baseline():
+    """ring and ring-kernel each over nccl and mpi, out of place: baseline time / ring's;
+    a variant over another variant is no speed-up over a baseline."""
+    from harness.plot import speedups
+    curves = {(impl, "allreduce", "float32", "sum", inplace): [(8, 0.0, t), (1024, 0.0, 2 * t)]
+              for impl, t in (("ring", 10.0), ("ring-kernel", 2.0), ("nccl", 20.0),
+                              ("mpi", 40.0)) for inplace in (False, True)}
+    found = {label: (xs, ys) for label, xs, ys in speedups(curves)}
+    assert found == {f"{r} vs {b} allreduce float32": ([8, 1024], [tb / tr] * 2)
+                     for r, tr in (("ring", 10.0), ("ring-kernel", 2.0))
+                     for b, tb in (("nccl", 20.0), ("mpi", 40.0))}
+
+
 @pytest.mark.mpi
 def test_allreduce_sweep_writes_json_and_plot(tmp_path):
     js, png = tmp_path / "s.json", tmp_path / "s.png"
