@@ -93,7 +93,7 @@ def main():
     ap.add_argument("--kernel-shapes",
                     help="comma list of CxTxU[xMiB[xSCOPE[xSYNC[xPROTO]]]] (channels x threads x "
                          "unroll x chunk MiB x fence scope gpu|sys x hand-off acqrel|fence x "
-                         "protocol simple|ll, by default 4, gpu, acqrel, simple): path='kernel' at "
+                         "protocol ll|simple, by default 4, gpu, acqrel, ll): path='kernel' at "
                          "each, K = 4 256 MiB and K = 2 / 4 8 B with graph replay, before the rest")
     ap.add_argument("--only-shapes", action="store_true", help="stop after --kernel-shapes")
     ap.add_argument("--cross", action="store_true",
@@ -119,7 +119,7 @@ def main():
 
     for shape in a.kernel_shapes.split(",") if a.kernel_shapes else ():
         given = shape.split("x")
-        c, t, u, mib, scope, sync, proto = given + ["4", "gpu", "acqrel", "simple"][len(given) - 3:]
+        c, t, u, mib, scope, sync, proto = given + ["4", "gpu", "acqrel", "ll"][len(given) - 3:]
         os.environ.update(RING_KERNEL_CHANNELS=c, RING_KERNEL_THREADS=t, RING_KERNEL_UNROLL=u,
                           RING_KERNEL_SCOPE=scope, RING_KERNEL_SYNC=sync, RING_KERNEL_PROTO=proto)
         print(f"# kernel shape: {c} channels x {t} threads, unroll {u}, {mib} MiB chunks, "

@@ -106,12 +106,13 @@ def test_a_rank_dies_in_a_kept_kernel_path_call():
 
 @CUDA_OR_SIM
 def test_a_rank_dies_in_a_kernel_path_call_of_ll_words():
-    """path="kernel" with RING_KERNEL_PROTO=ll: the victim dies instead of launching; the
-    survivor's threads each poll their own LL words for a flag that never comes, time out,
-    and the kernel's error word says it waited for LL words (one thread's record)."""
+    """path="kernel", a call small enough for LL words (the default protocol: no
+    RING_KERNEL_PROTO here): the victim dies instead of launching; the survivor's threads
+    each poll their own LL words for a flag that never comes, time out, and the kernel's
+    error word says it waited for LL words (one thread's record)."""
     script = "tests/faults/dies_mid_collective.py"
-    rc, out = run(2, [script, "2", "cuda-kernel", "ring"], timeout=120,
-                  mpi_args=["-disable-auto-cleanup"], env={"RING_KERNEL_PROTO": "ll"})
+    rc, out = run(2, [script, "2", "cuda-kernel", "ring", "small"], timeout=120,
+                  mpi_args=["-disable-auto-cleanup"])
     assert rc not in (0, None), out
     m = _report(out, 0)
     assert m, f"rank 0 did not report:\n{out}"

@@ -65,8 +65,9 @@ def test_cuda_device_processes_sharing_a_gpu(nprocs):
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
 def test_cuda_kernel_path(nprocs):
     """path="kernel": every collective in one persistent kernel per rank, waiting on
-    counters in the neighbours' segments (under the simulator: in MPI shared memory, each
-    process's kernel spinning on the others'). The collective tests of check_cuda.py."""
+    counters (or, for the calls whose chunks fit, LL words) in the neighbours' segments
+    (under the simulator: in MPI shared memory, each process's kernel spinning on the
+    others'). The collective tests of check_cuda.py."""
     env = {**ENV, "RING_TEST_PATH": "kernel"}
     # every op x dtype on 2 processes (under the simulator too: 15 s since kernels/simulator.py);
     # a cross-section on 1, 3 and 4
@@ -101,12 +102,13 @@ def test_cuda_kernel_path_fence(nprocs):
 @pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [2, 4])
-def test_cuda_kernel_path_ll(nprocs):
-    """path="kernel" with RING_KERNEL_PROTO=ll: the calls whose chunks fit go as LL words
-    (each element with its flag in one 64-bit store; persistent.LL_WORDS), the others as
-    before, on the same communicator and links (sizes 1 and 37 fit, 301 does not, under the
-    simulator; two slots of 64 bytes make every chunk wait for its slot's credit)."""
-    env = {**ENV, "RING_TEST_PATH": "kernel", "RING_KERNEL_PROTO": "ll"}
+def test_cuda_kernel_path_simple(nprocs):
+    """path="kernel" with RING_KERNEL_PROTO=simple: every chunk through the slot and a
+    counter, the small calls too (by default, test_cuda_kernel_path, the calls whose chunks
+    fit go as LL words: each element with its flag in one 64-bit store, persistent.LL_WORDS;
+    sizes 1 and 37 fit, 301 does not, under the simulator; two slots of 64 bytes make every
+    chunk wait for its slot's credit)."""
+    env = {**ENV, "RING_TEST_PATH": "kernel", "RING_KERNEL_PROTO": "simple"}
     select = ("(matches_the_exact and (float32-sum or bfloat16-avg or int8-prod or "
               "float64-max)) or two_slots or scatter_and_allgather or in_place or "
               "(gather_scatter and (uint8 or float64))")

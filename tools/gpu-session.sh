@@ -78,10 +78,11 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               step 480 kernelpath python3 -m pytest tests/test_mpi.py tests/test_faults.py tests/test_group.py -q \
                   -p no:cacheprovider --durations=0 --maxfail=${MAXFAIL:-5} -k "cuda_kernel_path or cuda-kernel or kernel"
               echo quit | nvidia-cuda-mps-control ;;
-  autopath)   # path="auto" before it becomes the default: the cuda suite with it, under MPS
+  autopath)   # path="auto" before it becomes the default: the cuda suite with it, under MPS;
+              # stops at the first failure and prints it (give the call a limit above 240 s)
               nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
-              RING_TEST_PATH=auto step 420 autopath python3 -m pytest tests/test_mpi.py tests/test_group.py -q \
-                  -p no:cacheprovider --maxfail=${MAXFAIL:-5} -k "cuda_device_processes or auto"
+              RING_TEST_PATH=auto TAIL=60 step ${AUTO_LIMIT:-240} autopath python3 -m pytest tests/test_mpi.py tests/test_group.py -q \
+                  -p no:cacheprovider --maxfail=${MAXFAIL:-1} --durations=5 -k "${AUTO_K:-cuda_device_processes or auto}"
               echo quit | nvidia-cuda-mps-control ;;
   kernelprofile) # host time per 8-byte call on the kernel path, function by function
               nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
@@ -89,7 +90,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               TAIL=40 step 120 profile-comm-kernel mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel --algorithm ring
               echo quit | nvidia-cuda-mps-control ;;
   kernelshapes) TAIL=40 step 300 kernelshapes python3 benchmarks/group_bench.py --only-shapes \
-                  --kernel-shapes ${SHAPES:-64x512x4x4xgpuxacqrel,64x512x4x4xgpuxacqrelxll,16x256x4x4xgpuxacqrelxll,64x512x4x4xgpuxfence} \
+                  --kernel-shapes ${SHAPES:-64x512x4x4xgpuxacqrelxsimple,64x512x4x4xgpuxacqrelxll,16x256x4x4xgpuxacqrelxll,64x512x4x4xgpuxfencexsimple} \
                   --json $OUT/group-kernel-shapes-$GPU.json ;;
   cross)      TAIL=40 step 420 cross python3 benchmarks/group_bench.py --cross --paths ${PATHS:-fused,kernel} \
                   --json $OUT/group-chunk-x-slots-$GPU.json ;;

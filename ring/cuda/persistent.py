@@ -15,10 +15,11 @@ For every unit of the program, channel c:
 
 (the fences GPU- or system-scoped; the counters read and written relaxed with one
 fence.acq_rel a side, as NCCL does, or with RING_KERNEL_SYNC=fence as atomics between
-sequentially consistent fences). With ll (RING_KERNEL_PROTO=ll, small calls) a unit has no
-POSTED counter and no fences: each thread polls the LL words of its own elements in the
-slot's LL area until they carry the chunk's flag (in + 1), and writes its results into the
-successor's LL area as words flagged out + 1; the credit (ACKED) is as above.
+sequentially consistent fences). With ll (small calls, by default; never with
+RING_KERNEL_PROTO=simple) a unit has no POSTED counter and no fences: each thread polls
+the LL words of its own elements in the slot's LL area until they carry the chunk's flag
+(in + 1), and writes its results into the successor's LL area as words flagged out + 1;
+the credit (ACKED) is as above.
 A unit in which channel c's part of the chunk is empty (n <= c q: a call smaller than the
 channels) is the same on both ends of its link, and there the channel only moves its
 counters on (fence, ACKED_c (pred) := in + 1, POSTED_c (succ) := out + 1): no wait, so that

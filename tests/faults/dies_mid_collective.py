@@ -2,12 +2,13 @@
 survivor must raise ring.TimeoutError naming the call, the step and the peer, and find the
 communicator broken afterwards.
 
-    dies_mid_collective.py TIMEOUT [host|cuda|cuda-kernel] [ALGORITHM] [async|fast]
+    dies_mid_collective.py TIMEOUT [host|cuda|cuda-kernel] [ALGORITHM] [async|fast|small]
 
 On 'cuda' the victim dies after enqueuing its fifth chunk for its successor (on a GPU the
 chunks are still in flight on its stream; under Numba's simulator they ran at once). On
 'cuda-kernel' (path="kernel") it dies instead of launching its kernel, while the others'
-kernels spin on it (with RING_KERNEL_PROTO=ll, on its LL words). With
+kernels spin on it (with 'small', a call of 64 values, which goes as LL words by default,
+on its LL words). With
 another all-reduce algorithm (host) it dies where that algorithm needs it: oneshot before
 posting its data (across nodes, after the agreement, before the data's allgather),
 twoshot after the first round, naive, ps and tree before sending (on
@@ -34,6 +35,7 @@ device = sys.argv[2] if len(sys.argv) > 2 else "host"
 algorithm = sys.argv[3] if len(sys.argv) > 3 else "ring"
 behind = len(sys.argv) > 4 and sys.argv[4] == "async"
 fast = len(sys.argv) > 4 and sys.argv[4] == "fast"
+small = len(sys.argv) > 4 and sys.argv[4] == "small"
 device, path = ("cuda", "kernel") if device == "cuda-kernel" else (device, "fused")
 comm = ring.Communicator(device=device, timeout=timeout, algorithm=algorithm, path=path,
                          chunk_bytes=4096 if device == "host" else 1024)
@@ -64,9 +66,10 @@ else:
     from numba import cuda
     # 64 KiB: 16 chunks per step of the ring; the other algorithms' kernels take the
     # whole array at once, slow under the simulator next to the 2 s timeout: 1 KiB
-    # (RING_KERNEL_PROTO=ll: 64 values, one chunk of 16 a channel per block of 2 ranks,
-    # so that the call goes as LL words and the survivors time out polling them)
-    n = 1 << 6 if os.environ.get("RING_KERNEL_PROTO") == "ll" else \
+    # ('small': 64 values, one chunk of 16 a channel per block of 2 ranks, so that the
+    # call goes as LL words, unless RING_KERNEL_PROTO=simple, and the survivors time out
+    # polling them)
+    n = 1 << 6 if small else \
         1 << 14 if algorithm == "ring" else 1 << 8
     x = cuda.to_device(np.ones(n, np.float32))
 if device == "cuda" and algorithm == "twoshot":
