@@ -267,6 +267,25 @@ def test_allreduce_sweep_writes_json_and_plot(tmp_path):
 
 
 @pytest.mark.mpi
+@pytest.mark.skipif(not SIMULATED, reason="Numba's simulator (on a GPU: gpu-session's sweeps)")
+def test_a_cuda_sweep_under_the_simulator_has_no_rooflines(tmp_path):
+    """The harness on the cuda device under Numba's simulator, the kernel path beside the
+    stream path: every element right, and no copy rooflines, which the simulator cannot
+    time (it has no events), instead of a crash."""
+    js = tmp_path / "s.json"
+    out = _sweep(2, "reduce_scatter", "--device", "cuda", "-b", "8", "-e", "512", "-f", "8",
+                 "-n", "1", "-w", "1", "--impl", "ring-kernel,ring", "--json", str(js))
+    assert "Out of bounds values : 0 OK" in out
+    assert "rank 0 alone): none (Numba's simulator times nothing)" in out
+    data = json.loads(js.read_text())
+    assert data["meta"]["rooflines"] == {"nbytes": 16 << 20}
+    assert "persistent kernel" in data["meta"]["implementations"]["ring-kernel"]
+    recs = data["results"]
+    assert {r["impl"] for r in recs} == {"ring-kernel", "ring"}
+    assert all(r["wrong"] == 0 for r in recs) and len(recs) == 3 * 2 * 2
+
+
+@pytest.mark.mpi
 def test_a_sweep_killed_by_its_time_limit_leaves_the_sizes_it_finished(tmp_path):
     """The JSON is rewritten after every size: a sweep killed at its third size (as a time
     limit kills it) leaves the first two, marked incomplete, and no half-written file."""
