@@ -1,5 +1,6 @@
 """Time per call (log-log: where the small-message gap shows), bus bandwidth against size,
-per implementation, and each ring variant's speed-up over each baseline; sizes labelled 8 B, 1 KB, 1 MB.
+per implementation, and each ring variant's speed-up over each baseline; sizes labelled
+8 B, 1 KB, 1 MB.
 
     python -m harness plot results/latest.json [more.json ...] --out results/latest.png
 """

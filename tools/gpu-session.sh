@@ -14,6 +14,10 @@
 # at 2 processes, torch on CUDA, the examples) 354 s; kernelsweep at 4 processes reached
 # 512 MiB in 300 s (before the harness tiled its checks); Numba compiles on first use, so
 # a step alone on a fresh machine pays its kernels' compile (the examples: over 60 s).
+# On an H100 (2026-11-26, results/h100/README.md): kernelsweep NPS=4 MAX=1G ITERS=5 94 s;
+# colls MPS=1 MAX=1G ITERS=2 WARM=1 with ring-kernel 38-45 s a collective at NP=4, 27-36 s
+# at NP=2; kernelshapes 7 s; pick of 27 tests 108 s (Numba compiles the persistent kernel
+# per op x dtype x variant in every process, seconds each: most of a GPU test step's time).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
 #        kernelpath autopath kernelprofile kernelshapes kernelbench kernelsweep algos training pick handoff all
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
