@@ -13,9 +13,10 @@ See kernels/README.md for launch costs and measured bandwidth.
 from .casts import cast
 from .pack import pack, pack_strided, unpack, unpack_strided
 from .reduce import fold, kernel_for, reduce_copy, reduce_into
-from .simulator import yield_while_polling
+from .simulator import shared_arrays_once, yield_while_polling
 
 __all__ = ["reduce_copy", "reduce_into", "fold", "kernel_for", "cast", "pack", "unpack",
            "pack_strided", "unpack_strided"]
 
 yield_while_polling()  # under Numba's simulator only: its thread watcher shares the CPU
+shared_arrays_once()  # and its block's threads share each shared array

@@ -9,6 +9,7 @@ import ml_dtypes
 import numba
 import numpy as np
 import pytest
+from numba import cuda
 
 import kernels
 from kernels import bits
@@ -322,3 +323,44 @@ def test_the_simulator_yields_while_it_watches_a_block(monkeypatch):
     assert host(out).tolist() == [2.0] * 37
     assert looks, "the simulator watched its threads without yielding"
     assert simulator.yield_while_polling()  # applied once, at import of kernels
+
+
+@pytest.mark.skipif(not SIMULATED, reason="Numba's simulator only")
+def test_the_threads_of_a_simulated_block_share_its_shared_array(monkeypatch):
+    """kernels/simulator.py: numba-cuda's simulator looks a shared array up, and makes it if
+    it is not there yet, without a lock, so two threads that reach the line together could
+    each make one of their own (the persistent kernel's `ok` word then said "stop" to one
+    thread, which left its elements unwritten: a CI failure at 4 processes). Here the
+    simulator's making of an array is slowed, so that every thread reaches the line while
+    the first still makes it; all must still get one array."""
+    import time
+
+    from numba.cuda.simulator import kernelapi
+
+    from kernels import simulator
+
+    class Slow:  # numpy as the simulator's module sees it, with a slow np.empty
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def empty(*args, **kwargs):
+            time.sleep(0.002)
+            return np.empty(*args, **kwargs)
+    monkeypatch.setattr(kernelapi, "np", Slow())
+
+    @cuda.jit
+    def seen(out):
+        word = cuda.shared.array(8, np.int64)
+        t = cuda.threadIdx.x
+        word[t] = t + 1
+        cuda.syncthreads()
+        total = 0
+        for i in range(8):
+            total += word[i]
+        out[t] = total
+
+    out = dev(np.zeros(8, np.int64))
+    seen[1, 8](out)
+    assert host(out).tolist() == [36] * 8, "threads of one block saw different shared arrays"
+    assert simulator.shared_arrays_once()  # applied once, at import of kernels
