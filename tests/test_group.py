@@ -138,6 +138,29 @@ def test_segments_start_all_zero(monkeypatch):
     seg.close()
 
 
+@pytest.mark.skipif(not SIMULATED, reason="Numba's simulator (ring/cuda/simipc.py)")
+def test_simulated_segments_start_all_zero(monkeypatch):
+    """The simulator's segments (an MPI shared-memory window, simipc.py) are zero from their
+    first byte to their last, slots included, as ipc.py's are on a GPU: MPI may hand back a
+    freed window's memory, and an LL wait (the default for small calls) would take a stale
+    word for a chunk. Here the window comes with its slots filled with 0xAB."""
+    from mpi4py import MPI
+
+    from ring.cuda import simipc
+    from ring.wait import Waiter
+
+    class Dirty(simipc.ShmWindow):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.segment(0)[self.header_bytes:] = 0xAB
+    monkeypatch.setattr(simipc, "ShmWindow", Dirty)
+    seg = simipc.Segment(MPI.COMM_SELF, 3, 4096, Waiter(5.0))
+    try:
+        assert not seg.window.segment(0).any()
+    finally:
+        seg.close()
+
+
 @needs_gpu
 def test_ll_calls_on_a_group_made_where_a_closed_one_was(monkeypatch):
     """RING_KERNEL_PROTO=ll: a group's LL words stay in its slots when it closes, and the

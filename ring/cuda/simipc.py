@@ -67,6 +67,12 @@ class Segment(_Memory):
     def __init__(self, comm: MPI.Comm, nslots: int, slot_bytes: int, waiter: Waiter):
         super().__init__(ShmWindow(comm, nslots, slot_bytes, True, HEADER), comm.rank, waiter,
                          f"rank {comm.rank}")
+        # the slots too, as ipc.zeroed does on a GPU (the window zeroes its header only):
+        # MPI may hand back a freed window's memory, whose LL words an LL wait would take
+        # for this link's chunks; every rank zeroes its own before anyone writes
+        self.window.region(comm.rank)[:] = 0
+        self.window.sync()
+        comm.Barrier()
 
     def handle(self) -> int:
         return self.owner
