@@ -83,7 +83,8 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   -p no:cacheprovider --durations=0 --maxfail=${MAXFAIL:-5} -k "cuda_kernel_path or cuda-kernel or kernel"
               echo quit | nvidia-cuda-mps-control ;;
   autopath)   # path="auto" before it becomes the default: the cuda suite with it, under MPS;
-              # stops at the first failure and prints it (give the call a limit above 240 s)
+              # stops at the first failure and prints it (give the call a limit above 240 s);
+              # RING_TEST_INNER_K="not many_communicators" (say) narrows check_cuda.py itself
               nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
               RING_TEST_PATH=auto TAIL=60 step ${AUTO_LIMIT:-240} autopath python3 -m pytest tests/test_mpi.py tests/test_group.py -q \
                   -p no:cacheprovider --maxfail=${MAXFAIL:-1} --durations=5 -k "${AUTO_K:-cuda_device_processes or auto}"
