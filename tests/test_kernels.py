@@ -285,8 +285,6 @@ def test_every_hand_off_carries_its_values_there_and_back(mode):
 def test_a_hand_off_that_never_comes_gives_up_and_says_where():
     """A party whose peer never answers gives up after the timeout, with the round trip and
     what it saw: one block of 32 threads has no thread 32, so party 1 never exists."""
-    from numba import cuda
-
     from kernels import handoff
     for mode in handoff.MODES:
         kernel = cuda.jit(handoff.source(mode))
