@@ -19,7 +19,7 @@
 # at NP=2; kernelshapes 7 s; pick of 27 tests 108 s (Numba compiles the persistent kernel
 # per op x dtype x variant in every process, seconds each: most of a GPU test step's time).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
-#        kernelpath autopath kernelprofile kernelshapes kernelbench kernelsweep algos training pick handoff all
+#        kernelpath autopath inner kernelprofile kernelshapes kernelbench kernelsweep algos training pick handoff all
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
 # GPU or the carried wheels (tests/test_gpu_session.py checks every command that way)
 if [ -n "$DRY" ]; then
@@ -88,6 +88,14 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
               RING_TEST_PATH=auto TAIL=60 step ${AUTO_LIMIT:-240} autopath python3 -m pytest tests/test_mpi.py tests/test_group.py -q \
                   -p no:cacheprovider --maxfail=${MAXFAIL:-1} --durations=5 -k "${AUTO_K:-cuda_device_processes or auto}"
+              echo quit | nvidia-cuda-mps-control ;;
+  inner)      # check_cuda.py straight under mpiexec, under MPS, its lines as they come (the outer
+              # test prints nothing before its 420 s end): INNER_NP processes, -x, INNER_K;
+              # RING_TEST_PATH / RING_KERNEL_PROTO as exported; INNER_TAG names the log
+              nvidia-cuda-mps-control -d > $OUT/mps-inner.txt 2>&1; echo "== mps start rc=$?"
+              TAIL=${INNER_TAIL:-40} step ${INNER_LIMIT:-150} inner-${INNER_TAG:-1} mpiexec -n ${INNER_NP:-2} \
+                  python3 -m pytest tests/mpi/check_cuda.py -x -q -p no:cacheprovider -o python_files=check_*.py \
+                  -o addopts= -o timeout=0 --durations=5 ${INNER_K:+-k "$INNER_K"}
               echo quit | nvidia-cuda-mps-control ;;
   kernelprofile) # host time per 8-byte call on the kernel path, function by function
               nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
