@@ -182,9 +182,13 @@ class Communicator:
         self._fast = self._kfast = None  # every later call takes the full path, which refuses it
         if self._error is None:
             # Bounded like any collective: a rank that never closes costs a timeout here.
-            done = self._comm.Ibarrier()
             self._waiter.start(f"close (rank {self.rank})")
             try:
+                # this rank's GPU work ends before the barrier: after it, a neighbour reuses
+                # its segment's memory (ring/cuda/keep.py), which a Work never waited for
+                # could still be writing to
+                self._backend.finish()
+                done = self._comm.Ibarrier()
                 self._waiter.until(done.Test, lambda: "waiting for every rank to close")
             except TimeoutError as e:
                 self._error, self._backend = e, None

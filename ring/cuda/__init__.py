@@ -7,6 +7,8 @@
     group.py       ring.Group: one process driving K ranks (NCCL's single-process mode)
     backend.py     the Communicator's cuda device: one rank per process
     ipc.py         segments (counters + slots) shared with the neighbours by CUDA IPC;
+    keep.py        IPC memory kept for the process's lifetime: closed segments reused,
+                   neighbours' handles opened once (the driver under MPS refused otherwise)
     simipc.py      the same in MPI shared memory, for Numba's simulator
     staged.py      links across nodes, staged through pinned host memory over MPI
     program.py     the kernel path: a plan as a table of integers

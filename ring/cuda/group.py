@@ -70,6 +70,7 @@ class Group:
         for r in range(self.size if path != "kernel" else 0):  # link r -> r+1: receiver's memory
             with on_device(self.devices[(r + 1) % self.size]):
                 self._links.append(Link(Slots(nslots, chunk_bytes + SLOT_PAD)))
+        self._segments: list = []  # path="kernel": the ranks' (ipc.Segment)
         self._kernels = self._kernel_path(nslots, chunk_bytes + SLOT_PAD) if kernel else None
         # the events that order a plain call after and before the caller's stream, made
         # once (a capture makes its own): the kernel path uses the ranks' streams only
@@ -180,6 +181,8 @@ class Group:
         if not self._closed:
             self.synchronize()
             self._ranks, self._links, self._closed = [], [], True
+            for seg in self._segments:  # every stream has ended: the memory waits for reuse
+                seg.close()
             self._kernels, self._segments = None, []
 
     def __enter__(self):

@@ -30,6 +30,7 @@ from numba import cuda
 
 from ..transport.shm import Typed
 from .arrays import SIMULATED
+from .keep import Opened, Spares
 
 POSTED, ACKED = 0, 128  # byte offsets in the header
 KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED, KERNEL_TOTALS = 32, 48, 16, 32  # int64 indices
@@ -94,52 +95,69 @@ class _Memory:
 
 
 def zeroed(nbytes: int):
-    """nbytes of device memory, all zero: the counters start at 0, and no slot holds a word
-    that an LL wait could take for a chunk (cudaMalloc may hand back a closed
-    communicator's segment, flags and all: persistent.py's LL words are flagged 1, 2, ...
-    on every new link)."""
+    """nbytes of new device memory, all zero (clear)."""
     mem = cuda.device_array(nbytes, np.uint8)
-    if SIMULATED:
-        mem.copy_to_device(np.zeros(nbytes, np.uint8))
-    elif nbytes:
-        from numba.cuda.cudadrv.driver import device_memset
-        device_memset(mem, 0, nbytes)
-        # cuMemsetD8 returns before the GPU has run it, and the neighbours (other
-        # processes, other streams) write here as soon as they have the handle
-        cuda.synchronize()
+    clear(mem)
     return mem
 
 
+def clear(mem) -> None:
+    """Zero mem: the counters start at 0, and no slot holds a word that an LL wait could
+    take for a chunk (a closed communicator's segment comes back, from the allocator or
+    keep.py's spares, flags and all: persistent.py's LL words are flagged 1, 2, ... on
+    every new link)."""
+    if SIMULATED:
+        mem.copy_to_device(np.zeros(mem.size, np.uint8))
+    elif mem.size:
+        from numba.cuda.cudadrv.driver import device_memset
+        device_memset(mem, 0, mem.size)
+        # cuMemsetD8 returns before the GPU has run it, and the neighbours (other
+        # processes, other streams) write here as soon as they have the handle
+        cuda.synchronize()
+
+
+# kept for the process's lifetime: segments for reuse, neighbours' mapped (keep.py)
+SPARES = Spares(zeroed, clear)
+OPENED = Opened()
+
+
 class Segment(_Memory):
-    """This rank's header and slots, exported by IPC."""
+    """This rank's header and slots, exported by IPC; at close its memory waits in SPARES
+    for the next segment of its size on its GPU."""
 
     def __init__(self, nslots: int, slot_bytes: int):
         self.nslots, self.slot_bytes = nslots, slot_bytes
-        self.mem = zeroed(HEADER + nslots * slot_bytes)
+        device = 0 if SIMULATED else cuda.get_current_device().id  # (the simulator's has none)
+        self._block = SPARES.take(device, HEADER + nslots * slot_bytes)
+        self.mem = self._block.mem
 
     def handle(self):
-        """What a neighbour needs to map this segment (sent to it over MPI)."""
-        return self.mem.get_ipc_handle()
+        """What a neighbour needs to map this segment (sent to it over MPI): made once
+        for the memory, so that a reuse sends the handle its neighbours have open."""
+        if self._block.handle is None:
+            self._block.handle = self.mem.get_ipc_handle()
+        return self._block.handle
 
     def open(self, handle) -> Mapped:
         """A neighbour's segment (of the same geometry) from its handle."""
         return Mapped(handle, self.nslots, self.slot_bytes)
 
     def close(self) -> None:
-        self.mem = None
+        if self._block is not None:
+            SPARES.give(self._block)
+            self._block = self.mem = None
 
 
 class Mapped(_Memory):
-    """A neighbour's segment, opened from its IPC handle."""
+    """A neighbour's segment, opened from its IPC handle once per process (OPENED keeps
+    the mapping for a later segment on the same memory)."""
 
     def __init__(self, handle, nslots: int, slot_bytes: int):
-        self.handle, self.nslots, self.slot_bytes = handle, nslots, slot_bytes
-        self.mem = handle.open()
+        self.nslots, self.slot_bytes = nslots, slot_bytes
+        self.mem = OPENED.open(handle)
 
     def close(self) -> None:
-        if self.handle is not None:
-            self.handle.close()
-            self.handle = self.mem = None
+        self.mem = None
 
 
 class _End:
