@@ -20,6 +20,7 @@ from numba import cuda
 from kernels.arrays import address
 
 from ringtypes import Op
+from ..errors import RingError
 from ..schedule import Collective, Plan
 from ..topology import Topology
 from ..wait import Waiter
@@ -76,35 +77,53 @@ class CudaBackend(DeviceArrays):
         everyone = comm.allgather((self.device, handle, why, shape))
         if shape is not None:
             self._choose_kernel(everyone, topo)
+        # a rank that cannot map a neighbour (the driver refusing a handle, say) must not
+        # leave the others waiting in the barrier below: every rank hears of it and raises
+        failed = mine = None
+        try:
+            self._connect(everyone, pred, succ, near_pred, near_succ, nslots, b, shape)
+        except Exception as e:  # noqa: BLE001 - raised on every rank below
+            failed, mine = f"{type(e).__name__}: {e}", e
+        refusals = [(q, f) for q, f in enumerate(comm.allgather(failed)) if f]
+        if refusals:
+            self.close()
+            q, f = refusals[0]
+            raise RingError(f"device='cuda': rank {q} could not link to its ring neighbours: "
+                            f"{f}") from mine
+        cuda.synchronize()  # headers zeroed on every GPU before anyone maps and writes
+        comm.Barrier()
+
+    def _connect(self, everyone, pred: int, succ: int, near_pred: bool, near_succ: bool,
+                 nslots: int, b: int, shape) -> None:
+        """The two ends: mapped neighbours' segments on this node, staged links to other
+        nodes; the persistent kernel's host side on path="kernel"."""
         ipc.enable_peer_access(self.device, [everyone[q][0] for q, near in
                                              ((pred, near_pred), (succ, near_succ)) if near])
-        maps: dict = {}
+        maps: dict = {}  # (at 2 ranks pred is succ: mapped once)
 
         def mapped(q):
             if q not in maps:
                 maps[q] = self.segment.open(everyone[q][1])
+                self._mapped.append(maps[q])
             return maps[q]
 
         direct = not (near_pred and near_succ) and staged.cuda_aware()
         if near_pred:
             self.inbound = ipc.InEnd(self.segment, mapped(pred))
         else:
-            self.inbound = staged.StagedIn(comm, pred, nslots, b, waiter, direct)
+            self.inbound = staged.StagedIn(self.comm, pred, nslots, b, self.waiter, direct)
         if near_succ:
             self.outbound = ipc.OutEnd(self.segment, mapped(succ))
         else:
-            self.outbound = staged.StagedOut(comm, succ, nslots, b, waiter, direct)
+            self.outbound = staged.StagedOut(self.comm, succ, nslots, b, self.waiter, direct)
         if not (near_pred or near_succ):  # each end keeps the other moving while it waits
             self.inbound.progress_too = self.outbound.progress
             self.outbound.progress_too = self.inbound.progress
-        self._mapped = list(maps.values())
         if self.path == "kernel":
             one_gpu = everyone[pred][0] == everyone[succ][0] == self.device  # on this node
             self.kernel = kernel_path.KernelPath(self.rank.stream, self.segment, mapped(pred),
-                                                 mapped(succ), nslots, b, *shape, r, size,
-                                                 one_gpu)
-        cuda.synchronize()  # headers zeroed on every GPU before anyone maps and writes
-        comm.Barrier()
+                                                 mapped(succ), nslots, b, *shape,
+                                                 self.comm.rank, self.comm.size, one_gpu)
 
     def _choose_kernel(self, everyone, topo: Topology) -> None:
         """path="kernel" on every rank, or the stream path on every rank with one warning

@@ -6,8 +6,8 @@ with the exact reference of the flat ring's order (tests/reference.py, independe
 ring/), with the GPU's 16-byte block alignment.
 
 RING_TEST_PATH picks the data path of the shared communicator (default "fused"):
-test_mpi.py runs the collectives again with "kernel", the persistent kernel (and
-tools/gpu-session.sh's step autopath with "auto")."""
+test_mpi.py runs the collectives again with "kernel", the persistent kernel, and on a GPU
+the whole suite with "auto" (test_cuda_auto_path)."""
 
 import os
 import warnings
@@ -215,6 +215,27 @@ def test_host_arrays_are_refused_on_every_rank(world):
     with pytest.raises(exc, match="x: " if c.rank == 0 else r"rank\(s\) \[0\]"):
         c.allreduce(np.ones(4) if c.rank == 0 else _gpu(np.ones(4)))
     c.close()
+
+
+def test_a_rank_that_cannot_map_its_neighbour_raises_on_every_rank(world, monkeypatch):
+    """Rank 0's driver refuses a neighbour's handle (the H100 under MPS once answered
+    CUDA_ERROR_ALREADY_MAPPED): every rank raises ring.RingError naming rank 0, none waits
+    in the constructor's barrier; the next communicator links as usual."""
+    if world.size == 1:
+        pytest.skip("a ring of one maps nothing")  # (test_mpi.py runs this suite at 2-4)
+    from ring.cuda import ipc, simipc
+
+    def refuse(self, handle):
+        raise RuntimeError("the driver says no")
+    if world.rank == 0:
+        monkeypatch.setattr(simipc.Segment if SIMULATED else ipc.Segment, "open", refuse)
+    with pytest.raises(ring.RingError, match="rank 0 could not link to its ring neighbours: "
+                                              "RuntimeError: the driver says no"):
+        ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH)
+    monkeypatch.undo()
+    with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH) as c:
+        got = c.allreduce(_gpu(np.full(50, c.rank, np.int32)))
+        assert np.array_equal(_host(got), np.full(50, sum(range(c.size))))
 
 
 def _free_device_bytes() -> int:
