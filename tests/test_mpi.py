@@ -122,6 +122,24 @@ def test_cuda_kernel_path_simple(nprocs):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="needs a real NVIDIA GPU (under the simulator "
+                    "path='auto' is the kernel path, which test_cuda_kernel_path runs)")
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [2, 3, 4])
+def test_cuda_auto_path(nprocs):
+    """path="auto" (issue 14's default-to-be): the whole of check_cuda.py on a communicator
+    that takes the kernel path where every rank shares the GPU under MPS, the stream path
+    elsewhere: the other all-reduce algorithms, int8 buckets and bucket views included, which
+    test_cuda_kernel_path's selection leaves out. Every op x dtype on 2 processes, a
+    cross-section on 3 and 4; the lifetime test (default path, free memory) is
+    test_cuda_device_processes_sharing_a_gpu's."""
+    env = {**ENV, "RING_TEST_PATH": "auto", "RING_TEST_CROSS_SECTION": "1" if nprocs > 2 else "0"}
+    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=600,
+                                        env=env, extra=["-k", "not many_communicators"])
+    assert_inner_passed(rc, out, reports, nprocs)
+
+
 @pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs,nodes,aware", [

@@ -19,7 +19,7 @@
 # at NP=2; kernelshapes 7 s; pick of 27 tests 108 s (Numba compiles the persistent kernel
 # per op x dtype x variant in every process, seconds each: most of a GPU test step's time).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
-#        kernelpath autopath inner kernelprofile kernelshapes kernelbench kernelsweep algos training pick handoff all
+#        kernelpath autopath inner suite kernelprofile kernelshapes kernelbench kernelsweep algos training pick handoff all
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
 # GPU or the carried wheels (tests/test_gpu_session.py checks every command that way)
 if [ -n "$DRY" ]; then
@@ -82,12 +82,29 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               step 480 kernelpath python3 -m pytest tests/test_mpi.py tests/test_faults.py tests/test_group.py -q \
                   -p no:cacheprovider --durations=0 --maxfail=${MAXFAIL:-5} -k "cuda_kernel_path or cuda-kernel or kernel"
               echo quit | nvidia-cuda-mps-control ;;
-  autopath)   # path="auto" before it becomes the default: the cuda suite with it, under MPS;
-              # stops at the first failure and prints it (give the call a limit above 240 s);
-              # RING_TEST_INNER_K="not many_communicators" (say) narrows check_cuda.py itself
+  autopath)   # path="auto" before it becomes the default: check_cuda.py with it at 2-4
+              # processes (test_cuda_auto_path) and ring.Group's auto tests, under MPS; stops at
+              # the first failure (give the call a limit above AUTO_LIMIT; step inner prints as
+              # it goes, with RING_TEST_PATH=auto)
               nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
-              RING_TEST_PATH=auto TAIL=60 step ${AUTO_LIMIT:-240} autopath python3 -m pytest tests/test_mpi.py tests/test_group.py -q \
-                  -p no:cacheprovider --maxfail=${MAXFAIL:-1} --durations=5 -k "${AUTO_K:-cuda_device_processes or auto}"
+              TAIL=60 step ${AUTO_LIMIT:-240} autopath python3 -m pytest tests/test_mpi.py tests/test_group.py -q \
+                  -p no:cacheprovider --maxfail=${MAXFAIL:-1} --durations=5 -k "${AUTO_K:-cuda_auto_path or auto}"
+              echo quit | nvidia-cuda-mps-control ;;
+  suite)      # the GPU suite in one call (issue 13's "whole suite at one commit"): every test of
+              # the GPU's own files and every cuda / gpu test of the others, simulator off, under
+              # MPS, over SUITE_N pytest-xdist workers (the image has xdist): Numba's compiles,
+              # most of a GPU step's time, spread over the 16 cores. The kernel path's rings are
+              # narrowed to SUITE_CHANNELS channels so that every worker's kernels are resident
+              # at once (64 channels x 4 ranks alone fill an H100). Then, alone: the tests that
+              # read the GPU's free memory, and the default shape's channel cut
+              nvidia-cuda-mps-control -d > $OUT/mps-suite.txt 2>&1; echo "== mps start rc=$?"
+              RING_KERNEL_CHANNELS=${SUITE_CHANNELS:-4} RING_TEST_INNER_K="not many_communicators" TAIL=40 \
+                step ${SUITE_LIMIT:-420} suite python3 -m pytest ${SUITE_FILES:-tests} -q -p no:cacheprovider \
+                  -n ${SUITE_N:-8} --maxfail=${MAXFAIL:-10} --durations=15 \
+                  -k "(${SUITE_K:-test_kernels or test_kernel_quantize or test_group or test_keep or cuda or gpu}) and not (thousand or cuts_its_channels or lifetime)"
+              RING_TEST_INNER_K=many_communicators TAIL=12 step ${ALONE_LIMIT:-240} suite-alone python3 -m pytest \
+                  tests/test_group.py tests/test_mpi.py -q -p no:cacheprovider --durations=5 \
+                  -k "thousand or cuts_its_channels or cuda_device_processes_sharing_a_gpu or lifetime"
               echo quit | nvidia-cuda-mps-control ;;
   inner)      # check_cuda.py straight under mpiexec, under MPS, its lines as they come (the outer
               # test prints nothing before its 420 s end): INNER_NP processes, -x, INNER_K;
