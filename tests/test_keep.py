@@ -88,6 +88,13 @@ def test_a_handle_is_opened_once_however_often_it_arrives():
     assert Handle.opened == ["a", "b"] and len(o) == 2
 
 
+def test_segments_take_whole_pages_on_a_gpu():
+    from ring.cuda import ipc
+    assert ipc.whole_pages(0) == 0 and ipc.whole_pages(ipc.PAGE) == ipc.PAGE
+    assert ipc.whole_pages(ipc.PAGE + 1) == 2 * ipc.PAGE
+    assert ipc.PAGE == (1 if SIMULATED else 2 << 20)
+
+
 @pytest.mark.skipif(not SIMULATED, reason="Numba's simulator (a GPU runs it in tests/mpi)")
 def test_a_closed_segments_memory_comes_back_zero_to_the_next():
     """ipc.Segment takes its memory from ipc.SPARES and gives it back at close: the next

@@ -119,6 +119,14 @@ def clear(mem) -> None:
 # kept for the process's lifetime: segments for reuse, neighbours' mapped (keep.py)
 SPARES = Spares(zeroed, clear)
 OPENED = Opened()
+# A segment takes whole 2 MiB pages on a GPU (cuMemAlloc aligns what it hands out at 2 MiB
+# and more to 2 MiB): no two segments share a page that a neighbour maps, a second way the
+# driver could find the memory of a new handle already mapped.
+PAGE = 1 if SIMULATED else 2 << 20
+
+
+def whole_pages(nbytes: int) -> int:
+    return -(-nbytes // PAGE) * PAGE
 
 
 class Segment(_Memory):
@@ -128,7 +136,7 @@ class Segment(_Memory):
     def __init__(self, nslots: int, slot_bytes: int):
         self.nslots, self.slot_bytes = nslots, slot_bytes
         device = 0 if SIMULATED else cuda.get_current_device().id  # (the simulator's has none)
-        self._block = SPARES.take(device, HEADER + nslots * slot_bytes)
+        self._block = SPARES.take(device, whole_pages(HEADER + nslots * slot_bytes))
         self.mem = self._block.mem
 
     def handle(self):
