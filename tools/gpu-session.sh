@@ -19,7 +19,7 @@
 # at NP=2; kernelshapes 7 s; pick of 27 tests 108 s (Numba compiles the persistent kernel
 # per op x dtype x variant in every process, seconds each: most of a GPU test step's time).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
-#        kernelpath autopath inner suite kernelprofile kernelshapes kernelbench kernelsweep algos training pick handoff all
+#        kernelpath autopath inner suite alone kernelprofile kernelshapes kernelbench kernelsweep algos training pick handoff all
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
 # GPU or the carried wheels (tests/test_gpu_session.py checks every command that way)
 if [ -n "$DRY" ]; then
@@ -95,15 +95,19 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # MPS, over SUITE_N pytest-xdist workers (the image has xdist): Numba's compiles,
               # most of a GPU step's time, spread over the 16 cores. The kernel path's rings are
               # narrowed to SUITE_CHANNELS channels so that every worker's kernels are resident
-              # at once (64 channels x 4 ranks alone fill an H100). Then, alone: the tests that
-              # read the GPU's free memory, and the default shape's channel cut
+              # at once (64 channels x 4 ranks alone fill an H100). Step alone runs the rest
               nvidia-cuda-mps-control -d > $OUT/mps-suite.txt 2>&1; echo "== mps start rc=$?"
               RING_KERNEL_CHANNELS=${SUITE_CHANNELS:-4} RING_TEST_INNER_K="not many_communicators" TAIL=40 \
-                step ${SUITE_LIMIT:-420} suite python3 -m pytest ${SUITE_FILES:-tests} -q -p no:cacheprovider \
-                  -n ${SUITE_N:-8} --maxfail=${MAXFAIL:-10} --durations=15 \
+                step ${SUITE_LIMIT:-450} suite python3 -m pytest ${SUITE_FILES:-tests} -q -p no:cacheprovider \
+                  -n ${SUITE_N:-8} --dist worksteal --maxfail=${MAXFAIL:-10} --durations=15 \
                   -k "(${SUITE_K:-test_kernels or test_kernel_quantize or test_group or test_keep or cuda or gpu}) and not (thousand or cuts_its_channels or lifetime)"
-              RING_TEST_INNER_K=many_communicators TAIL=12 step ${ALONE_LIMIT:-240} suite-alone python3 -m pytest \
-                  tests/test_group.py tests/test_mpi.py -q -p no:cacheprovider --durations=5 \
+              echo quit | nvidia-cuda-mps-control ;;
+  alone)      # what step suite leaves out, one test at a time: the tests that read the GPU's free
+              # memory (1000 groups, 1000 communicators at 2-4 processes, check_lifetime.py) and
+              # the default shape's channel cut
+              nvidia-cuda-mps-control -d > $OUT/mps-alone.txt 2>&1; echo "== mps start rc=$?"
+              RING_TEST_INNER_K=many_communicators TAIL=12 step ${ALONE_LIMIT:-150} alone python3 -m pytest \
+                  tests/test_group.py tests/test_mpi.py -q -p no:cacheprovider --durations=8 \
                   -k "thousand or cuts_its_channels or cuda_device_processes_sharing_a_gpu or lifetime"
               echo quit | nvidia-cuda-mps-control ;;
   inner)      # check_cuda.py straight under mpiexec, under MPS, its lines as they come (the outer
