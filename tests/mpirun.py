@@ -43,6 +43,9 @@ def run(nprocs: int, args: list[str], timeout: float = 300, env: dict | None = N
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         return None, f"TIMEOUT after {timeout} s: {' '.join(cmd)}\n{out}"
+    except BaseException:  # interrupted (Ctrl-C, a step's limit): leave no rank behind
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
     return proc.returncode, out
 
 

@@ -31,11 +31,16 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr 'A-Z ' 'a-z-')
 SUMMARY=""
-step() { local limit=$1 name=$2 t0=$SECONDS rc; shift 2
+# At its limit a step gets SIGINT first (pytest then prints what has passed and failed so
+# far), SIGKILL 20 s later. Its summary line: pytest's last count line, else the first
+# line that names a result.
+step() { local limit=$1 name=$2 t0=$SECONDS rc line; shift 2
          if [ -n "$DRY" ]; then echo "STEP $name $(printf '%q ' "$@")"; return; fi
-         timeout $limit "$@" > $OUT/$name.txt 2>&1; rc=$?
+         timeout -s INT -k 20 $limit "$@" > $OUT/$name.txt 2>&1; rc=$?
          echo "== $name rc=$rc"; tail -${TAIL:-12} $OUT/$name.txt
-         SUMMARY+="$(printf '%-24s rc=%-4s %5ss  %s' "$name" "$rc" "$((SECONDS - t0))" "$(grep -E -m1 '(passed|failed|Avg bus|error)' $OUT/$name.txt | cut -c1-70)")"$'\n'; }
+         line=$(grep -E '^(=+ )?[0-9]+ (passed|failed|error|skipped|deselected)' $OUT/$name.txt | tail -1)
+         [ -n "$line" ] || line=$(grep -E -m1 '(passed|failed|Avg bus|error)' $OUT/$name.txt)
+         SUMMARY+="$(printf '%-24s rc=%-4s %5ss  %s' "$name" "$rc" "$((SECONDS - t0))" "$(echo "$line" | cut -c1-70)")"$'\n'; }
 for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   kernels)    TAIL=22 step 120 explore python3 -m kernels.explore
               TAIL=10 step 60 launch_cost python3 -m kernels.launch_cost
@@ -98,7 +103,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # at once (64 channels x 4 ranks alone fill an H100). Step alone runs the rest
               nvidia-cuda-mps-control -d > $OUT/mps-suite.txt 2>&1; echo "== mps start rc=$?"
               RING_KERNEL_CHANNELS=${SUITE_CHANNELS:-4} RING_TEST_INNER_K="not many_communicators" TAIL=40 \
-                step ${SUITE_LIMIT:-450} suite python3 -m pytest ${SUITE_FILES:-tests} -q -p no:cacheprovider \
+                step ${SUITE_LIMIT:-450} suite python3 -m pytest ${SUITE_FILES:-tests} -v -p no:cacheprovider \
                   -n ${SUITE_N:-8} --dist worksteal --maxfail=${MAXFAIL:-10} --durations=15 \
                   -k "(${SUITE_K:-test_kernels or test_kernel_quantize or test_group or test_keep or cuda or gpu}) and not (thousand or cuts_its_channels or lifetime)"
               echo quit | nvidia-cuda-mps-control ;;
