@@ -14,6 +14,7 @@
     program.py     the kernel path: a plan as a table of integers
     persistent.py  the kernel path: one persistent kernel runs the table, channels waiting
                    on counters in the neighbours' segments
+    kernel_cache.py the persistent kernels on disk, under a key every process computes alike
     kernel_path.py the kernel path's host side: one launch per call, its error word
     graphs.py      CUDA graph capture and replay
 """

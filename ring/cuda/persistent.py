@@ -51,6 +51,7 @@ from kernels.spin import fenced, sync
 from ringtypes import Op
 
 from .ipc import KERNEL_ACKED, KERNEL_BASE, KERNEL_STRIDE, KERNEL_TOTALS
+from .kernel_cache import compiled
 from .program import CHUNK, FINAL, FLAGS, N, OUT, RECV, REDUCE, SEND, STEP, UIN, UOUT, WRITE_OUT, X
 
 # Counters of the kernel path in a segment's header (ipc.py): channel c's POSTED at
@@ -80,9 +81,11 @@ UNSIGNED = {1: (types.uint8, np.uint8), 2: (types.uint16, np.uint16),
 @lru_cache(maxsize=None)
 def ring_kernel(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = False,
                 acqrel: bool = False, ll: bool = False):
-    """The compiled kernel for (op, dtype) (compiled on first request and kept)."""
-    return cuda.jit(signature(dtype_name))(source(op, dtype_name, unroll, gpu_scope, acqrel,
-                                                  ll))
+    """The compiled kernel for (op, dtype) (compiled on first request and kept; on a GPU
+    also on disk for the next process, kernel_cache.py)."""
+    variant = ("persistent", op.name, dtype_name, unroll, gpu_scope, acqrel, ll)
+    return compiled(source(op, dtype_name, unroll, gpu_scope, acqrel, ll),
+                    signature(dtype_name), variant)
 
 
 def signature(dtype_name: str):
