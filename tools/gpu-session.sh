@@ -19,7 +19,7 @@
 # at NP=2; kernelshapes 7 s; pick of 27 tests 108 s (Numba compiles the persistent kernel
 # per op x dtype x variant in every process, seconds each: most of a GPU test step's time).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
-#        kernelpath autopath inner suite alone kernelprofile kernelshapes kernelbench kernelsweep algos training pick handoff all
+#        kernelpath autopath inner suite alone kernelprofile kernelshapes kernelbench kernelsweep algos training pick kernelcache handoff all
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
 # GPU or the carried wheels (tests/test_gpu_session.py checks every command that way)
 if [ -n "$DRY" ]; then
@@ -159,6 +159,9 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   tests/test_kernel_quantize.py -q -s -p no:cacheprovider -k "gpu or cuda or quantize"
               TAIL=12 step 240 compression-2 mpiexec -n 2 python3 benchmarks/compression.py --device cuda \
                   --sizes 1M,16M,64M,256M --json $OUT/compression-2ranks-$GPU.json ;;
+  kernelcache) # a process's first persistent kernel: compiled, compiled and kept, loaded from
+              # the disk cache (ring/cuda/kernel_cache.py), each in a fresh process
+              TAIL=8 step 150 kernelcache python3 benchmarks/kernel_cache.py --json $OUT/kernel-cache-$GPU.json ;;
   handoff)    # one hand-off between two blocks (or two warps), by counter + fences or LL words:
               # what an 8-byte call's ring steps cost before the kernel is changed for it
               TAIL=12 step 120 handoff python3 benchmarks/handoff.py --json $OUT/handoff-$GPU.json ;;
