@@ -101,11 +101,13 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # most of a GPU step's time, spread over the 16 cores. The kernel path's rings are
               # narrowed to SUITE_CHANNELS channels so that every worker's kernels are resident
               # at once (64 channels x 4 ranks alone fill an H100). Step alone runs the rest;
-              # test_gpu_session (DRY runs, CI's) fails under xdist (its bench collection)
+              # test_gpu_session (DRY runs, CI's) fails under xdist (its bench collection).
+              # 6 workers: each a CUDA context, each test's mpiexec up to 6 more, within the
+              # 48 clients that MPS takes on a GPU
               nvidia-cuda-mps-control -d > $OUT/mps-suite.txt 2>&1; echo "== mps start rc=$?"
               RING_KERNEL_CHANNELS=${SUITE_CHANNELS:-4} RING_TEST_INNER_K="not many_communicators" TAIL=40 \
                 step ${SUITE_LIMIT:-450} suite python3 -m pytest ${SUITE_FILES:-tests} -v -p no:cacheprovider \
-                  -n ${SUITE_N:-8} --dist worksteal --maxfail=${MAXFAIL:-10} --durations=15 \
+                  -n ${SUITE_N:-6} --dist worksteal --maxfail=${MAXFAIL:-10} --durations=15 \
                   -k "(${SUITE_K:-test_kernels or test_kernel_quantize or test_group or test_keep or cuda or gpu}) and not (thousand or cuts_its_channels or lifetime or test_gpu_session)"
               echo quit | nvidia-cuda-mps-control ;;
   alone)      # what step suite leaves out, one test at a time: the tests that read the GPU's free
