@@ -114,7 +114,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # memory (1000 groups, 1000 communicators at 2-4 processes, check_lifetime.py) and
               # the default shape's channel cut
               nvidia-cuda-mps-control -d > $OUT/mps-alone.txt 2>&1; echo "== mps start rc=$?"
-              RING_TEST_INNER_K=many_communicators TAIL=12 step ${ALONE_LIMIT:-150} alone python3 -m pytest \
+              RING_TEST_INNER_K=many_communicators TAIL=12 step ${ALONE_LIMIT:-200} alone python3 -m pytest \
                   tests/test_group.py tests/test_mpi.py -q -p no:cacheprovider --durations=8 \
                   -k "thousand or cuts_its_channels or cuda_device_processes_sharing_a_gpu or lifetime"
               echo quit | nvidia-cuda-mps-control ;;

@@ -3,13 +3,15 @@
 A communicator's segment (ipc.py) is exported by IPC and mapped by its neighbours. Freeing
 it at close and mapping a new one for the next communicator is what the CUDA driver does
 not take well: under MPS (ranks sharing a GPU) the H100 refused to map a neighbour's new
-segment with CUDA_ERROR_ALREADY_MAPPED once the neighbour's earlier ones had been freed
-and the allocator handed their addresses out again (tests/mpi/check_cuda.py, a few
-communicators into a run; without MPS the same runs passed). UCX, MSCCL++ and PyTorch
-keep a cache of opened handles for the same reason. So neither side lets go:
+segment with CUDA_ERROR_ALREADY_MAPPED a few communicators into a run of
+tests/mpi/check_cuda.py (without MPS the same runs passed; results/h100/README.md). The
+likely reading, not proven on the GPU: the neighbour's earlier segments had been freed and
+their addresses handed out again while a mapping of the old memory stood in the way. UCX,
+MSCCL++ and PyTorch keep a cache of opened handles for such reasons. So neither side lets
+go (and ipc.py gives every segment whole 2 MiB pages, so that no two share one):
 
   Spares   a closed segment's memory waits here for the next segment of its size, which
-           zeroes it (ipc.zeroed's promise: no stale counter or LL word) and exports the
+           zeroes it (ipc.clear: no stale counter or LL word) and exports the
            same IPC handle again. Memory held: the most segments of each size a process
            had open at once on each GPU, and the segments of broken communicators, which
            are never given back (a neighbour's stuck kernel may still write into them)
