@@ -18,6 +18,8 @@
 # colls MPS=1 MAX=1G ITERS=2 WARM=1 with ring-kernel 38-45 s a collective at NP=4, 27-36 s
 # at NP=2; kernelshapes 7 s; pick of 27 tests 108 s (Numba compiles the persistent kernel
 # per op x dtype x variant in every process, seconds each: most of a GPU test step's time).
+# Later that day (H100): a fresh machine's first call spent ~30 s starting; step inner, one
+# test at 2 processes, 68 s as the call's first step (imports, compiles) and 7 s after it.
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
 #        kernelpath autopath inner suite alone kernelprofile kernelshapes kernelbench kernelsweep algos training pick kernelcache handoff all
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
