@@ -126,17 +126,20 @@ def test_cuda_kernel_path_simple(nprocs):
 @pytest.mark.skipif(not HAVE_GPU, reason="needs a real NVIDIA GPU (under the simulator "
                     "path='auto' is the kernel path, which test_cuda_kernel_path runs)")
 @pytest.mark.mpi
-@pytest.mark.parametrize("nprocs", [2, 3, 4])
-def test_cuda_auto_path(nprocs):
+@pytest.mark.parametrize("nprocs,part", [(2, "matches_the_exact"), (2, "not matches_the_exact"),
+                                         (3, ""), (4, "")],
+                         ids=["2-exact", "2-others", "3", "4"])
+def test_cuda_auto_path(nprocs, part):
     """path="auto" (issue 14's default-to-be): the whole of check_cuda.py on a communicator
     that takes the kernel path where every rank shares the GPU under MPS, the stream path
     elsewhere: the other all-reduce algorithms, int8 buckets and bucket views included, which
-    test_cuda_kernel_path's selection leaves out. Every op x dtype on 2 processes, a
-    cross-section on 3 and 4; the lifetime test (default path, free memory) is
-    test_cuda_device_processes_sharing_a_gpu's."""
+    test_cuda_kernel_path's selection leaves out. Every op x dtype on 2 processes (in two
+    parts, which a GPU session's workers run side by side), a cross-section on 3 and 4; the
+    lifetime test (default path, free memory) is test_cuda_device_processes_sharing_a_gpu's."""
     env = {**ENV, "RING_TEST_PATH": "auto", "RING_TEST_CROSS_SECTION": "1" if nprocs > 2 else "0"}
+    select = "not many_communicators" + (f" and ({part})" if part else "")
     rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=600,
-                                        env=env, extra=["-k", "not many_communicators"])
+                                        env=env, extra=["-k", select])
     assert_inner_passed(rc, out, reports, nprocs)
 
 
