@@ -79,12 +79,13 @@ class CudaBackend(DeviceArrays):
             self._choose_kernel(everyone, topo)
         # a rank that cannot map a neighbour (the driver refusing a handle, say) must not
         # leave the others waiting in the barrier below: every rank hears of it and raises
-        failed = mine = None
+        mine = None
         try:
             self._connect(everyone, pred, succ, near_pred, near_succ, nslots, b, shape)
         except Exception as e:  # noqa: BLE001 - raised on every rank below
-            failed, mine = f"{type(e).__name__}: {e}", e
-        refusals = [(q, f) for q, f in enumerate(comm.allgather(failed)) if f]
+            mine = e
+        said = None if mine is None else f"{type(mine).__name__}: {mine}"
+        refusals = [(q, f) for q, f in enumerate(comm.allgather(said)) if f]
         if refusals:
             self.close()
             q, f = refusals[0]
