@@ -1,7 +1,7 @@
 """Cost of a small all-reduce per call (--bytes, default 8): ring with and without the agreement check, in
 place and not, and MPI_Allreduce, in interleaved blocks (each block: `calls` calls back to
 back after a barrier, the slowest rank's mean); the best and the median block of each.
---algorithms adds a row per algorithm named (check on), beside "auto"'s.
+--algorithms adds two rows per algorithm named (check on and off), beside "auto"'s.
 
     mpiexec -n 2 python benchmarks/agreement_cost.py [--blocks 15] [--calls 2000]
         [--algorithms ring,oneshot] [--bytes 1024]
@@ -20,7 +20,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--blocks", type=int, default=15)
     ap.add_argument("--calls", type=int, default=2000)
-    ap.add_argument("--algorithms", default="", help="comma list: a row for each (check on)")
+    ap.add_argument("--algorithms", default="", help="comma list: rows for each (check on, off)")
     ap.add_argument("--bytes", type=int, default=8, help="float32 bytes per call (a multiple of 4)")
     a = ap.parse_args()
     world = MPI.COMM_WORLD
@@ -35,8 +35,9 @@ def main():
         "MPI_Allreduce": lambda: world.Allreduce(x, out),
     }
     for algo in filter(None, a.algorithms.split(",")):
-        rows[f"ring, check on, {algo}"] = \
-            (lambda algo: lambda: checked.allreduce(x, out=out, algorithm=algo))(algo)
+        for check, comm in (("on", checked), ("off", unchecked)):
+            rows[f"ring, check {check}, {algo}"] = \
+                (lambda comm, algo: lambda: comm.allreduce(x, out=out, algorithm=algo))(comm, algo)
     for fn in rows.values():
         for _ in range(200):
             fn()

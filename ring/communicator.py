@@ -14,7 +14,7 @@ from mpi4py import MPI
 
 from . import debug, devices, fast, fatal, hierarchical, oneshot, p2p
 from . import tuning as _tuning
-from .agreement import agree, agree_shared
+from .agreement import agree, agree_shared, mine
 from .call import Call, check_chunk, prepare
 from .errors import CommunicatorError, MismatchError, TimeoutError
 from .host.reduce import compiled_walk
@@ -151,6 +151,8 @@ class Communicator:
         # node-shared memory, one round per call; across nodes, an MPI allgather.
         self._exchange = Exchange(self._comm, EXCHANGE_BYTES, self._waiter) \
             if self._topo.nnodes == 1 else None
+        # the agreement's compiled round (_enter: its row written per call)
+        self._round = fast.Agreement(self._exchange, {}) if self._exchange is not None else None
         self._xseq = 0  # rounds of the exchange so far
         # signatures of oneshot all-reduces seen, for the per-call fast path (fast.py)
         self._fast = {} if self.device == "host" else None
@@ -392,6 +394,8 @@ class Communicator:
         known = None if k is None else \
             fastcall.learnt(c, record, x, out, self._backend.last_launch, self.rank)
         if known is not None:
+            if self._exchange is not None:
+                known.agreement = fast.Agreement(self._exchange, record)
             fastcall.remember(self._kfast, k, known)
 
     def _kernel_call(self, known, x, out, async_op: bool = False):
@@ -400,9 +404,12 @@ class Communicator:
         self._usable()
         self._calls += 1
         name = f"{known.name} (call {self._calls}, rank {self.rank})"
-        record = dict(known.record, call=self._calls)
         try:
-            self._enter(name, record, None)
+            if self.check and known.agreement is not None:  # the record's compiled round
+                self._waiter.start(name)
+                fast.agree(self, known.agreement, self._calls)
+            else:
+                self._enter(name, dict(known.record, call=self._calls), None)
             pending = self._backend.replay(known.launch, defer=async_op)
         except BaseException as e:
             self._broken(e)
@@ -485,10 +492,14 @@ class Communicator:
         rides = (error is None and c is not None and c.algorithm in SHARED
                  and self.device == "host")  # on the GPU: ring/cuda/shared.py
         if ex is not None and (self.check or rides or synchronize):
+            posts = rides and c.count and oneshot.posts(c.collective, self.rank, c.root)
+            if error is None and not posts:  # the record alone: one compiled round
+                self._round.row[:] = mine(record, None)
+                fast.agree(self, self._round, record["call"])
+                return
             self._xseq += 1
             seq = self._xseq
-            post = (lambda: oneshot.post(ex, seq, c.x)) if rides and c.count and \
-                oneshot.posts(c.collective, self.rank, c.root) else None
+            post = (lambda: oneshot.post(ex, seq, c.x)) if posts else None
             agree_shared(ex, seq, record, error, name, post, self._wait_round)
             return
         # oneshot across nodes (host) always agrees: its data follow in a message sized by

@@ -42,6 +42,13 @@ every rank's record and folds. A larger one keeps the message too; after the com
 goes in an allgather of its own, as on the full path, and one compiled call folds it
 (host/fastround.folded). Two allgathers, always in that order and the second only once
 the records agree: a rank that disagrees never posts an allgather of another size.
+
+The same compiled round agrees on a record alone (`Agreement`, `agree`): every call on
+one node whose data do not ride in the round (the Communicator's full path: the ring and
+the other algorithms, the stream and kernel paths, barriers) and the kernel path's kept
+calls (ring/cuda/fastcall.py), on the record they kept. agreement.agree_shared's NumPy
+round is left to calls whose oneshot data ride in it and to a rank whose own arguments
+are bad: both meet the compiled one in the same window.
 """
 
 from __future__ import annotations
@@ -197,6 +204,48 @@ LIMIT = 64  # signatures kept per communicator (a loop has a few; a sweep starts
 PLAIN = (str, int, type(None))  # options whose value is the signature's (op, chunk_bytes, ...)
 
 
+class Agreement:
+    """A kept call's agreement alone, compiled: the round posts the call's record and
+    compares every peer's with it, nothing else. For the kernel path's kept calls
+    (ring/cuda/fastcall.py), whose data the persistent kernel moves: agreement.agree_shared
+    costs tens of microseconds of NumPy calls a round, the compiled round a few."""
+
+    __slots__ = ("row", "records", "plan")
+
+    def __init__(self, ex, record: dict):
+        row = mine(record, None)
+        self.records = [[ex.record(q, p)[:row.size] for q in range(ex.size)] for p in (0, 1)]
+        self.plan, self.row = fastround.plan(ex.rank, ex.area, Op.SUM, False, ex.bases, row,
+                                             posts=False)
+
+
+NO_DATA = np.empty(0, np.int64)  # x and out of a round that carries no data
+
+
+def agree(comm, a: Agreement, call: int) -> None:
+    """Call number `call`'s agreement on a's record, as agreement.agree_shared (comm:
+    usable, every rank on one node, the call's deadline armed): raises on every rank where
+    a rank's record differs, naming it."""
+    seq = comm._xseq = comm._xseq + 1
+    waiter = comm._waiter
+    status = fastround.call(a.plan, NO_DATA, NO_DATA, call, seq, waiter.spins, waiter.yields,
+                            fastround.ANY)
+    if status != fastround.DONE:
+        _settle(comm, a, status, seq, NO_DATA)
+
+
+def _settle(comm, s: Signature | Agreement, status: int, seq: int, out) -> None:
+    """The rest of compiled round seq that returned WAITING or MISMATCH, the call's deadline
+    armed: the peers waited for in Python (a timeout names who is late), then compared; a
+    difference raises agreement.verdict's error, as the full path's agreement does."""
+    if status == fastround.WAITING:
+        comm._wait_round(seq)
+        status = fastround.finish(s.plan, out, seq)
+    if status == fastround.MISMATCH:
+        records = s.records[seq & 1]
+        verdict(np.stack([r.copy() for r in records]), s.row, None, comm._waiter.context)
+
+
 def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
@@ -295,12 +344,7 @@ def run(comm, s: Signature | Gathered, x, out):
     comm._calls, comm._xseq = call, seq
     if status != fastround.DONE:
         waiter.start(s.name % call)
-        if status == fastround.WAITING:
-            comm._wait_round(seq)
-            status = fastround.finish(s.plan, flat_out, seq)
-        if status == fastround.MISMATCH:
-            records = s.records[seq & 1]
-            verdict(np.stack([r.copy() for r in records]), s.row, None, waiter.context)
+        _settle(comm, s, status, seq, flat_out)
     if not s.fold:
         s.numpy(seq & 1, result.reshape(-1))
     return None if s.returns == NOTHING else result

@@ -71,14 +71,17 @@ def key(collective: Collective, x, out, op, root, chunk_bytes, algorithm, dtype)
 
 
 class Known:
-    """A signature's kept call: the agreement record, the algorithm, what it returns."""
+    """A signature's kept call: the agreement record, the algorithm, what it returns;
+    agreement: the record's compiled round (ring/fast.py's Agreement), set by the
+    Communicator where every rank is on one node (None: agreed as on the full path)."""
 
-    __slots__ = ("record", "algorithm", "returns", "launch", "name", "log")
+    __slots__ = ("record", "algorithm", "returns", "launch", "name", "log", "agreement")
 
     def __init__(self, record: dict, algorithm: str, returns: int, launch, name: str,
                  log: dict):
         self.record, self.algorithm, self.returns = record, algorithm, returns
         self.launch, self.name, self.log = launch, name, log
+        self.agreement = None
 
     def result(self, x, out):
         return out if self.returns == OUT else x if self.returns == X else None

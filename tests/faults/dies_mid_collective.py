@@ -87,10 +87,13 @@ if comm.rank == victim:
     if fast and device == "host":  # the agreement's allgather has completed when its records are compared
         from ring.host import fastround
         die_after(fastround, "gathered", 0)
-    elif algorithm in ("oneshot", "twoshot") and device == "cuda":
-        # oneshot: after the agreement's round, before its first call makes the GPU areas;
-        # twoshot: after the agreement's and the data's rounds, before the reduced blocks'
-        die_after(comm._exchange, "post", 1 if algorithm == "oneshot" else 2)
+    elif algorithm == "oneshot" and device == "cuda":
+        # after the agreement's round, before its first call makes the GPU areas
+        die_after(comm, "_everyone_here", 0)
+    elif algorithm == "twoshot" and device == "cuda":
+        # after the agreement's and the data's rounds, before the reduced blocks' (the
+        # agreement's round is compiled, ring/fast.py: the data's is the first post)
+        die_after(comm._exchange, "post", 1)
     elif algorithm == "oneshot" and comm._exchange is None:  # across nodes: by MPI
         from ring import p2p
         die_after(p2p, "allgathered", 0)

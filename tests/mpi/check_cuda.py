@@ -10,6 +10,7 @@ test_mpi.py runs the collectives again with "kernel", the persistent kernel, and
 the whole suite with "auto" (test_cuda_auto_path)."""
 
 import os
+import time
 import warnings
 
 import numpy as np
@@ -150,6 +151,33 @@ def test_repeated_calls_reuse_their_kernel_launch(gcomm):
         # x -> out, x -> other (sum, max), the all-gather, x -> third; not out=None (a new
         # array each call)
         assert len(gcomm._kfast) == kept + 5
+
+
+def test_calls_agree_in_a_compiled_round(gcomm, monkeypatch):
+    """Calls agree on their records in one compiled round (ring/fast.py's Agreement), not
+    through agreement.agree_shared's NumPy calls: a kept kernel-path call on the record it
+    kept, others on theirs. Where rank 0 comes late, the others' rounds give up polling
+    and wait in Python, under the call's deadline."""
+    r, k = gcomm.rank, gcomm.size
+    x, out = _gpu(np.full(53, r, np.float32)), _gpu(np.zeros(53, np.float32))
+    gcomm.allreduce(x, out=out, algorithm="ring")  # kept here on the kernel path
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a call agreed through agreement.agree_shared")
+
+    waited = []
+    wait_round = gcomm._wait_round
+    monkeypatch.setattr(ring.communicator, "agree_shared", refuse)
+    monkeypatch.setattr(gcomm, "_wait_round", lambda seq: (waited.append(seq), wait_round(seq)))
+    for late in (False, True):
+        _set(x, np.full(53, r + 3 * late, np.float32))
+        if late and r == 0:
+            time.sleep(0.5)
+        assert gcomm.allreduce(x, out=out, algorithm="ring") is out
+        assert np.array_equal(_host(out), np.full(53, k * (k - 1) // 2 + 3 * k * late,
+                                                  np.float32))
+    if r != 0:  # (rank 0 may wait too: where ranks outnumber cores its polls are few)
+        assert gcomm._xseq in waited, (gcomm._xseq, waited)
 
 
 def test_a_rank_leaving_a_kept_signature_is_caught_on_every_rank(world):

@@ -125,6 +125,45 @@ def test_ranks_disagree(what):
     c.close()
 
 
+@pytest.mark.parametrize("what", ["count", "op", "chunk_bytes", "root", "bad arguments"])
+def test_ranks_disagree_in_the_compiled_round(what, monkeypatch):
+    """A call whose data do not ride in the agreement (here the ring's) agrees in one
+    compiled round (ring/fast.py's Agreement), never in agreement.agree_shared's NumPy
+    round; a difference is named there on every rank, as the NumPy round names it. A rank
+    whose own arguments are bad posts its row from the NumPy round and raises its own
+    error; the others, in the compiled round, name it."""
+    c = fresh()
+    agree_shared = ring.communicator.agree_shared
+
+    def refuse(exchange, seq, record, error, *args, **kwargs):
+        assert error is not None, "agreed through agreement.agree_shared"
+        agree_shared(exchange, seq, record, error, *args, **kwargs)
+
+    monkeypatch.setattr(ring.communicator, "agree_shared", refuse)
+    odd = c.rank == 0 and c.size > 1
+    x = np.ones(64, np.float32)
+    assert np.array_equal(c.allreduce(x, algorithm="ring"), x * c.size)  # all agree
+    if what == "root":
+        call = lambda: c.broadcast(x, root=1 if odd else 0, algorithm="ring")  # noqa: E731
+    elif what == "bad arguments":
+        out = np.empty(63 if odd else 64, np.float32)
+        call = lambda: c.allreduce(x, out=out, algorithm="ring")  # noqa: E731
+    else:
+        kw = {"count": {"x": x[:32] if odd else x}, "op": {"x": x, "op": "max" if odd else "sum"},
+              "chunk_bytes": {"x": x, "chunk_bytes": 128 if odd else 256}}[what]
+        call = lambda: c.allreduce(algorithm="ring", **kw)  # noqa: E731
+    if c.size == 1:
+        call()  # nothing to disagree with
+    elif what == "bad arguments":
+        with pytest.raises(ValueError, match="out: needs 64 elements" if odd else
+                           r"rank\(s\) \[0\] passed bad arguments"):
+            call()
+    else:
+        with pytest.raises(ring.MismatchError, match=f"disagree on {what}"):
+            call()
+    c.close()
+
+
 @pytest.mark.parametrize("bad", ["name", "dtype", "op", "algorithm", "collective"])
 def test_bad_compression_on_one_rank(bad):
     """compression= is checked on every rank: the culprit's own error, MismatchError
