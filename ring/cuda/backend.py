@@ -11,6 +11,7 @@ async_op=True the call returns once its work is queued, and Work.wait() does tha
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
@@ -207,12 +208,18 @@ class CudaBackend(DeviceArrays):
     def replay(self, launch, defer: bool = False):
         """Fire a bound launch of the kernel path and wait for it under the timeout (with
         defer: return its Pending)."""
+        # every earlier launch seen finished without an error: then this one's word may go
+        # unread where it finishes quickly (KernelPath.check)
+        clean = self.kernel.unwaited == 0
+        fired = time.monotonic()
         launch()
         # the kernel's own waits are bounded by the timeout: give it the time to say
         # where it was stuck before the host gives up on it
         pending = Pending(self.rank, self.kernel, self.waiter.timeout + KERNEL_GRACE_S,
-                          reuse=not defer)
+                          reuse=not defer, fired=fired if clean else None)
         if defer:
+            self.kernel.unwaited += 1
+            pending.deferred = True
             return pending
         pending.wait(self.waiter)
         return None
@@ -252,8 +259,13 @@ class Pending:
     a call on the rank's stream only: one event there, the kernel path's own (reuse) when
     the call is waited for at once, a new one when a Work keeps it."""
 
-    def __init__(self, rank: Rank, kernel=None, extra_s: float = 0.0, reuse: bool = False):
-        self.kernel, self.extra_s = kernel, extra_s
+    def __init__(self, rank: Rank, kernel=None, extra_s: float = 0.0, reuse: bool = False,
+                 fired: float | None = None):
+        """fired: when the kernel's launch was fired (time.monotonic()), for check(); None
+        where its error word must be read whatever the time (deferred: a Work's, counted in
+        the kernel path's `unwaited` until waited for)."""
+        self.kernel, self.extra_s, self.fired = kernel, extra_s, fired
+        self.deferred = False
         self.marks = []
         if SIMULATED:  # the simulator has run it all already
             return
@@ -278,4 +290,7 @@ class Pending:
             waiter.until(self.query, lambda: "waiting for the GPU to finish the call (a peer's "
                                              "stream may be stuck)")
         if self.kernel is not None:
-            self.kernel.check(waiter)
+            self.kernel.check(waiter, None if self.fired is None else
+                              time.monotonic() - self.fired)
+            if self.deferred:
+                self.kernel.unwaited -= 1

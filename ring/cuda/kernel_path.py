@@ -208,6 +208,7 @@ class KernelPath:
         self._programs: dict = {}
         self._empty: dict = {}
         self._bound: dict = {}  # bind()'s launches, by plan, op, dtype and the arrays' memory
+        self.unwaited = 0  # launches of Works not yet waited for (check(), backend.replay)
 
     def program(self, p: Plan):
         """The plan's table on the device (uploaded once; before a capture, as a capture
@@ -266,8 +267,18 @@ class KernelPath:
                 x if x is self._empty.get(storage) else None)
         return BoundLaunch(kernel, args, self.channels, self.threads, self.stream, keep)
 
-    def check(self, waiter) -> None:
-        """After the launch has finished: raise the kernel's timeout, if it had one."""
+    def check(self, waiter, elapsed: float | None = None) -> None:
+        """After the launch has finished: raise the kernel's timeout, if it had one.
+        elapsed: the seconds from firing the launch to seeing it finished, where every
+        earlier launch was seen finished without an error (None: read the word). A kernel
+        writes its error word only when a wait has outlasted the timeout on the GPU's own
+        clock, so one seen finished within half of it cannot have, and the word is not
+        read (a device-to-host copy less per call). A word an earlier launch wrote makes
+        the next kernel stop at the first wait it has to make, quickly: a Work not yet
+        waited for (`unwaited`) could have left one, so a launch fired while one is out
+        is always read."""
+        if elapsed is not None and elapsed < waiter.timeout / 2:
+            return
         err = self.err.copy_to_host(self._err_host)
         if err[ERR_CODE] == 0:
             return

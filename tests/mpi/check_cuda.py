@@ -157,7 +157,8 @@ def test_calls_agree_in_a_compiled_round(gcomm, monkeypatch):
     """Calls agree on their records in one compiled round (ring/fast.py's Agreement), not
     through agreement.agree_shared's NumPy calls: a kept kernel-path call on the record it
     kept, others on theirs. Where rank 0 comes late, the others' rounds give up polling
-    and wait in Python, under the call's deadline."""
+    and wait in Python, under the call's deadline. A kept call that ends quickly does not
+    read its kernel's error word (kernel_path.KernelPath.check)."""
     r, k = gcomm.rank, gcomm.size
     x, out = _gpu(np.full(53, r, np.float32)), _gpu(np.zeros(53, np.float32))
     gcomm.allreduce(x, out=out, algorithm="ring")  # kept here on the kernel path
@@ -167,6 +168,10 @@ def test_calls_agree_in_a_compiled_round(gcomm, monkeypatch):
 
     waited = []
     wait_round = gcomm._wait_round
+    kernel = gcomm._backend.kernel
+    err = None if kernel is None else _Counted(kernel.err)  # read only when slow
+    if kernel is not None:
+        monkeypatch.setattr(kernel, "err", err)
     monkeypatch.setattr(ring.communicator, "agree_shared", refuse)
     monkeypatch.setattr(gcomm, "_wait_round", lambda seq: (waited.append(seq), wait_round(seq)))
     for late in (False, True):
@@ -178,6 +183,18 @@ def test_calls_agree_in_a_compiled_round(gcomm, monkeypatch):
                                                   np.float32))
     if r != 0:  # (rank 0 may wait too: where ranks outnumber cores its polls are few)
         assert gcomm._xseq in waited, (gcomm._xseq, waited)
+    assert err is None or err.reads == 0
+
+
+class _Counted:
+    """A device array whose copies to the host are counted."""
+
+    def __init__(self, a):
+        self.a, self.reads = a, 0
+
+    def copy_to_host(self, *args, **kwargs):
+        self.reads += 1
+        return self.a.copy_to_host(*args, **kwargs)
 
 
 def test_a_rank_leaving_a_kept_signature_is_caught_on_every_rank(world):
