@@ -205,10 +205,11 @@ PLAIN = (str, int, type(None))  # options whose value is the signature's (op, ch
 
 
 class Agreement:
-    """A kept call's agreement alone, compiled: the round posts the call's record and
-    compares every peer's with it, nothing else. For the kernel path's kept calls
-    (ring/cuda/fastcall.py), whose data the persistent kernel moves: agreement.agree_shared
-    costs tens of microseconds of NumPy calls a round, the compiled round a few."""
+    """A call's agreement alone, compiled: the round posts the call's record and compares
+    every peer's with it, nothing else (agreement.agree_shared's NumPy round costs tens of
+    microseconds, this one a few). One per communicator, its row rewritten per call
+    (Communicator._enter), and one per kept kernel-path signature on its kept record
+    (ring/cuda/fastcall.py)."""
 
     __slots__ = ("row", "records", "plan")
 
