@@ -88,6 +88,18 @@ def settings() -> dict:
             if k.startswith(SETTINGS) and k != "RING_GIT_COMMIT"}
 
 
+def loopback() -> str | None:
+    """The loopback's queueing discipline (`tc qdisc show dev lo`): TCP between emulated
+    nodes runs over it, and benchmarks/shaped_links.sh shapes it to a rate; None where tc
+    cannot say."""
+    try:
+        out = subprocess.run(["tc", "qdisc", "show", "dev", "lo"], capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
 def describe(argv, cuda: bool = True) -> dict:
     """What any result file records: when, where, the command, the commit and the versions
     (with the GPU's CUDA and NCCL versions when cuda)."""
@@ -97,6 +109,7 @@ def describe(argv, cuda: bool = True) -> dict:
         "versions": versions(),
         "command": " ".join(argv),
         "environment": settings(),
+        "loopback_qdisc": loopback(),
         "git_commit": git_commit(),
         "python": platform.python_version(),
     }

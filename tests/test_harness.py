@@ -454,6 +454,32 @@ def test_a_result_names_the_settings_that_shaped_it(monkeypatch):
     assert "RING_GIT_COMMIT" not in env  # it is the git_commit field
 
 
+def test_a_result_names_the_loopback_shaping(monkeypatch):
+    """TCP between emulated nodes runs over loopback, which benchmarks/shaped_links.sh
+    shapes with tc: describe() records the loopback's queueing discipline, or None where
+    tc cannot say."""
+    import subprocess
+
+    from harness import meta
+
+    shaped = "qdisc tbf 8001: root refcnt 2 rate 2Gbit burst 1048500b lat 200ms"
+
+    def tc(args, **kwargs):  # (git too: the commit's field)
+        out = shaped + "\n" if args == ["tc", "qdisc", "show", "dev", "lo"] else ""
+        return subprocess.CompletedProcess(args, 0, out, "")
+
+    monkeypatch.setattr(subprocess, "run", tc)
+    assert meta.describe(["x"], cuda=False)["loopback_qdisc"] == shaped
+
+    def missing(args, **kwargs):
+        if args[0] == "tc":
+            raise FileNotFoundError("tc")
+        return subprocess.CompletedProcess(args, 1, "", "")
+
+    monkeypatch.setattr(subprocess, "run", missing)
+    assert meta.describe(["x"], cuda=False)["loopback_qdisc"] is None
+
+
 def test_sizes_read_as_people_write_them():
     from harness.plot import _size_tick
     from harness.sizes import human, parse_size
