@@ -97,7 +97,7 @@ def loopback() -> str | None:
                              text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def describe(argv, cuda: bool = True) -> dict:
