@@ -219,7 +219,6 @@ class CudaBackend(DeviceArrays):
                           reuse=not defer, fired=fired if clean else None)
         if defer:
             self.kernel.unwaited += 1
-            pending.deferred = True
             return pending
         pending.wait(self.waiter)
         return None
@@ -265,7 +264,7 @@ class Pending:
         where its error word must be read whatever the time (deferred: a Work's, counted in
         the kernel path's `unwaited` until waited for)."""
         self.kernel, self.extra_s, self.fired = kernel, extra_s, fired
-        self.deferred = False
+        self.deferred = kernel is not None and not reuse  # a Work's: replay(defer=True)
         self.marks = []
         if SIMULATED:  # the simulator has run it all already
             return
