@@ -13,6 +13,7 @@ INNER = {"collectives": "tests/mpi/check_collectives.py", "errors": "tests/mpi/c
          "harness": "tests/mpi/check_harness.py", "lifetime": "tests/mpi/check_lifetime.py",
          "buckets": "tests/mpi/check_buckets.py"}
 ENV = {"RING_INNER_MPI": "1"}
+CUDA_OR_SIM = pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
 
 
 @pytest.mark.mpi
@@ -29,6 +30,27 @@ def test_fuzz(nprocs):
     """Property-based: random (ranks <= nprocs, count, dtype, op, chunk, slots, in place,
     collective), every rank drawing the same examples."""
     rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_fuzz.py", timeout=420, env=ENV)
+    assert_inner_passed(rc, out, reports, nprocs)
+
+
+SEQUENCES = [pytest.param(3, 1, "host", None, id="host-3"),
+             pytest.param(4, 2, "host", None, id="host-2x2"),
+             pytest.param(3, 1, "cuda", "fused", id="cuda-fused-3", marks=CUDA_OR_SIM),
+             pytest.param(2, 1, "cuda", "kernel", id="cuda-kernel-2", marks=CUDA_OR_SIM)]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs,nodes,device,path", SEQUENCES)
+def test_call_sequences(nprocs, nodes, device, path):
+    """Property-based programs of calls (tests/mpi/check_sequences.py): signatures that
+    repeat, two communicators, async calls waited for late, every algorithm; each result
+    against the reference of the algorithm that ran. RING_TEST_EXAMPLES sets how many
+    (a deep run: thousands)."""
+    env = {**ENV, "RING_NODES": str(nodes), "RING_TEST_DEVICE": device,
+           "RING_TEST_EXAMPLES": os.environ.get("RING_TEST_EXAMPLES", "40"),
+           **({"RING_TEST_PATH": path} if path else {})}
+    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_sequences.py", timeout=420,
+                                        env=env)
     assert_inner_passed(rc, out, reports, nprocs)
 
 
@@ -49,7 +71,7 @@ def test_across_emulated_nodes(nprocs, nodes):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
-@pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
+@CUDA_OR_SIM
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
 def test_cuda_device_processes_sharing_a_gpu(nprocs):
@@ -65,7 +87,7 @@ def test_cuda_device_processes_sharing_a_gpu(nprocs):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
-@pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
+@CUDA_OR_SIM
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
 def test_cuda_kernel_path(nprocs):
@@ -88,7 +110,7 @@ def test_cuda_kernel_path(nprocs):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
-@pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
+@CUDA_OR_SIM
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [2, 4])
 def test_cuda_kernel_path_fence(nprocs):
@@ -104,7 +126,7 @@ def test_cuda_kernel_path_fence(nprocs):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
-@pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
+@CUDA_OR_SIM
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [2, 4])
 def test_cuda_kernel_path_simple(nprocs):
@@ -143,7 +165,7 @@ def test_cuda_auto_path(nprocs, part):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
-@pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
+@CUDA_OR_SIM
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs,nodes,aware", [
     (4, 2, None), (6, 3, None), (2, 2, None),
