@@ -15,7 +15,7 @@ from ring.options import COMPRESSIONS
 
 from .. import reference
 from ..inputs import CROSS_CASES, CROSS_SECTION, DTYPE_NAMES, REDUCIBLE_NAMES, make
-from .conftest import CHUNK, NO_RULES, assert_ran, emulated_nodes, last_call, same_everywhere, two_level_nodes
+from .conftest import CHUNK, NO_RULES, arguments, assert_ran, emulated_nodes, last_call, same_everywhere, two_level_nodes
 
 OPS = ["sum", "prod", "min", "max", "avg"]
 TWO_LEVEL = ("allreduce", "reduce_scatter", "allgather")  # "auto" takes two-level for these
@@ -397,35 +397,11 @@ MOVING = ("allgather", "broadcast", "gather", "scatter", "alltoall")
 ROOTED = ("broadcast", "reduce", "gather", "scatter")
 
 
-def _arguments(collective, inputs, r, root, in_place):
-    """(x, out) for rank r: out None, or at the in-place position (call.py's) where the
-    rank has one (reduce, gather, scatter: the root's only; broadcast: always); in_place
-    "given": an out of its own where the rank writes one."""
-    x = inputs[r].copy()
-    k = len(inputs)
-    if in_place == "given":
-        want = reference.expected(collective, inputs, root=root)[r]
-        return x, None if want is None or collective == "broadcast" else np.empty_like(want)
-    if not in_place or collective == "broadcast":
-        return x, None
-    if collective in ("allgather", "gather"):
-        if collective == "gather" and r != root:
-            return x, None
-        out = np.zeros(k * x.size, x.dtype)
-        out[r * x.size:(r + 1) * x.size] = x
-        return out[r * x.size:(r + 1) * x.size], out
-    b = x.size // k
-    if collective in ("reduce_scatter", "scatter"):
-        return (x, x[r * b:(r + 1) * b]) if collective == "reduce_scatter" or r == root \
-            else (x, None)
-    return (x, x) if collective == "alltoall" or r == root else (x, None)
-
-
 def _by_oneshot(comm, collective, inputs, op, root, in_place, **options):
     """One call of `collective` with `options`, checked bit for bit against the reference
     (the flat ring's order for reduce_scatter and reduce)."""
     r = comm.rank
-    x, out = _arguments(collective, inputs, r, root, in_place)
+    x, out = arguments(collective, inputs, r, root, in_place)
     kw = dict(options)
     if collective in REDUCING:
         kw["op"] = op

@@ -29,7 +29,7 @@ from ringtypes import FLOATING, parse_dtype
 
 from .. import reference
 from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
-from .conftest import emulated_nodes, two_level_nodes
+from .conftest import arguments as host_arguments, emulated_nodes, two_level_nodes
 
 WORLD = MPI.COMM_WORLD
 K = WORLD.size
@@ -68,7 +68,7 @@ def algorithms(collective: str) -> list:
 
 
 CHUNKS = [None, 64, 200, 4096]  # a call's chunk_bytes (None: the communicator's)
-PLACES = ["out", "in", "given"]  # out allocated, at the in-place position, or given
+PLACES = [False, True, "given"]  # out allocated, at the in-place position, or given
 
 
 def ops(dtype: str) -> list[str]:
@@ -140,35 +140,12 @@ logging.getLogger("ring").addHandler(RECORDS)
 logging.getLogger("ring").setLevel(logging.INFO)
 
 
-def host_arguments(coll, inputs, r, root, place):
-    """(x, out) on the host: out None, at the in-place position (call.py's) where the rank
-    has one, or an array of its own ("given") where the rank writes one."""
-    x, k = inputs[r].copy(), len(inputs)
-    if place == "out" or coll == "broadcast":
-        return x, None
-    writes = not (coll in ("reduce", "gather", "scatter") and r != root)
-    if place == "given":
-        size = {"reduce_scatter": x.size // k, "scatter": x.size // k,
-                "allgather": x.size * k, "gather": x.size * k}.get(coll, x.size)
-        return x, np.empty(size, x.dtype) if writes else None
-    if not writes:
-        return x, None
-    if coll in ("allgather", "gather"):
-        out = np.zeros(k * x.size, x.dtype)
-        out[r * x.size:(r + 1) * x.size] = x
-        return out[r * x.size:(r + 1) * x.size], out
-    if coll in ("reduce_scatter", "scatter"):
-        b = x.size // k
-        return x, x[r * b:(r + 1) * b]
-    return x, x
-
-
 def _address(a) -> int:
     return a.__array_interface__["data"][0]
 
 
 def arguments(coll, inputs, r, root, place):
-    """host_arguments() on the communicator's device: in-place pairs stay one buffer."""
+    """conftest.arguments() on the communicator's device: in-place pairs stay one buffer."""
     x, out = host_arguments(coll, inputs, r, root, place)
     if DEVICE == "host":
         return x, out

@@ -10,6 +10,8 @@ from mpi4py import MPI
 
 import ring
 
+from .. import reference
+
 # Small chunks, so that tiny arrays still travel in several chunks through the slots.
 CHUNK = 256
 # Across (emulated) nodes an MPI link sends chunks of options.DIRECT_MIN_BYTES and more from
@@ -121,3 +123,28 @@ def assert_ran(algorithm: str, collective: str | None = None) -> None:
     assert call["algorithm"] == algorithm, f"expected {algorithm}, ran {call}"
     if collective is not None:
         assert call["collective"] == collective, call
+
+
+def arguments(collective, inputs, r, root, in_place):
+    """(x, out) for rank r: out None, or at the in-place position (call.py's) where the
+    rank has one (reduce, gather, scatter: the root's only; broadcast: always); in_place
+    "given": an out of its own where the rank writes one. (check_collectives.py,
+    check_sequences.py)"""
+    x = inputs[r].copy()
+    k = len(inputs)
+    if in_place == "given":
+        want = reference.expected(collective, inputs, root=root)[r]
+        return x, None if want is None or collective == "broadcast" else np.empty_like(want)
+    if not in_place or collective == "broadcast":
+        return x, None
+    if collective in ("allgather", "gather"):
+        if collective == "gather" and r != root:
+            return x, None
+        out = np.zeros(k * x.size, x.dtype)
+        out[r * x.size:(r + 1) * x.size] = x
+        return out[r * x.size:(r + 1) * x.size], out
+    b = x.size // k
+    if collective in ("reduce_scatter", "scatter"):
+        return (x, x[r * b:(r + 1) * b]) if collective == "reduce_scatter" or r == root \
+            else (x, None)
+    return (x, x) if collective in ("alltoall", "allreduce") or r == root else (x, None)
