@@ -27,7 +27,7 @@ from ..topology import Topology
 from ..wait import Waiter
 from . import ipc, kernel_path, staged
 from .arrays import SIMULATED, DeviceArrays
-from .enqueue import Rank, Slots, _copy, _unit, event
+from .enqueue import Rank, Slots, _copy, _unit, event, fired
 from .group import ALIGNED, SLOT_PAD, _align
 
 # The host waits for a kernel-path call this much longer than the kernel's own bound
@@ -279,7 +279,7 @@ class Pending:
             self.marks.append(ev)
 
     def query(self) -> bool:
-        return all(e.query() for e in self.marks)
+        return all(fired(e) for e in self.marks)
 
     def wait(self, waiter) -> None:
         """Until the work is done, under the waiter's deadline (plus extra_s); then raise

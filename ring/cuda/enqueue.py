@@ -79,6 +79,24 @@ def event():
     return cuda.event() if SIMULATED else cuda.event(timing=False)
 
 
+def fired(ev) -> bool:
+    """Whether the work before an event's latest record has finished (the simulator's
+    events have always fired). Asked of the driver through cuda.bindings, not Numba's
+    Event.query, which for every poll of an event not yet reached logs an ERROR ("Call to
+    cuEventQuery results in CUDA_ERROR_NOT_READY": printed wherever the application had
+    configured the root logger before CUDA started) and raises and catches a CudaAPIError."""
+    if SIMULATED:
+        return True
+    from cuda.bindings import driver
+    err = driver.cuEventQuery(ev.handle)[0]
+    if err == driver.CUresult.CUDA_SUCCESS:
+        return True
+    if err == driver.CUresult.CUDA_ERROR_NOT_READY:
+        return False
+    from numba.cuda.cudadrv.driver import CudaAPIError
+    raise CudaAPIError(err, f"cuEventQuery: {err.name}")
+
+
 @dataclass
 class Link:
     """Rank r -> r+1 inside one process: the receiver's slots, how far each end has been

@@ -29,14 +29,9 @@ from numba import cuda
 from ..transport.mpi import TAG, cancel
 from ..wait import Waiter
 from .arrays import SIMULATED
-from .enqueue import Slots, event
+from .enqueue import Slots, event, fired
 
 ENV_AWARE = "RING_CUDA_AWARE_MPI"
-
-
-def fired(ev) -> bool:
-    """Whether an event's work is done (the simulator's events have always fired)."""
-    return True if SIMULATED else ev.query()
 
 
 def _buffer(a):
