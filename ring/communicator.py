@@ -20,7 +20,7 @@ from .errors import CommunicatorError, MismatchError, TimeoutError
 from .host.reduce import compiled_walk
 from .options import (ALLREDUCE_ONLY, COMPILED_CHUNK_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS,
                       EXCHANGE_BYTES, RIDE_BYTES, SHARED, check_algorithm, check_path, check_slots)
-from .schedule import Collective, plan
+from .schedule import Collective, alltoall_overwritten, plan
 from .topology import discover
 from .transport.exchange import Exchange
 from .wait import Waiter, napping, oversubscribed
@@ -549,8 +549,12 @@ class Communicator:
             p2p.tree(self._comm, self._waiter, c.op, c.x, c.out, scratch=self._scratch)
             return
         x = c.x
-        if c.collective is Collective.ALLTOALL and c.in_place:
-            x = self._backend.copy_of(x)  # every block is read after others land over it
+        if c.collective is Collective.ALLTOALL and c.in_place and \
+                (self.device != "host" or alltoall_overwritten(self.size)):
+            # a block would land over x before it is sent (schedule.alltoall_overwritten:
+            # never at K <= 2, where the host's walk, each chunk's steps in order, needs no
+            # copy; the cuda device keeps it: its streams' order was not shown to suffice)
+            x = self._backend.copy_of(x)
         if c.algorithm == "hierarchical":
             if self._hier is None:  # collective: every rank agreed on this call
                 self._everyone_here("make the two-level rings (hierarchical)")

@@ -191,6 +191,23 @@ def _alltoall_pattern(size: int) -> tuple[tuple[str, int, int], ...]:
     return tuple(pattern)
 
 
+@lru_cache(maxsize=64)
+def alltoall_overwritten(size: int) -> tuple[int, ...]:
+    """The d in 1..K-1 for which an all-to-all in place (out is x) would receive over x
+    before reading it: the block from rank q+d lands at block q+d of q's output before q
+    has sent its own block q+d, which lies there. The same on every rank (the pattern is
+    relative) and for every chunk (executors walk chunk-major, each chunk in step order).
+    Empty for K <= 2, where x itself may be the output; from K = 3 the nearer half of the
+    successors (K = 4: d = 1)."""
+    own, kept = {}, {}
+    for i, (kind, a, d) in enumerate(_alltoall_pattern(size)):
+        if kind == "own":
+            own[d] = i
+        elif kind == "out":
+            kept[a % size] = i
+    return tuple(sorted(d for d in own if kept[d] < own[d]))
+
+
 def _alltoall_steps(size: int, rank: int) -> list[Step]:
     """Block j of a rank's input goes to rank j, and lands at block i of rank j's output
     when it came from rank i: a step's block is the one it reads or writes locally."""

@@ -57,11 +57,12 @@ class _Link:
 
 def run(collective: Collective, inputs: list[np.ndarray], op: Op = Op.SUM,
         chunk_bytes: int = 1 << 20, nslots: int = 2, align: int = 1,
-        root: int = 0, wire=None) -> list[np.ndarray]:
+        root: int = 0, wire=None, in_place: bool = False) -> list[np.ndarray]:
     """Execute `collective` over len(inputs) ranks; return each rank's output (broadcast:
     every rank's array after the call; reduce and gather: only the root's output means
     anything; scatter: only the root's input is read). wire: the 16-bit dtype the slots
-    carry for float32 inputs (compression=, reduce.apply_wire)."""
+    carry for float32 inputs (compression=, reduce.apply_wire). in_place (all-to-all):
+    each rank's output is a copy of its input, read and written as the walk goes."""
     size = len(inputs)
     dtype = inputs[0].dtype
     carried = dtype if wire is None else np.dtype(wire)
@@ -74,6 +75,10 @@ def run(collective: Collective, inputs: list[np.ndarray], op: Op = Op.SUM,
     outs = [np.full(out_n, 123, dtype) for _ in range(size)]  # poisoned
     if collective is Collective.BROADCAST:  # in place: the root's array is its output
         outs = [inputs[root].copy() if r == root else outs[r] for r in range(size)]
+    if in_place:
+        if collective is not Collective.ALLTOALL:
+            raise ValueError(f"in_place: all-to-all only, not {collective}")
+        outs = inputs = [x.copy() for x in inputs]
     pos = [0] * size  # next (step, chunk) index of each rank
     total = [len(p.steps) * p.nchunks for p in plans]  # chains: ranks take different counts
 

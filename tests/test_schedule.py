@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from ring import simulate
 from ringtypes import FLOATING, Op
-from ring.schedule import Collective, plan, split, steps
+from ring.schedule import Collective, alltoall_overwritten, plan, split, steps
 
 from . import reference
 from .inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
@@ -183,6 +183,34 @@ def test_alltoall_carries_each_block_as_many_hops_as_it_travels(k):
         for s in ss:
             ahead += s.send - s.recv
             assert ahead <= 1
+
+
+@given(k=st.integers(1, 7), per=st.integers(1, 12), chunk=st.sampled_from([4, 12, 4096]),
+       nslots=st.integers(2, 3))
+@settings(max_examples=100, deadline=None)
+def test_an_alltoall_in_place_is_right_exactly_where_nothing_is_overwritten(k, per, chunk,
+                                                                            nslots):
+    """schedule.alltoall_overwritten, against the walk: run with out = x (no copy), every
+    rank's all-to-all is right when it names no block, and wrong when it names one (each
+    value distinct, so a block read after another landed over it shows)."""
+    n = per * k
+    inputs = [np.arange(r * n, (r + 1) * n, dtype=np.float64) for r in range(k)]
+    outs = simulate.run(Collective.ALLTOALL, inputs, Op.SUM, chunk * 8, nslots, in_place=True)
+    right = all(np.array_equal(o, want) for o, want in
+                zip(outs, reference.expected("alltoall", inputs)))
+    assert right == (alltoall_overwritten(k) == ()), (k, alltoall_overwritten(k))
+
+
+@pytest.mark.parametrize("k", range(1, 9))
+def test_an_alltoall_in_place_overwrites_the_nearer_half_of_the_successors(k):
+    """Worked out from every rank's steps (the pattern is the same relative to each):
+    the blocks d places on whose output lands before the own block d places on is sent."""
+    for r in range(k):
+        ss = steps(Collective.ALLTOALL, k, r)
+        sent = {s.block: i for i, s in enumerate(ss) if s.send and not s.recv}
+        kept = {s.block: i for i, s in enumerate(ss) if s.out and s.recv}
+        assert tuple(sorted((b - r) % k for b in sent if kept[b] < sent[b])) == \
+            alltoall_overwritten(k) == tuple(range(1, (k - 1) // 2 + 1))
 
 
 @pytest.mark.parametrize("collective", [Collective.GATHER, Collective.SCATTER])
