@@ -20,7 +20,7 @@ from .errors import CommunicatorError, MismatchError, TimeoutError
 from .host.reduce import compiled_walk
 from .options import (ALLREDUCE_ONLY, COMPILED_CHUNK_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS,
                       EXCHANGE_BYTES, RIDE_BYTES, SHARED, check_algorithm, check_path, check_slots)
-from .schedule import Collective, alltoall_overwritten, plan
+from .schedule import Collective, plan
 from .topology import discover
 from .transport.exchange import Exchange
 from .wait import Waiter, napping, oversubscribed
@@ -549,11 +549,10 @@ class Communicator:
             p2p.tree(self._comm, self._waiter, c.op, c.x, c.out, scratch=self._scratch)
             return
         x = c.x
-        if c.collective is Collective.ALLTOALL and c.in_place and \
-                (self.device != "host" or alltoall_overwritten(self.size)):
-            # a block would land over x before it is sent (schedule.alltoall_overwritten:
-            # never at K <= 2, where the host's walk, each chunk's steps in order, needs no
-            # copy; the cuda device keeps it: its streams' order was not shown to suffice)
+        in_place_alltoall = c.collective is Collective.ALLTOALL and c.in_place
+        if in_place_alltoall and self.device != "host":
+            # blocks would land over x before they are sent (schedule.alltoall_overwritten);
+            # the host walks copy no more than they must (HostBackend.alltoall_in_place)
             x = self._backend.copy_of(x)
         if c.algorithm == "hierarchical":
             if self._hier is None:  # collective: every rank agreed on this call
@@ -567,6 +566,8 @@ class Communicator:
                  self._backend.align(c.collective, item), c.root)
         if c.wire is not None:  # the host backend's (_resolve refuses it elsewhere)
             return self._backend.run(p, c.op, x, c.out, wire=c.wire)
+        if in_place_alltoall and self.device == "host":
+            return self._backend.alltoall_in_place(p, c.op, c.out)
         return self._backend.run(p, c.op, x, c.out, logical=c.dtype, defer=defer)
 
     def _everyone_here(self, what: str) -> None:

@@ -45,11 +45,14 @@ def walk_all(collective, inputs, op, chunk_bytes, nslots, root=0, in_place=False
         outs[root] = xs[root]
     if in_place:
         outs = xs
+    from_out = [()] * k
+    if in_place and collective is Collective.ALLTOALL:  # as HostBackend.alltoall_in_place
+        xs, from_out = zip(*(fastring.in_place(p, a) for p, a in zip(plans, outs)))
     links = [fastring.link(addr[r] + HEADER, addr[(r + 1) % k] + HEADER, nslots, slot_bytes,
                            head(r, POSTED), head((r - 1) % k, ACKED), head(r, ACKED),
                            head((r + 1) % k, POSTED)) for r in range(k)]
     errors, said = [], [[] for _ in range(k)]
-    units = [fastring.encode(p) for p in plans]
+    units = [fastring.encode(p, f) for p, f in zip(plans, from_out)]
 
     def step(r):
         status = fastring.walk(units[r], xs[r], outs[r], links[r], int(op), k, spins, yields)
@@ -131,6 +134,23 @@ def test_in_place_all_reduce_is_the_same_bits(k):
     want = simulate.run(Collective.ALLREDUCE, inputs, Op.AVG, 64, 2)
     got, _ = walk_all(Collective.ALLREDUCE, inputs, Op.AVG, 64, 2, in_place=True)
     assert all(g.tobytes() == w.tobytes() for g, w in zip(got, want))
+
+
+@given(k=st.integers(1, 6), per=st.integers(0, 30), chunk=st.sampled_from([8, 24, 4096]),
+       nslots=st.integers(2, 3), dtype=st.sampled_from(NATIVE), threads=st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_an_alltoall_in_place_keeps_only_the_blocks_it_overwrites(k, per, chunk, nslots,
+                                                                  dtype, threads):
+    """out is x: the walk reads the kept blocks (fastring.in_place) from their copy and
+    the others from out itself, and ends with the all-to-all of the inputs."""
+    dt = np.dtype(dtype)
+    inputs = [make(r, per * k, dtype, seed=3) for r in range(k)]
+    want = simulate.run(Collective.ALLTOALL, inputs, Op.SUM, chunk * dt.itemsize, nslots)
+    got, _ = walk_all(Collective.ALLTOALL, inputs, Op.SUM, chunk * dt.itemsize, nslots,
+                      in_place=True, spins=3 if threads else 0, yields=1 if threads else 0,
+                      threads=threads)
+    for r in range(k):
+        assert got[r].tobytes() == want[r].tobytes(), f"rank {r}"
 
 
 def test_a_walk_that_cannot_go_on_says_where_and_resumes():

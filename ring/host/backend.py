@@ -6,7 +6,7 @@ import numpy as np
 from mpi4py import MPI
 
 from ringtypes import Op, parse_dtype
-from ..schedule import Plan
+from ..schedule import Plan, alltoall_overwritten
 from ..topology import Topology
 from ..transport.mpi import MpiRecv, MpiSend
 from ..transport.shm import CALLS, ShmRecv, ShmSend, ShmWindow
@@ -127,17 +127,31 @@ class HostBackend:
         nothing is pending afterwards). wire: executor.run's. With both links in shared
         memory, the walk is compiled (fastring.py) for the dtypes and ops it takes."""
         if self._shm and compiled_walk(out.dtype, op, wire):
-            from . import fastring
-            if self._link is None:
-                self._link = self._shm_link()
-            return self._walk(fastring, plan, op, x, out, divisor)
+            return self._walk(plan, op, x, out, divisor)
         executor.run(plan, op, x, out, self.send, self.recv, self.waiter, divisor, wire)
 
-    def _walk(self, fastring, plan: Plan, op: Op, x, out, divisor) -> None:
+    def alltoall_in_place(self, plan: Plan, op: Op, a: np.ndarray) -> None:
+        """An all-to-all whose output is its input `a`. From K = 3 some blocks of a would
+        be written over before they are sent (schedule.alltoall_overwritten): a compiled
+        walk keeps only those aside and reads the others from a itself (fastring.encode's
+        from_out), any other walk runs from a copy of a. At K <= 2 none would: the walk
+        runs on a as it is (each chunk's steps in order)."""
+        if not alltoall_overwritten(plan.size):
+            return self.run(plan, op, a, a)
+        if not (self._shm and compiled_walk(a.dtype, op)):
+            return self.run(plan, op, a.copy(), a)
+        from .fastring import in_place
+        held, from_out = in_place(plan, a)
+        self._walk(plan, op, held, a, None, from_out)
+
+    def _walk(self, plan: Plan, op: Op, x, out, divisor, from_out=()) -> None:
         """fastring.walk to the end; its waits past the spins go to the transport ends'
         bounded ones (the communicator's timeout, which names the late peer)."""
-        units, link, send, recv, w = fastring.encode(plan), self._link, self.send, self.recv, \
-            self.waiter
+        from . import fastring
+        if self._link is None:
+            self._link = self._shm_link()
+        units, link, send, recv, w = fastring.encode(plan, from_out), self._link, self.send, \
+            self.recv, self.waiter
         link[fastring.RECEIVED], link[fastring.SENT], link[fastring.UNIT] = \
             recv.received, send.sent, 0
         divisor = plan.size if divisor is None else divisor

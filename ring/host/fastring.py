@@ -6,7 +6,8 @@ The plan is encoded once as a table of units, one row each, in execution order:
 
     FLAGS   RECV | REDUCE | FINAL | OUT | SEND (schedule.Step's fields)
     N       elements in the chunk
-    SRC     where the chunk starts in x (-1: the step reads no input of this rank's)
+    SRC     where the chunk starts in x (-1: the step reads no input of this rank's), or
+            in out where FROM_OUT is set (an all-to-all in place: encode's `from_out`)
     DST     where it starts in out
 
 and a link array holds what the two shared-memory ends need (slot addresses, the four
@@ -32,28 +33,44 @@ from numba import carray, njit
 
 from ringtypes import DTYPES, Op
 
-from ..schedule import Plan
+from ..schedule import Plan, alltoall_overwritten
 from ..transport.atomic import pointer, poll, store_release
 from .executor import local_slices
 from .fastround import AVG, _combine
 from .reduce import compiled_walk
 
 DONE, WAIT_RECV, WAIT_SEND = 0, 1, 2
-RECV, REDUCE, FINAL, OUT, SEND = 1, 2, 4, 8, 16
+RECV, REDUCE, FINAL, OUT, SEND, FROM_OUT = 1, 2, 4, 8, 16, 32
 FLAGS, N, SRC, DST = range(4)
 # the link array
 MY_SLOTS, SUCC_SLOTS, NSLOTS, SLOT_BYTES, POSTED_IN, ACKED_OUT, ACKED_IN, POSTED_OUT, \
     RECEIVED, SENT, UNIT = range(11)
 
 
+def in_place(plan: Plan, a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+    """(x, from_out) to walk an all-to-all in place on a (a is out): x holds a copy of
+    only the blocks that would be written over before they are sent
+    (schedule.alltoall_overwritten), the walk reads the others from a (from_out)."""
+    k, b = plan.size, plan.blocks
+    kept = {(plan.rank + d) % k for d in alltoall_overwritten(k)}
+    held = np.empty_like(a)  # only the kept blocks are written (and paged in)
+    for q in kept:
+        held[b[q]:b[q + 1]] = a[b[q]:b[q + 1]]
+    return held, tuple(q for q in range(k) if q not in kept)
+
+
 @lru_cache(maxsize=256)
-def encode(plan: Plan) -> np.ndarray:
-    """plan.units as the walk's table (cached per plan: plans are cached and immutable)."""
+def encode(plan: Plan, from_out: tuple[int, ...] = ()) -> np.ndarray:
+    """plan.units as the walk's table (cached per plan: plans are cached and immutable).
+    from_out: blocks whose input the walk reads from out (a collective that only moves
+    data, with out at x's offsets: an all-to-all in place, backend.HostBackend's)."""
     rows = np.empty((len(plan.units), 4), np.int64)
     for i, (_, step, lo, hi) in enumerate(plan.units):
         s_in, s_out = local_slices(plan, step.block, lo, hi)
+        moved = s_in is not None and step.block in from_out
+        assert not (moved and step.reduce), "from_out: for steps that only move data"
         rows[i] = (RECV * step.recv | REDUCE * step.reduce | FINAL * step.final
-                   | OUT * step.out | SEND * step.send, hi - lo,
+                   | OUT * step.out | SEND * step.send | FROM_OUT * moved, hi - lo,
                    -1 if s_in is None else s_in.start, s_out.start)
     rows.flags.writeable = False
     return rows
@@ -84,6 +101,17 @@ def _reduce(op, t, rbuf, s, avg, divisor):
             t[i] = _combine(op, rbuf[i], s[i])
 
 
+@njit(inline="always")
+def _put(s, d, sbuf, flags):
+    """A step that reads this rank's input s: into the output d and / or the slot sbuf."""
+    if flags & OUT and d.ctypes.data != s.ctypes.data:
+        for i in range(s.size):
+            d[i] = s[i]
+    if flags & SEND:
+        for i in range(s.size):
+            sbuf[i] = s[i]
+
+
 @njit(nogil=True, cache=True)
 def walk(units, x, out, link, op, divisor, spins, yields):
     """Run units[link[UNIT]:] (see the module's docstring): DONE, or WAIT_RECV / WAIT_SEND
@@ -104,13 +132,10 @@ def walk(units, x, out, link, op, divisor, spins, yields):
         sbuf = carray(pointer(link[SUCC_SLOTS] + slot), n * isz, np.uint8).view(out.dtype)
         d = out[dst:dst + n]
         if not flags & RECV:
-            s = x[src:src + n]
-            if flags & OUT and d.ctypes.data != s.ctypes.data:
-                for i in range(n):
-                    d[i] = s[i]
-            if flags & SEND:
-                for i in range(n):
-                    sbuf[i] = s[i]
+            if flags & FROM_OUT:  # one call per array, each with its own view type
+                _put(out[src:src + n], d, sbuf, flags)
+            else:
+                _put(x[src:src + n], d, sbuf, flags)
         else:
             rbuf = carray(pointer(link[MY_SLOTS] + (link[RECEIVED] % nslots) * slot_bytes),
                           n * isz, np.uint8).view(out.dtype)
