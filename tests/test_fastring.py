@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ring import simulate
-from ring.host import fastring
+from ring.host import executor, fastring
 from ring.host.reduce import compiled_walk
 from ring.schedule import Collective, plan, sizes
 from ring.transport.shm import ACKED, HEADER, POSTED
@@ -47,7 +47,7 @@ def walk_all(collective, inputs, op, chunk_bytes, nslots, root=0, in_place=False
         outs = xs
     from_out = [()] * k
     if in_place and collective is Collective.ALLTOALL:  # as HostBackend.alltoall_in_place
-        xs, from_out = zip(*(fastring.in_place(p, a) for p, a in zip(plans, outs)))
+        xs, from_out = zip(*(executor.in_place(p, a) for p, a in zip(plans, outs)))
     links = [fastring.link(addr[r] + HEADER, addr[(r + 1) % k] + HEADER, nslots, slot_bytes,
                            head(r, POSTED), head((r - 1) % k, ACKED), head(r, ACKED),
                            head((r + 1) % k, POSTED)) for r in range(k)]
@@ -141,7 +141,7 @@ def test_in_place_all_reduce_is_the_same_bits(k):
 @settings(max_examples=80, deadline=None)
 def test_an_alltoall_in_place_keeps_only_the_blocks_it_overwrites(k, per, chunk, nslots,
                                                                   dtype, threads):
-    """out is x: the walk reads the kept blocks (fastring.in_place) from their copy and
+    """out is x: the walk reads the kept blocks (executor.in_place) from their copy and
     the others from out itself, and ends with the all-to-all of the inputs."""
     dt = np.dtype(dtype)
     inputs = [make(r, per * k, dtype, seed=3) for r in range(k)]

@@ -132,17 +132,19 @@ class HostBackend:
 
     def alltoall_in_place(self, plan: Plan, op: Op, a: np.ndarray) -> None:
         """An all-to-all whose output is its input `a`. From K = 3 some blocks of a would
-        be written over before they are sent (schedule.alltoall_overwritten): a compiled
-        walk keeps only those aside and reads the others from a itself (fastring.encode's
-        from_out), any other walk runs from a copy of a. At K <= 2 none would: the walk
-        runs on a as it is (each chunk's steps in order)."""
+        be written over before they are sent (schedule.alltoall_overwritten): with both
+        links in shared memory only those are kept aside, and the walk reads the others
+        from a itself (executor.in_place); over MPI links (which may receive into a
+        early) it runs from a copy of a. At K <= 2 none would: the walk runs on a as it
+        is (each chunk's steps in order)."""
         if not alltoall_overwritten(plan.size):
             return self.run(plan, op, a, a)
-        if not (self._shm and compiled_walk(a.dtype, op)):
+        if not self._shm:
             return self.run(plan, op, a.copy(), a)
-        from .fastring import in_place
-        held, from_out = in_place(plan, a)
-        self._walk(plan, op, held, a, None, from_out)
+        held, from_out = executor.in_place(plan, a)
+        if compiled_walk(a.dtype, op):
+            return self._walk(plan, op, held, a, None, from_out)
+        executor.run(plan, op, held, a, self.send, self.recv, self.waiter, from_out=from_out)
 
     def _walk(self, plan: Plan, op: Op, x, out, divisor, from_out=()) -> None:
         """fastring.walk to the end; its waits past the spins go to the transport ends'

@@ -12,7 +12,7 @@ import numpy as np
 
 from ringtypes import Op
 from ..options import DIRECT_MIN_BYTES
-from ..schedule import Collective, Plan
+from ..schedule import Collective, Plan, alltoall_overwritten
 from .reduce import apply_chunk, apply_wire
 
 
@@ -28,13 +28,28 @@ def local_slices(plan: Plan, block: int, lo: int, hi: int):
     return (slice(lo - base, hi - base) if block == plan.rank else None), slice(lo, hi)
 
 
+def in_place(plan: Plan, a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+    """(x, from_out) to walk an all-to-all in place on a (a is out): x holds a copy of
+    only the blocks that would be written over before they are sent
+    (schedule.alltoall_overwritten), the walk reads the others from a (from_out)."""
+    k, b = plan.size, plan.blocks
+    kept = {(plan.rank + d) % k for d in alltoall_overwritten(k)}
+    held = np.empty_like(a)  # only the kept blocks are written (and paged in)
+    for q in kept:
+        held[b[q]:b[q + 1]] = a[b[q]:b[q + 1]]
+    return held, tuple(q for q in range(k) if q not in kept)
+
+
 def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter,
-        divisor: int | None = None, wire: np.dtype | None = None) -> None:
+        divisor: int | None = None, wire: np.dtype | None = None,
+        from_out: tuple[int, ...] = ()) -> None:
     """x, out: 1-D contiguous. send / recv: transport ends (None when the ring is one rank).
     divisor: what avg divides by (default: this ring's size; the two-level collectives
     pass the whole job's). wire: float16 / bfloat16 for float32 data whose slots carry
     that type (reduce.apply_wire; the plan is cut for the wire's itemsize). waiter.at is
-    kept at the current (chunk, step) so that a timeout can say where.
+    kept at the current (chunk, step) so that a timeout can say where. from_out: blocks
+    whose input is read from out, at x's offsets (an all-to-all in place through
+    shared-memory ends: in_place, the fastring walk's FROM_OUT).
 
     Through `direct` ends (MPI) chunks are sent from x and out, and received into out,
     where that is safe (`sends_from_x`, `receives_into`), instead of through staging slots."""
@@ -45,8 +60,8 @@ def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter,
     # not for a 16-bit wire (its slots hold another type than the arrays), nor small chunks
     direct = wire is None and plan.max_chunk() * itemsize >= DIRECT_MIN_BYTES
     # out's chunks go from out once written; x's from x unless that memory is written over
-    from_out = send is not None and direct and send.direct
-    from_x = from_out and sends_from_x(plan, x, out)
+    send_out = send is not None and direct and send.direct
+    from_x = send_out and sends_from_x(plan, x, out)
     into = None
     if recv is not None:
         if direct and recv.direct:
@@ -56,13 +71,14 @@ def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter,
         for i, (j, step, lo, hi) in enumerate(plan.units):
             waiter.at = (j, i % len(plan.steps))
             s_in, s_out = local_slices(plan, step.block, lo, hi)
-            src, dst = None if s_in is None else x[s_in], out[s_out]
+            src, dst = None if s_in is None else \
+                (out if step.block in from_out else x)[s_in], out[s_out]
             rbuf = sbuf = source = None
             if step.recv:
                 rbuf = recv.wait(dtype, i)  # None: it landed in dst
                 rbuf = None if rbuf is None else rbuf[:hi - lo]
             if step.send:
-                source = (dst if step.recv and step.out and from_out else
+                source = (dst if step.recv and step.out and send_out else
                           src if not step.recv and from_x else None)
                 if source is None:
                     sbuf = send.acquire(dtype)[:hi - lo]
@@ -74,7 +90,7 @@ def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter,
                     send.post((hi - lo) * itemsize)
                 else:
                     send.post_from(source)
-        if from_x or from_out:
+        if from_x or send_out:
             send.flush()
     except BaseException:
         if into is not None:

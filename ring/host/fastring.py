@@ -7,7 +7,7 @@ The plan is encoded once as a table of units, one row each, in execution order:
     FLAGS   RECV | REDUCE | FINAL | OUT | SEND (schedule.Step's fields)
     N       elements in the chunk
     SRC     where the chunk starts in x (-1: the step reads no input of this rank's), or
-            in out where FROM_OUT is set (an all-to-all in place: encode's `from_out`)
+            in out where FROM_OUT is set (an all-to-all in place: executor.in_place)
     DST     where it starts in out
 
 and a link array holds what the two shared-memory ends need (slot addresses, the four
@@ -33,7 +33,7 @@ from numba import carray, njit
 
 from ringtypes import DTYPES, Op
 
-from ..schedule import Plan, alltoall_overwritten
+from ..schedule import Plan
 from ..transport.atomic import pointer, poll, store_release
 from .executor import local_slices
 from .fastround import AVG, _combine
@@ -47,23 +47,11 @@ MY_SLOTS, SUCC_SLOTS, NSLOTS, SLOT_BYTES, POSTED_IN, ACKED_OUT, ACKED_IN, POSTED
     RECEIVED, SENT, UNIT = range(11)
 
 
-def in_place(plan: Plan, a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
-    """(x, from_out) to walk an all-to-all in place on a (a is out): x holds a copy of
-    only the blocks that would be written over before they are sent
-    (schedule.alltoall_overwritten), the walk reads the others from a (from_out)."""
-    k, b = plan.size, plan.blocks
-    kept = {(plan.rank + d) % k for d in alltoall_overwritten(k)}
-    held = np.empty_like(a)  # only the kept blocks are written (and paged in)
-    for q in kept:
-        held[b[q]:b[q + 1]] = a[b[q]:b[q + 1]]
-    return held, tuple(q for q in range(k) if q not in kept)
-
-
 @lru_cache(maxsize=256)
 def encode(plan: Plan, from_out: tuple[int, ...] = ()) -> np.ndarray:
     """plan.units as the walk's table (cached per plan: plans are cached and immutable).
     from_out: blocks whose input the walk reads from out (a collective that only moves
-    data, with out at x's offsets: an all-to-all in place, backend.HostBackend's)."""
+    data, with out at x's offsets: an all-to-all in place, executor.in_place)."""
     rows = np.empty((len(plan.units), 4), np.int64)
     for i, (_, step, lo, hi) in enumerate(plan.units):
         s_in, s_out = local_slices(plan, step.block, lo, hi)
