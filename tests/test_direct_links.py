@@ -268,7 +268,8 @@ def views(collective, xs, k, in_place):
     Collective.ALLREDUCE, Collective.BARRIER)], ids=str)
 def test_every_collective_through_direct_links(mode, k, in_place, collective):
     if in_place and collective is Collective.ALLTOALL and alltoall_overwritten(k):
-        pytest.skip("this in-place all-to-all runs from a copy of x (Communicator._run)")
+        pytest.skip("over MPI links this in-place all-to-all runs from a copy of x "
+                    "(HostBackend.alltoall_in_place)")
     n, root = 6 * 13, 1
     xs = inputs(k, n, np.float32, 7 * k)
     op = Op.SUM
