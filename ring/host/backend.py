@@ -122,13 +122,14 @@ class HostBackend:
     # -- running ----------------------------------------------------------------------
     def run(self, plan: Plan, op: Op, x: np.ndarray, out: np.ndarray,
             divisor: int | None = None, logical=None, defer: bool = False,
-            wire: np.dtype | None = None) -> None:
+            wire: np.dtype | None = None, from_out: tuple[int, ...] = ()) -> None:
         """Run the plan to completion (NumPy has nothing to leave in flight: defer or not,
-        nothing is pending afterwards). wire: executor.run's. With both links in shared
-        memory, the walk is compiled (fastring.py) for the dtypes and ops it takes."""
+        nothing is pending afterwards). wire, from_out: executor.run's. With both links in
+        shared memory, the walk is compiled (fastring.py) for the dtypes and ops it takes."""
         if self._shm and compiled_walk(out.dtype, op, wire):
-            return self._walk(plan, op, x, out, divisor)
-        executor.run(plan, op, x, out, self.send, self.recv, self.waiter, divisor, wire)
+            return self._walk(plan, op, x, out, divisor, from_out)
+        executor.run(plan, op, x, out, self.send, self.recv, self.waiter, divisor, wire,
+                     from_out)
 
     def alltoall_in_place(self, plan: Plan, op: Op, a: np.ndarray) -> None:
         """An all-to-all whose output is its input `a`. From K = 3 some blocks of a would
@@ -142,9 +143,7 @@ class HostBackend:
         if not self._shm:
             return self.run(plan, op, a.copy(), a)
         held, from_out = executor.in_place(plan, a)
-        if compiled_walk(a.dtype, op):
-            return self._walk(plan, op, held, a, None, from_out)
-        executor.run(plan, op, held, a, self.send, self.recv, self.waiter, from_out=from_out)
+        self.run(plan, op, held, a, from_out=from_out)
 
     def _walk(self, plan: Plan, op: Op, x, out, divisor, from_out=()) -> None:
         """fastring.walk to the end; its waits past the spins go to the transport ends'
