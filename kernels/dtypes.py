@@ -78,6 +78,15 @@ def store_bf16(v):
     return uint16(_f32_to_bf16(as_u32(v)))
 
 
+# float32's store rounds: AVG's divide takes a float64 divisor (reduce.py), and a store that
+# passed its float64 quotient on would let Numba type a fold's running value float64 for
+# the whole loop, so that the sums before it were no longer rounded to float32 (seen on an
+# H100: fold of 3 float32 parts, avg, 1 ulp off; the simulator does not type the loop)
+@cuda.jit(device=True, inline=True)
+def store_f32(v):
+    return float32(v)
+
+
 class KernelDtype:
     def __init__(self, name, storage, numba_type, load, store, floating):
         self.name, self.storage, self.numba_type = name, np.dtype(storage), numba_type
@@ -95,7 +104,7 @@ class KernelDtype:
 KERNEL_DTYPES = {d.name: d for d in (
     KernelDtype("float16", np.uint16, types.uint16, load_f16, store_f16, True),
     KernelDtype("bfloat16", np.uint16, types.uint16, load_bf16, store_bf16, True),
-    KernelDtype("float32", np.float32, types.float32, identity, identity, True),
+    KernelDtype("float32", np.float32, types.float32, identity, store_f32, True),
     KernelDtype("float64", np.float64, types.float64, identity, identity, True),
     KernelDtype("int32", np.int32, types.int32, identity, identity, False),
     KernelDtype("int64", np.int64, types.int64, identity, identity, False),

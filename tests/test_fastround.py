@@ -16,6 +16,8 @@ from ring.schedule import Collective, sizes
 from ring.transport.exchange import HEADER, RECORD
 from ringtypes import DTYPES, FLOATING, REDUCIBLE, Op
 
+from .inputs import same_bits
+
 CAP = 256  # data bytes per slot here
 AREA = RECORD * 8 + 2 * CAP
 NATIVE = [dt for dt in DTYPES if dt in REDUCIBLE and fastround.wire(dt) == dt]
@@ -41,18 +43,6 @@ class Window:
     def data(self, q, seq, dtype, n):
         d = self.slot(q, seq) + RECORD * 8
         return self.segs[q][d:d + n * dtype.itemsize].view(dtype)
-
-
-def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
-    """Bit for bit, except that a NaN matches any NaN where both are NaN: which NaN an
-    operation on two NaNs gives (its sign and payload) is the hardware's pick by operand
-    order, which LLVM may swap in the compiled loop (seen: -0 * -inf * NaN, float32, NumPy
-    0x7fc00000, compiled 0xffc00000). Every rank runs the same code in the same order, so
-    ranks still agree bit for bit; only the comparison with NumPy's loops is loosened."""
-    if got.dtype.kind != "f":
-        return got.tobytes() == want.tobytes()
-    nan = np.isnan(got) & np.isnan(want)
-    return got.tobytes() == np.where(nan, got, want).tobytes()
 
 
 def values(dtype, n, rng):

@@ -211,6 +211,11 @@ def library(cuda, cc) -> int:
         compile_(reduce.kernel_for(op, dtype, two, paired), f"reduce {op} {dtype}")
         compile_(reduce.fold_kernel_for(op, dtype, k), f"fold {op} {dtype} of {k}")
         done += 2
+    # a float32 average of three: its sums in float32 (the divide's float64 quotient once let
+    # the running value be typed float64, so the sum before the last was not rounded)
+    compile_(reduce.fold_kernel_for(Op.AVG, "float32", 3), "fold avg float32 of 3",
+             banned=("add.f64", "add.rn.f64"))
+    done += 1
     for src, dst in casts.CASTS:
         compile_(casts.cast_kernel(src, dst), f"cast {src} -> {dst}")
         done += 1
