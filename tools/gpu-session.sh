@@ -120,13 +120,17 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   tests/test_group.py tests/test_mpi.py -q -p no:cacheprovider --durations=8 \
                   -k "thousand or cuts_its_channels or cuda_device_processes_sharing_a_gpu or lifetime"
               echo quit | nvidia-cuda-mps-control ;;
-  inner)      # check_cuda.py straight under mpiexec, under MPS, its lines as they come (the outer
-              # test prints nothing before its 420 s end): INNER_NP processes, -x, INNER_K;
-              # RING_TEST_PATH / RING_KERNEL_PROTO as exported; INNER_TAG names the log
+  inner)      # an inner suite (INNER_FILE, default check_cuda.py) straight under mpiexec, under
+              # MPS, its lines as they come (the outer test prints nothing before its 420 s
+              # end): INNER_NP processes, -x, INNER_K, INNER_NODES emulated nodes; INNER_DUMP=s:
+              # every rank prints its threads' stacks once a test has run s seconds (a hang:
+              # where each rank waits); RING_TEST_PATH / RING_KERNEL_PROTO as exported;
+              # INNER_TAG names the log
               nvidia-cuda-mps-control -d > $OUT/mps-inner.txt 2>&1; echo "== mps start rc=$?"
-              TAIL=${INNER_TAIL:-40} step ${INNER_LIMIT:-150} inner-${INNER_TAG:-1} mpiexec -n ${INNER_NP:-2} \
-                  python3 -m pytest tests/mpi/check_cuda.py -x -q -p no:cacheprovider -o python_files=check_*.py \
-                  -o addopts= -o timeout=0 --durations=5 ${INNER_K:+-k "$INNER_K"}
+              TAIL=${INNER_TAIL:-40} RING_NODES=${INNER_NODES:-$RING_NODES} step ${INNER_LIMIT:-150} inner-${INNER_TAG:-1} \
+                  mpiexec -n ${INNER_NP:-2} python3 -m pytest tests/mpi/${INNER_FILE:-check_cuda.py} -x -q -p no:cacheprovider \
+                  -o python_files=check_*.py -o addopts= -o timeout=0 -o faulthandler_timeout=${INNER_DUMP:-0} \
+                  --durations=5 ${INNER_K:+-k "$INNER_K"}
               echo quit | nvidia-cuda-mps-control ;;
   kernelprofile) # host time per 8-byte call on the kernel path, function by function
               nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
