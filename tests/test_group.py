@@ -17,7 +17,7 @@ from ringtypes import FLOATING, parse_dtype
 from ring.schedule import Collective
 
 from . import reference
-from .gpu import HAVE_GPU, SIMULATED, dev, host, needs_gpu
+from .gpu import DEVICE_GROWTH_LIMIT, HAVE_GPU, SIMULATED, dev, free_device_bytes, host, needs_gpu
 from .inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
 
 # the ring collectives proper (the chains and all-to-all have their own tests below)
@@ -459,13 +459,6 @@ def test_float8_reductions_are_refused():
 
 @needs_gpu
 def test_a_thousand_groups_give_back_their_device_memory():
-    from numba import cuda
-    ctx = cuda.current_context()
-
-    def free():
-        ctx.deallocations.clear()  # Numba frees lazily: flush first
-        return ctx.get_memory_info()[0]
-
     x = [dev(np.ones(1000, np.float32)) for _ in range(4)]
     before = None
     for i in range(1000):
@@ -474,6 +467,6 @@ def test_a_thousand_groups_give_back_their_device_memory():
         assert host(outs[0])[0] == 4
         del outs
         if i == 9:  # after the first cycles' one-time costs (kernels loaded)
-            before = free()
-    grown = before - free()
-    assert grown < (16 << 20), f"device memory in use grew by {grown} bytes over 1000 groups"
+            before = free_device_bytes()
+    grown = before - free_device_bytes()
+    assert grown < DEVICE_GROWTH_LIMIT, f"device memory in use grew by {grown} bytes over 1000 groups"

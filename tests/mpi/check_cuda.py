@@ -23,6 +23,7 @@ from ring.cuda.arrays import SIMULATED, storage_of
 from ring.cuda.group import _align
 
 from .. import reference
+from ..gpu import DEVICE_GROWTH_LIMIT, free_device_bytes
 from ..inputs import CROSS_CASES, CROSS_SECTION, DTYPE_NAMES, REDUCIBLE_NAMES, make
 from .conftest import assert_ran, same_everywhere
 
@@ -283,11 +284,6 @@ def test_a_rank_that_cannot_map_its_neighbour_raises_on_every_rank(world, monkey
         assert np.array_equal(_host(got), np.full(50, sum(range(c.size))))
 
 
-def _free_device_bytes() -> int:
-    cuda.current_context().deallocations.clear()  # Numba frees lazily: flush first
-    return cuda.current_context().get_memory_info()[0]
-
-
 def test_many_communicators_release_their_slots(world):
     """Create, use and close communicators repeatedly: every one gives back its slots (and,
     on a GPU, its IPC mappings) so the next one starts clean. On a GPU, 1000 cycles, and
@@ -301,12 +297,10 @@ def test_many_communicators_release_their_slots(world):
         if not SIMULATED and i == cycles // 4:
             # the baseline after the one-time costs: on the H100 the first ~200 cycles took
             # 140 MiB (the driver's, once), then free memory stayed the same to the MiB
-            world.Barrier()
-            free = _free_device_bytes()
-    if not SIMULATED:
-        world.Barrier()  # the GPU is shared: measure when every rank has closed its last
-        grown = free - _free_device_bytes()
-        assert grown < (16 << 20), \
+            free = free_device_bytes(world)
+    if not SIMULATED:  # (the GPU is shared: measured when every rank has closed its last)
+        grown = free - free_device_bytes(world)
+        assert grown < DEVICE_GROWTH_LIMIT, \
             f"device memory in use grew by {grown} bytes over the last {cycles - cycles // 4 - 1} cycles"
 
 
