@@ -78,8 +78,14 @@ class Ring:
             if self.comm.device != "host":
                 self.unavailable = f"compression runs on the host device only (not yet on " \
                                    f"{self.comm.device})"
-        if tuning.get("path") == "kernel":
+        # the cuda device's data path, as the communicator resolved it ("auto": the kernel
+        # where every rank shares one GPU and can run it, the stream path elsewhere)
+        resolved = getattr(self.comm._backend, "path", None) if self.comm.device == "cuda" else None
+        if resolved in ("fused", "copy") and not compression:
+            self.label = f"ring ({self.comm.device}, {algorithm}, stream path {resolved!r})"
+        if resolved == "kernel" and not compression:
             self.label = f"ring ({self.comm.device}, {algorithm}, persistent kernel)"
+        if tuning.get("path") == "kernel":
             if getattr(self.comm._backend, "kernel", None) is None:
                 self.unavailable = "path='kernel' runs on the cuda device, on one node (MPS when " \
                                    "processes share a GPU); here it fell back to the stream path"
@@ -388,6 +394,7 @@ IMPLS = {
     "ring-flat": lambda world, bufs, **kw: Ring(world, bufs, algorithm="ring", **kw),
     "ring-hier": lambda world, bufs, **kw: Ring(world, bufs, algorithm="hierarchical", **kw),
     "ring-kernel": lambda world, bufs, **kw: Ring(world, bufs, name="ring-kernel", path="kernel", **kw),
+    "ring-stream": lambda world, bufs, **kw: Ring(world, bufs, name="ring-stream", path="fused", **kw),
     **{f"ring-{a}": (lambda a: lambda world, bufs, **kw: Ring(world, bufs, algorithm=a, **kw))(a)
        for a in ALLREDUCE_ONLY},
     **{f"ring-{c}": (lambda c: lambda world, bufs, **kw: Ring(world, bufs, name=f"ring-{c}",

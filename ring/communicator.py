@@ -79,7 +79,7 @@ class Communicator:
     def __init__(self, mpi_comm: MPI.Comm | None = None, device: str = "auto", *,
                  timeout: float = 300.0, check: bool = True,
                  chunk_bytes: int | None = None, nslots: int = DEFAULT_SLOTS,
-                 algorithm: str = "auto", path: str = "fused", tuning: str | None = None):
+                 algorithm: str = "auto", path: str = "auto", tuning: str | None = None):
         base = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
         if not isinstance(base, MPI.Intracomm):
             raise TypeError(f"mpi_comm: expected an mpi4py intracommunicator, got {type(base).__name__}")

@@ -270,19 +270,22 @@ def test_allreduce_sweep_writes_json_and_plot(tmp_path):
 @pytest.mark.skipif(not SIMULATED, reason="Numba's simulator (on a GPU: gpu-session's sweeps)")
 def test_a_cuda_sweep_under_the_simulator_has_no_rooflines(tmp_path):
     """The harness on the cuda device under Numba's simulator, the kernel path beside the
-    stream path: every element right, and no copy rooflines, which the simulator cannot
-    time (it has no events), instead of a crash."""
+    stream path and the default ("auto": the kernel, every rank on the one GPU), each
+    labelled with the path it ran: every element right, and no copy rooflines, which the
+    simulator cannot time (it has no events), instead of a crash."""
     js = tmp_path / "s.json"
     out = _sweep(2, "reduce_scatter", "--device", "cuda", "-b", "8", "-e", "512", "-f", "8",
-                 "-n", "1", "-w", "1", "--impl", "ring-kernel,ring", "--json", str(js))
+                 "-n", "1", "-w", "1", "--impl", "ring-kernel,ring-stream,ring", "--json", str(js))
     assert "Out of bounds values : 0 OK" in out
     assert "rank 0 alone): none (Numba's simulator times nothing)" in out
     data = json.loads(js.read_text())
     assert data["meta"]["rooflines"] == {"nbytes": 16 << 20}
-    assert "persistent kernel" in data["meta"]["implementations"]["ring-kernel"]
+    labels = data["meta"]["implementations"]
+    assert "persistent kernel" in labels["ring-kernel"] and "persistent kernel" in labels["ring"]
+    assert "stream path 'fused'" in labels["ring-stream"]
     recs = data["results"]
-    assert {r["impl"] for r in recs} == {"ring-kernel", "ring"}
-    assert all(r["wrong"] == 0 for r in recs) and len(recs) == 3 * 2 * 2
+    assert {r["impl"] for r in recs} == {"ring-kernel", "ring-stream", "ring"}
+    assert all(r["wrong"] == 0 for r in recs) and len(recs) == 3 * 3 * 2
 
 
 @pytest.mark.mpi

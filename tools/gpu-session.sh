@@ -147,7 +147,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   kernelsweep) nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
               for np in ${NPS:-2 4}; do
                 TAIL=30 step ${SWEEP_LIMIT:-270} sweep-kernel-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 4 -a 64M,${MAX:-256M} \
-                  -n ${ITERS:-10} -w 2 --device cuda --impl ring-kernel,ring,nccl,mpi --nccl-hostid \
+                  -n ${ITERS:-10} -w 2 --device cuda --impl ring-kernel,ring-stream,nccl,mpi --nccl-hostid \
                   --json $OUT/allreduce-${np}ranks-kernel-mps-$GPU.json; done
               echo quit | nvidia-cuda-mps-control ;;
   algos)      # issue 16's cuda columns: oneshot / twoshot through GPU areas (CUDA IPC), the other

@@ -13,8 +13,9 @@ there at once, without a host synchronisation.
 
 path="kernel" runs each call as one persistent kernel per rank (persistent.py), the ranks'
 segments allocated here as a process's would be for IPC; a kernel that waits longer than
-`timeout` seconds stops, and synchronize() raises its ring.TimeoutError. path="auto" (on one
-GPU) runs plain calls so and captures on the stream path ("fused"), as measured.
+`timeout` seconds stops, and synchronize() raises its ring.TimeoutError. path="auto" (the
+default) runs plain calls so on one GPU and captures on the stream path ("fused"), as
+measured; ranks on several GPUs take "fused".
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ ALIGNED = (Collective.ALLREDUCE, Collective.REDUCE)
 class Group:
     def __init__(self, size: int, *, devices: list[int] | None = None,
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES["cuda"], nslots: int = DEFAULT_SLOTS,
-                 path: str = "fused", timeout: float = 300.0):
+                 path: str = "auto", timeout: float = 300.0):
         if int(size) != size or size < 1:
             raise ValueError(f"size: need at least one rank, got {size!r}")
         check_slots(chunk_bytes, nslots)
