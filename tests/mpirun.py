@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+ENV_DUMP = "RING_TEST_INNER_DUMP"
 
 
 def mpiexec() -> str:
@@ -55,18 +56,35 @@ def pytest_under_mpi(nprocs: int, target: str, timeout: float = 300, env: dict |
     (returncode, output, reports): one dict per rank that finished, its pytest outcome
     counts ({"rank": 0, "passed": 38, "skipped": 0, ...}, written by tests/mpi/conftest.py)."""
     # no:logging: ring's per-call log records (read by tests/mpi/conftest.py) are not kept
+    # RING_TEST_INNER_DUMP=s: every rank prints its threads' stacks once an inner test has
+    # run s seconds (pytest's faulthandler), which a failure's message then leads with: where
+    # each rank of a hang waited (a GPU session sets it; a rank that MPI_Abort ends writes
+    # no report of its own)
+    dump = (env or {}).get(ENV_DUMP) or os.environ.get(ENV_DUMP)
     args = ["-m", "pytest", target, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:logging",
             "-o", "python_files=check_*.py", "-o", "addopts=", "-o", "timeout=0",
-            *(extra or [])]
+            *(["-o", f"faulthandler_timeout={float(dump)}"] if dump else []), *(extra or [])]
     with tempfile.TemporaryDirectory(prefix="ring-inner-") as where:
         rc, out = run(nprocs, args, timeout, {**(env or {}), "RING_INNER_REPORT": where})
         reports = [json.loads(p.read_text()) for p in sorted(Path(where).glob("rank-*.json"))]
     return rc, out, reports
 
+DUMP_HEAD = "Timeout ("  # how faulthandler starts a dump ("Timeout (0:00:50)!")
+
+
+def failure_text(out: str, tail: int = 8000, dumps: int = 12000) -> str:
+    """What a failed inner run shows: the stacks dumped under RING_TEST_INNER_DUMP, if any
+    (from the first, up to `dumps` characters), then the output's last `tail` characters."""
+    at = out.find(DUMP_HEAD)
+    if at < 0 or at >= len(out) - tail:
+        return out[-tail:]
+    return f"{out[at:at + dumps]}\n[... stacks dumped under {ENV_DUMP}; the output's end:]\n{out[-tail:]}"
+
+
 def assert_inner_passed(rc, out: str, reports: list[dict], nprocs: int) -> None:
     """The inner run passed on every rank, ran tests there and skipped none: a skip inside
     an mpiexec job would otherwise pass unseen in the outer count."""
-    assert rc == 0, out[-8000:]
+    assert rc == 0, failure_text(out)
     assert len(reports) == nprocs, f"{len(reports)} of {nprocs} ranks reported\n{out[-4000:]}"
     for rep in reports:
         assert rep.get("passed", 0) > 0, f"rank {rep['rank']} ran no tests: {rep}\n{out[-4000:]}"

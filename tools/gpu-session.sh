@@ -20,6 +20,8 @@
 # per op x dtype x variant in every process, seconds each: most of a GPU test step's time).
 # Later that day (H100): a fresh machine's first call spent ~30 s starting; step inner, one
 # test at 2 processes, 68 s as the call's first step (imports, compiles) and 7 s after it.
+# 2026-11-27 (H100): suite as a fresh machine's first call 406 s with its start (pytest
+# 305 s, 557 tests selected); alone 103 s; a 2-process check_cuda test picked alone 55 s.
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
 #        kernelpath autopath inner suite alone kernelprofile kernelshapes kernelbench kernelsweep algos training pick kernelcache handoff all
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
@@ -106,7 +108,10 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # test_gpu_session (DRY runs, CI's) fails under xdist (its bench collection).
               # 6 workers: each a CUDA context, each test's mpiexec up to 6 more, within the
               # 48 clients that MPS takes on a GPU
+              # RING_TEST_INNER_DUMP: an inner run's ranks print their stacks once a test has
+              # run SUITE_DUMP seconds, which a failure shows first (tests/mpirun.py)
               nvidia-cuda-mps-control -d > $OUT/mps-suite.txt 2>&1; echo "== mps start rc=$?"
+              RING_TEST_INNER_DUMP=${SUITE_DUMP:-50} \
               RING_KERNEL_CHANNELS=${SUITE_CHANNELS:-4} RING_TEST_INNER_K="not many_communicators" TAIL=40 \
                 step ${SUITE_LIMIT:-450} suite python3 -m pytest ${SUITE_FILES:-tests} -v -p no:cacheprovider \
                   -n ${SUITE_N:-6} --dist worksteal --maxfail=${MAXFAIL:-10} --durations=15 \
@@ -116,7 +121,8 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # memory (1000 groups, 1000 communicators at 2-4 processes, check_lifetime.py) and
               # the default shape's channel cut
               nvidia-cuda-mps-control -d > $OUT/mps-alone.txt 2>&1; echo "== mps start rc=$?"
-              RING_TEST_INNER_K=many_communicators TAIL=12 step ${ALONE_LIMIT:-200} alone python3 -m pytest \
+              RING_TEST_INNER_DUMP=${SUITE_DUMP:-50} RING_TEST_INNER_K=many_communicators TAIL=12 \
+                step ${ALONE_LIMIT:-200} alone python3 -m pytest \
                   tests/test_group.py tests/test_mpi.py -q -p no:cacheprovider --durations=8 \
                   -k "thousand or cuts_its_channels or cuda_device_processes_sharing_a_gpu or lifetime"
               echo quit | nvidia-cuda-mps-control ;;
