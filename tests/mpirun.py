@@ -69,6 +69,7 @@ def pytest_under_mpi(nprocs: int, target: str, timeout: float = 300, env: dict |
         reports = [json.loads(p.read_text()) for p in sorted(Path(where).glob("rank-*.json"))]
     return rc, out, reports
 
+
 DUMP_HEAD = "Timeout ("  # how faulthandler starts a dump ("Timeout (0:00:50)!")
 
 
