@@ -70,21 +70,20 @@ class Ring:
         self.unavailable = None if self.comm.device == bufs.name else \
             f"ring has no {bufs.name} device yet (it resolved to {self.comm.device})"
         self.label = f"ring ({self.comm.device}, {algorithm})"
+        # the cuda device's ring data path, as the communicator resolved it ("auto": the
+        # kernel where every rank shares one GPU and can run it, the stream path elsewhere)
+        resolved = getattr(self.comm._backend, "path", None) if self.comm.device == "cuda" else None
         if self.comm.device != "host" and algorithm in ALLREDUCE_ONLY and \
                 algorithm not in SHARED:
             self.label = f"ring ({self.comm.device}, {algorithm}, MPI on host copies)"
+        elif resolved is not None and algorithm in ("auto", "ring", "hierarchical"):
+            how = "persistent kernel" if resolved == "kernel" else f"stream path {resolved!r}"
+            self.label = f"ring ({self.comm.device}, {algorithm}, {how})"
         if compression:
             self.label = f"ring ({self.comm.device}, {compression} on the wire, float32 sums)"
             if self.comm.device != "host":
                 self.unavailable = f"compression runs on the host device only (not yet on " \
                                    f"{self.comm.device})"
-        # the cuda device's data path, as the communicator resolved it ("auto": the kernel
-        # where every rank shares one GPU and can run it, the stream path elsewhere)
-        resolved = getattr(self.comm._backend, "path", None) if self.comm.device == "cuda" else None
-        if resolved in ("fused", "copy") and not compression:
-            self.label = f"ring ({self.comm.device}, {algorithm}, stream path {resolved!r})"
-        if resolved == "kernel" and not compression:
-            self.label = f"ring ({self.comm.device}, {algorithm}, persistent kernel)"
         if tuning.get("path") == "kernel":
             if getattr(self.comm._backend, "kernel", None) is None:
                 self.unavailable = "path='kernel' runs on the cuda device, on one node (MPS when " \
