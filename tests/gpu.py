@@ -12,6 +12,20 @@ def needs_gpu(fn):
     return pytest.mark.gpu(pytest.mark.skipif(not HAVE_GPU, reason="needs a real NVIDIA GPU")(fn))
 
 
+# A test of the cuda device that runs on a GPU or under Numba's simulator: marked `cuda`,
+# which the GPU suite selects by name (tools/gpu-session.sh: -k "... or cuda" matches a
+# test's marks as well as its name), whatever the test is called. `marks=CUDA_OR_SIM` in a
+# pytest.param, @cuda_or_sim on a test.
+CUDA_OR_SIM = (pytest.mark.cuda,
+               pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator"))
+
+
+def cuda_or_sim(fn):
+    for mark in CUDA_OR_SIM:
+        fn = mark(fn)
+    return fn
+
+
 # Device memory a lifetime test lets grow after its baseline: a leak of every communicator
 # or group over its cycles is well above it (a communicator's slots and mappings: ~32 KiB)
 DEVICE_GROWTH_LIMIT = 16 << 20

@@ -13,11 +13,10 @@ import time
 
 import pytest
 
-from .gpu import HAVE_GPU, SIMULATED
+from .gpu import CUDA_OR_SIM, cuda_or_sim
 from .mpirun import run
 
 pytestmark = pytest.mark.mpi
-CUDA_OR_SIM = pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
 
 
 def _left_behind(script: str) -> list[str]:
@@ -88,7 +87,7 @@ def test_a_rank_dies_in_the_middle_of_an_allreduce(nprocs, device, algorithm):
     assert _left_behind(script) == []
 
 
-@CUDA_OR_SIM
+@cuda_or_sim
 def test_a_rank_dies_in_a_kept_kernel_path_call():
     """path="kernel", the third call of a signature (ring/cuda/fastcall.py): the victim
     agrees on the kept record and dies instead of firing its kept launch; the survivors'
@@ -104,7 +103,7 @@ def test_a_rank_dies_in_a_kept_kernel_path_call():
     assert _left_behind(script) == []
 
 
-@CUDA_OR_SIM
+@cuda_or_sim
 @pytest.mark.parametrize("nprocs", [1, 2])
 def test_an_error_word_a_work_may_have_left_is_read_by_the_next_call(nprocs):
     """A call whose kernel ends quickly does not read its error word, unless a Work is
@@ -123,7 +122,7 @@ def test_an_error_word_a_work_may_have_left_is_read_by_the_next_call(nprocs):
     assert _left_behind(script) == []
 
 
-@CUDA_OR_SIM
+@cuda_or_sim
 def test_a_rank_dies_in_a_kernel_path_call_of_ll_words():
     """path="kernel", a call small enough for LL words (the default protocol: no
     RING_KERNEL_PROTO here): the victim dies instead of launching; the survivor's threads

@@ -6,14 +6,13 @@ import os
 
 import pytest
 
-from .gpu import HAVE_GPU, SIMULATED
+from .gpu import CUDA_OR_SIM, HAVE_GPU, SIMULATED, cuda_or_sim
 from .mpirun import assert_inner_passed, pytest_under_mpi
 
 INNER = {"collectives": "tests/mpi/check_collectives.py", "errors": "tests/mpi/check_errors.py",
          "harness": "tests/mpi/check_harness.py", "lifetime": "tests/mpi/check_lifetime.py",
          "buckets": "tests/mpi/check_buckets.py"}
 ENV = {"RING_INNER_MPI": "1"}
-CUDA_OR_SIM = pytest.mark.skipif(not (HAVE_GPU or SIMULATED), reason="needs a GPU or Numba's simulator")
 
 
 @pytest.mark.mpi
@@ -71,7 +70,7 @@ def test_across_emulated_nodes(nprocs, nodes):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
-@CUDA_OR_SIM
+@cuda_or_sim
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
 def test_cuda_device_processes_sharing_a_gpu(nprocs):
@@ -87,7 +86,7 @@ def test_cuda_device_processes_sharing_a_gpu(nprocs):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
-@CUDA_OR_SIM
+@cuda_or_sim
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
 def test_cuda_kernel_path(nprocs):
@@ -110,7 +109,7 @@ def test_cuda_kernel_path(nprocs):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
-@CUDA_OR_SIM
+@cuda_or_sim
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [2, 4])
 def test_cuda_kernel_path_fence(nprocs):
@@ -126,7 +125,7 @@ def test_cuda_kernel_path_fence(nprocs):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
-@CUDA_OR_SIM
+@cuda_or_sim
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [2, 4])
 def test_cuda_kernel_path_simple(nprocs):
@@ -165,7 +164,7 @@ def test_cuda_auto_path(nprocs, part):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
-@CUDA_OR_SIM
+@cuda_or_sim
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs,nodes,aware", [
     (4, 2, None), (6, 3, None), (2, 2, None),

@@ -100,7 +100,9 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   -p no:cacheprovider --maxfail=${MAXFAIL:-1} --durations=5 -k "${AUTO_K:-cuda_auto_path or auto}"
               echo quit | nvidia-cuda-mps-control ;;
   suite)      # the GPU suite in one call (issue 13's "whole suite at one commit"): every test of
-              # the GPU's own files and every cuda / gpu test of the others, simulator off, under
+              # the GPU's own files and every test of the others that is named or marked cuda
+              # or gpu (tests/gpu.py; test_gpu_session checks that suite and alone, together,
+              # take every marked test), simulator off, under
               # MPS, over SUITE_N pytest-xdist workers (the image has xdist): Numba's compiles,
               # most of a GPU step's time, spread over the 16 cores. The kernel path's rings are
               # narrowed to SUITE_CHANNELS channels so that every worker's kernels are resident
