@@ -3,6 +3,12 @@
 Spin first (a peer on its own core answers within microseconds), then yield the core,
 then sleep in short naps. When ranks outnumber cores, spinning only steals the core from
 the rank being waited for, so oversubscribed ranks skip straight to yielding.
+
+Whatever a wait is for, it keeps this rank's MPI messages moving (`progress`): MPI need
+not move a message a rank has Isent until that rank calls MPI again (MPICH without its
+single-copy path moves one 16 KiB cell at a time, on the sender's calls), so a rank that
+waited on a neighbour in shared memory, or on its GPU, while its peer on the next node
+waited for that message, waited for ever: the ring across nodes hung.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Callable
 from .errors import TimeoutError
 
 SPINS = 20_000  # about a millisecond of polling on a free core
+PROGRESS_EVERY = 64  # spins between calls of the progress hook (one MPI test each)
 YIELDS = 2_000  # then give the core away this many times
 NAP_S = 50e-6  # then sleep this long between polls
 
@@ -28,6 +35,23 @@ class Waiter:
         self.deadline = float("inf")
         self.context = ""  # the call being waited in, for error messages
         self.at: tuple[int, int] | None = None  # (chunk, step) the executor is at
+        # the communicator's MPI ends' progress (their sends and receives in flight), called
+        # while waiting for anything; None where no link crosses nodes
+        self.progress: Callable[[], None] | None = None
+
+    def add_progress(self, *ends) -> None:
+        """While waiting, also call the progress() of each of these link ends that has one
+        (those over MPI); the backends of a two-level ring add theirs in turn."""
+        hooks = ([self.progress] if self.progress is not None else []) + \
+            [e.progress for e in ends if hasattr(e, "progress")]
+        if len(hooks) < 2:
+            self.progress = hooks[0] if hooks else None
+            return
+
+        def progress() -> None:
+            for hook in hooks:
+                hook()
+        self.progress = progress
 
     def start(self, context: str) -> None:
         """Arm the deadline for one collective call."""
@@ -46,11 +70,16 @@ class Waiter:
 
     def until(self, ready: Callable[[], bool], describe: Callable[[], str]) -> None:
         """Return once ready() is true; raise TimeoutError(describe()) at the deadline."""
-        for _ in range(self.spins):
+        progress = self.progress
+        for i in range(self.spins):
             if ready():
                 return
+            if progress is not None and i % PROGRESS_EVERY == 0:
+                progress()
         n = 0
         while not ready():
+            if progress is not None:
+                progress()
             if time.monotonic() > self.deadline:
                 raise self.failure(describe())
             if n < self.yields or (self.urgent is not None and self.urgent()):

@@ -164,6 +164,18 @@ def test_cuda_auto_path(nprocs, part):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("device", ["host", pytest.param("cuda", marks=CUDA_OR_SIM)])
+def test_links_across_nodes_over_an_mpi_that_moves_messages_on_the_senders_calls(device):
+    """4 ranks on 2 emulated nodes with MPICH's single-copy path off, where a message of
+    16 KiB or more moves only while its sender calls MPI (tests/mpi/check_progress.py):
+    every wait keeps the rank's MPI messages moving, and a call ends once MPI is done with
+    its sends. Without either, the ring across nodes hung."""
+    env = {**ENV, "RING_NODES": "2", "RING_TEST_DEVICE": device, "MPIR_CVAR_CH4_CMA_ENABLE": "0"}
+    rc, out, reports = pytest_under_mpi(4, "tests/mpi/check_progress.py", timeout=300, env=env)
+    assert_inner_passed(rc, out, reports, 4)
+
+
 @cuda_or_sim
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs,nodes,aware", [

@@ -118,9 +118,7 @@ class CudaBackend(DeviceArrays):
             self.outbound = ipc.OutEnd(self.segment, mapped(succ))
         else:
             self.outbound = staged.StagedOut(self.comm, succ, nslots, b, self.waiter, direct)
-        if not (near_pred or near_succ):  # each end keeps the other moving while it waits
-            self.inbound.progress_too = self.outbound.progress
-            self.outbound.progress_too = self.inbound.progress
+        self.waiter.add_progress(self.inbound, self.outbound)  # the staged ends' MPI
         if self.path == "kernel":
             one_gpu = everyone[pred][0] == everyone[succ][0] == self.device  # on this node
             self.kernel = kernel_path.KernelPath(self.rank.stream, self.segment, mapped(pred),

@@ -10,6 +10,14 @@ same on every link; what differs is that MPI needs the host, so the host waits h
               host for chunk u, then enqueues its copy into device slot k; the buffer is
               posted again once that copy has finished.
 
+MPI moves a message only while its ranks call MPI, so every wait of the communicator calls
+both ends' progress() (Waiter.progress: Isend what is copied out, test the sends and
+receives in flight), and a call's flush waits until MPI is done with its sends. Before, a
+rank waiting on its GPU, which waited on its neighbour on this node, while the next node
+waited for the rank's message, hung the ring wherever MPI moves a message only on its
+sender's calls (tests/mpi/check_progress.py; the likely cause of the H100's timeout at 6
+processes on 3 emulated nodes, 2026-11-27).
+
 With nslots buffers per end, the device-to-host copy of chunk u+1, the MPI transfer of
 chunk u and the host-to-device copy of chunk u-1 overlap. A device slot is reused in stream
 order (an event after its last copy), a pinned buffer only after its Isend completed or its
@@ -86,7 +94,6 @@ class _StagedEnd:
         self.dev = Slots(nslots, slot_bytes)
         self.host = self.dev.raw if direct else [_pinned(slot_bytes) for _ in range(nslots)]
         self.reqs: list[MPI.Request | None] = [None] * nslots
-        self.progress_too = lambda: None  # the other end's progress(), while we wait
 
     def close(self) -> None:
         cancel(self.reqs)
@@ -130,21 +137,20 @@ class StagedOut(_StagedEnd):
         self.progress()
 
     def progress(self) -> None:
-        """Isend, in order, every chunk whose copy out has finished."""
+        """Isend, in order, every chunk whose copy out has finished; test the sends in
+        flight (MPI moves them on meanwhile) and free those done."""
         while self.pending and fired(self.pending[0][1]):
             k, _, nbytes = self.pending.popleft()
             self.reqs[k] = self.comm.Isend([_buffer(self.host[k])[:nbytes], MPI.BYTE],
                                            self.peer_rank, TAG)
+        for k, req in enumerate(self.reqs):
+            if req is not None and req.Test():
+                self.reqs[k] = None
 
     def _send_head(self) -> None:
         """Wait for the oldest chunk's copy out, and Isend it."""
         head = self.pending[0][1]
-
-        def copied() -> bool:
-            self.progress_too()
-            return fired(head)
-
-        self.waiter.until(copied, lambda: "waiting for the GPU to copy a chunk out")
+        self.waiter.until(lambda: fired(head), lambda: "waiting for the GPU to copy a chunk out")
         self.progress()
 
     def _free(self, k: int) -> None:
@@ -153,17 +159,14 @@ class StagedOut(_StagedEnd):
             self._send_head()
         req = self.reqs[k]
         if req is not None:
-            def taken() -> bool:
-                self.progress_too()
-                return req.Test()
-
-            self.waiter.until(taken, lambda: f"waiting for {self.peer} to take a message")
+            self.waiter.until(req.Test, lambda: f"waiting for {self.peer} to take a message")
             self.reqs[k] = None
 
     def flush(self) -> None:
-        """Isend everything copied out so far (the end of a call)."""
-        while self.pending:
-            self._send_head()
+        """The end of a call: Isend everything copied out, and wait until MPI is done with
+        every send (none then waits for this rank's next MPI call)."""
+        for k in range(self.nslots):
+            self._free(k)
 
 
 class StagedIn(_StagedEnd):
@@ -183,7 +186,13 @@ class StagedIn(_StagedEnd):
         self._post()
 
     def progress(self) -> None:
+        """Post the receives that buffers allow; ask MPI about one in flight (without
+        completing it: wait_written reads its status), which moves the messages on."""
         self._post()
+        for req in self.reqs:
+            if req is not None:
+                req.Get_status()
+                return
 
     def _post(self) -> None:
         while self.posted < self.planned:
@@ -198,7 +207,6 @@ class StagedIn(_StagedEnd):
         k = u % self.nslots
 
         def arrived() -> bool:
-            self.progress_too()
             self._post()
             return self.posted > u and self.reqs[k].Test(self.status)
 

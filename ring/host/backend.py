@@ -45,6 +45,7 @@ class HostBackend:
         else:
             self.recv = MpiRecv(comm, pred, nslots, slot_bytes, waiter, f"rank {pred}")
         self._shm = isinstance(self.send, ShmSend) and isinstance(self.recv, ShmRecv)
+        waiter.add_progress(self.send, self.recv)
 
     def _shm_link(self) -> np.ndarray:
         """Both ends in shared memory: fastring's link array (slot and counter addresses)."""

@@ -90,7 +90,7 @@ def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter,
                     send.post((hi - lo) * itemsize)
                 else:
                     send.post_from(source)
-        if from_x or send_out:
+        if send is not None and send.direct:  # MPI: every message taken (transport/mpi.py)
             send.flush()
     except BaseException:
         if into is not None:

@@ -8,7 +8,12 @@ Both ends are `direct`: a chunk that already sits in the caller's array (an inpu
 or an output block once written) is sent from there (`post_from`), and a chunk that only
 lands in the output is received straight into it (`begin(into=...)`), as MPI itself would:
 no staging copy on either side. At most `nslots` messages are in flight each way, staged
-or not; `flush` waits for the sends from the caller's arrays before a call returns.
+or not; `flush` waits for every send before a call returns.
+
+MPI moves a message only while its ranks call MPI, so both ends have a `progress()` that
+the communicator's waits call whatever they wait for (ring/wait.py), and a call ends only
+once its peer has taken every message: a rank back in its own code, calling no MPI, would
+otherwise hold its successor's call (or lose the message to close()'s cancel).
 """
 
 from __future__ import annotations
@@ -50,7 +55,6 @@ class MpiSend:
         self.raw = [np.empty(slot_bytes, np.uint8) for _ in range(nslots)]
         self.slots = Typed(self.raw)
         self.reqs: list[MPI.Request | None] = [None] * nslots
-        self.user = [False] * nslots  # request i reads the caller's array, not slot i
         self.sent = 0
 
     def _free(self) -> int:
@@ -67,7 +71,6 @@ class MpiSend:
     def post(self, nbytes: int) -> None:
         i = self.sent % len(self.raw)
         self.reqs[i] = self.comm.Isend([self.raw[i][:nbytes], MPI.BYTE], self.dest, TAG)
-        self.user[i] = False
         self.sent += 1
 
     def post_from(self, view: np.ndarray) -> None:
@@ -75,13 +78,19 @@ class MpiSend:
         be written until flush()."""
         i = self._free()
         self.reqs[i] = self.comm.Isend([_bytes(view), MPI.BYTE], self.dest, TAG)
-        self.user[i] = True
         self.sent += 1
 
-    def flush(self) -> None:
-        """Wait until no send reads the caller's arrays (before a call returns)."""
+    def progress(self) -> None:
+        """Test the sends in flight (MPI moves them on), and free those done."""
         for i, req in enumerate(self.reqs):
-            if req is not None and self.user[i]:
+            if req is not None and req.Test():
+                self.reqs[i] = None
+
+    def flush(self) -> None:
+        """Wait until MPI is done with every send (before a call returns): then none reads
+        the caller's arrays, and none waits for this rank's next MPI call."""
+        for i, req in enumerate(self.reqs):
+            if req is not None:
                 _wait(req, self.waiter, f"waiting for {self.peer} to take a message")
                 self.reqs[i] = None
 
@@ -117,6 +126,12 @@ class MpiRecv:
                 pending.append((self.comm.Irecv([self.raw[i], MPI.BYTE], self.source, TAG), i))
             else:
                 pending.append((self.comm.Irecv([_bytes(into), MPI.BYTE], self.source, TAG), -1))
+
+    def progress(self) -> None:
+        """Ask MPI about the oldest receive in flight (without completing it): MPI moves
+        the messages on meanwhile."""
+        if self.pending:
+            self.pending[0][0].Get_status()
 
     def begin(self, nchunks: int, into=None) -> None:
         """This call receives nchunks messages. into (executor.receives_into): for each,

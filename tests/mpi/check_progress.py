@@ -1,0 +1,89 @@
+"""Ring links across (emulated) nodes over an MPI that moves a message only while its
+sender calls MPI. tests/test_mpi.py runs this with RING_NODES=2 and MPICH's single-copy
+path off (MPIR_CVAR_CH4_CMA_ENABLE=0): MPICH then moves a message of 16 KiB or more
+through shared-memory cells, one cell at a time, on the sender's MPI calls, as MPI is
+allowed to (and as networks with a rendezvous protocol do). The messages here are 64 KiB.
+
+Before ring/wait.py's progress hook, a rank whose successor is on the other node Isent a
+chunk and then waited on its neighbour on this node (shared memory, or the GPU), calling
+no MPI, while that successor waited for the chunk: every all-reduce across the nodes hung
+until the timeout (seen on an H100: 6 processes on 3 emulated nodes, even ranks "waiting
+for data" from odd ones). And a call returned with its last message still in flight, so a
+rank back in its own code held its successor's call. RING_TEST_DEVICE: host or cuda."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import ring
+
+W = MPI.COMM_WORLD
+DEVICE = os.environ.get("RING_TEST_DEVICE", "host")
+# messages of four 16 KiB cells; of two on the simulator's GPU (whose kernels are slow)
+CHUNK = (64 if DEVICE == "host" else 32) << 10
+N = W.size * CHUNK // 4 * (2 if DEVICE == "host" else 1)  # float32: chunks a block, 2 or 1
+ALGORITHMS = ["ring", "hierarchical"] if DEVICE == "host" else ["ring"]  # (the simulator's
+# two-level ring: check_cuda_nodes.py, with links all over MPI at 2 ranks on 2 nodes)
+
+if DEVICE == "cuda":
+    from numba import cuda
+
+
+def _put(a):
+    return cuda.to_device(a) if DEVICE == "cuda" else a
+
+
+def _get(a):
+    return a.copy_to_host() if DEVICE == "cuda" else a
+
+
+def _inputs(rank: int) -> np.ndarray:
+    return (np.arange(N) % 1000 + 7 * rank).astype(np.float32)  # sums exact in float32
+
+
+WANT = sum(_inputs(r) for r in range(W.size))
+
+
+def _node(rank: int) -> int:
+    """Which emulated node a rank is on (RING_NODES=2: the first half, the second)."""
+    return rank * 2 // W.size
+
+
+def _communicator(algorithm: str, timeout: float = 60) -> ring.Communicator:
+    return ring.Communicator(device=DEVICE, timeout=timeout, chunk_bytes=CHUNK,
+                             algorithm=algorithm)
+
+
+def test_the_links_cross_nodes_over_mpi_without_single_copy():
+    assert os.environ.get("MPIR_CVAR_CH4_CMA_ENABLE") == "0", "run by tests/test_mpi.py"
+    with _communicator("ring") as c:
+        assert c._topo.nnodes == 2 and W.size >= 4  # each node's ring links in shared memory
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_an_allreduce_across_nodes_ends(algorithm):
+    """The flat ring (a link of each kind at every rank) and, on the host, the two-level
+    one (the node leaders' ring all over MPI), two calls each."""
+    with _communicator(algorithm) as c:
+        for _ in range(2):
+            got = _get(c.allreduce(_put(_inputs(c.rank))))
+            assert np.array_equal(got, WANT)
+
+
+def test_a_rank_back_in_its_own_code_holds_no_peer():
+    """After a call, the ranks that send to the other node (1 and 3 of nodes {0, 1} and
+    {2, 3}) sleep, calling no MPI, for longer than the others' timeout: the others' calls
+    end all the same, since a call ends once MPI is done with its sends."""
+    sender = _node(W.rank) != _node((W.rank + 1) % W.size)
+    timeout = 4 if DEVICE == "host" else 10
+    with _communicator("ring", timeout=timeout) as c:
+        x = _put(_inputs(c.rank))
+        c.allreduce(x)  # compiled and warm: the next call's time is its own
+        got = _get(c.allreduce(x))
+        if sender:
+            time.sleep(timeout + 2)
+        W.Barrier()  # (no timeout: the senders' close() must not wait on it)
+    assert np.array_equal(got, WANT)
