@@ -73,6 +73,29 @@ def test_an_allreduce_across_nodes_ends(algorithm):
             assert np.array_equal(got, WANT)
 
 
+def test_every_collective_across_nodes_ends():
+    """The other collectives' rings and chains (through a root at either end) over the
+    same links: each call ends with the exact result."""
+    k, r, b = W.size, W.rank, N // W.size
+    xs = [_inputs(q) for q in range(k)]
+    blocks = np.concatenate([x[:b] for x in xs])
+    with _communicator("ring") as c:
+        assert np.array_equal(_get(c.reduce_scatter(_put(xs[r]))), WANT[r * b:(r + 1) * b])
+        assert np.array_equal(_get(c.allgather(_put(xs[r][:b]))), blocks)
+        want = np.concatenate([x[r * b:(r + 1) * b] for x in xs])
+        assert np.array_equal(_get(c.alltoall(_put(xs[r]))), want)
+        for root in (0, k - 1):
+            x = _put(xs[r].copy())
+            c.broadcast(x, root=root)
+            assert np.array_equal(_get(x), xs[root])
+            got = c.reduce(_put(xs[r]), root=root)
+            assert got is None if r != root else np.array_equal(_get(got), WANT)
+            got = c.gather(_put(xs[r][:b]), root=root)
+            assert got is None if r != root else np.array_equal(_get(got), blocks)
+            got = _get(c.scatter(_put(xs[root]), root=root))
+            assert np.array_equal(got, xs[root][r * b:(r + 1) * b])
+
+
 def test_a_rank_back_in_its_own_code_holds_no_peer():
     """After a call, the ranks that send to the other node (1 and 3 of nodes {0, 1} and
     {2, 3}) sleep, calling no MPI, for longer than the others' timeout: the others' calls
