@@ -2,13 +2,14 @@
 sender calls MPI. tests/test_mpi.py runs this with RING_NODES=2 and MPICH's single-copy
 path off (MPIR_CVAR_CH4_CMA_ENABLE=0): MPICH then moves a message of 16 KiB or more
 through shared-memory cells, one cell at a time, on the sender's MPI calls, as MPI is
-allowed to (and as networks with a rendezvous protocol do). The messages here are 64 KiB.
+allowed to (and as networks with a rendezvous protocol do). The messages here are 64 KiB
+(32 KiB on the simulator's GPU).
 
 Before ring/wait.py's progress hook, a rank whose successor is on the other node Isent a
 chunk and then waited on its neighbour on this node (shared memory, or the GPU), calling
 no MPI, while that successor waited for the chunk: every all-reduce across the nodes hung
-until the timeout (seen on an H100: 6 processes on 3 emulated nodes, even ranks "waiting
-for data" from odd ones). And a call returned with its last message still in flight, so a
+until the timeout (the likely cause of a timeout on an H100: 6 processes on 3 emulated
+nodes, even ranks "waiting for data" from odd ones). And a call returned with its last message still in flight, so a
 rank back in its own code held its successor's call. RING_TEST_DEVICE: host or cuda."""
 
 import os
@@ -108,5 +109,5 @@ def test_a_rank_back_in_its_own_code_holds_no_peer():
         got = _get(c.allreduce(x))
         if sender:
             time.sleep(timeout + 2)
-        W.Barrier()  # (no timeout: the senders' close() must not wait on it)
+        W.Barrier()  # MPI's: the others wait here, not in close(), whose wait has a timeout
     assert np.array_equal(got, WANT)
