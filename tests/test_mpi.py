@@ -164,14 +164,22 @@ def test_cuda_auto_path(nprocs, part):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
+# MPICH made to move a message only on its sender's calls (tests/mpi/check_progress.py)
+SENDER_MOVES = {"no-single-copy": {"MPIR_CVAR_CH4_CMA_ENABLE": "0"},
+                "two-cells": {"MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_NUM_CELLS": "2",
+                              "RING_TEST_CHUNK": "256"}}
+
+
 @pytest.mark.mpi
+@pytest.mark.parametrize("mpi", list(SENDER_MOVES))
 @pytest.mark.parametrize("device", ["host", pytest.param("cuda", marks=CUDA_OR_SIM)])
-def test_links_across_nodes_over_an_mpi_that_moves_messages_on_the_senders_calls(device):
-    """4 ranks on 2 emulated nodes with MPICH's single-copy path off, where a message of
-    16 KiB or more moves only while its sender calls MPI (tests/mpi/check_progress.py):
-    every wait keeps the rank's MPI messages moving, and a call ends once MPI is done with
-    its sends. Without either, the ring across nodes hung."""
-    env = {**ENV, "RING_NODES": "2", "RING_TEST_DEVICE": device, "MPIR_CVAR_CH4_CMA_ENABLE": "0"}
+def test_links_across_nodes_over_an_mpi_that_moves_messages_on_the_senders_calls(device, mpi):
+    """4 ranks on 2 emulated nodes where MPI moves a message only while its sender calls
+    MPI: large messages without MPICH's single-copy path, small ones once the cells between
+    a pair are taken (tests/mpi/check_progress.py). Every wait keeps the rank's MPI
+    messages moving, and a call ends once MPI is done with its sends; without either, the
+    ring across nodes hung (the likely cause of a GPU session's timeout, 2026-11-27)."""
+    env = {**ENV, "RING_NODES": "2", "RING_TEST_DEVICE": device, **SENDER_MOVES[mpi]}
     rc, out, reports = pytest_under_mpi(4, "tests/mpi/check_progress.py", timeout=300, env=env)
     assert_inner_passed(rc, out, reports, 4)
 
