@@ -34,7 +34,7 @@ import numpy as np
 from mpi4py import MPI
 from numba import cuda
 
-from ..transport.mpi import TAG, cancel
+from ..transport.mpi import TAG, cancel, reap
 from ..wait import Waiter
 from .arrays import SIMULATED
 from .enqueue import Slots, event, fired
@@ -143,9 +143,7 @@ class StagedOut(_StagedEnd):
             k, _, nbytes = self.pending.popleft()
             self.reqs[k] = self.comm.Isend([_buffer(self.host[k])[:nbytes], MPI.BYTE],
                                            self.peer_rank, TAG)
-        for k, req in enumerate(self.reqs):
-            if req is not None and req.Test():
-                self.reqs[k] = None
+        reap(self.reqs)
 
     def _send_head(self) -> None:
         """Wait for the oldest chunk's copy out, and Isend it."""

@@ -37,6 +37,14 @@ def cancel(reqs) -> None:
             r.Wait()
 
 
+def reap(reqs: list) -> None:
+    """Test each send in reqs still in flight (MPI moves it on meanwhile); None for those
+    done (their buffers free)."""
+    for i, req in enumerate(reqs):
+        if req is not None and req.Test():
+            reqs[i] = None
+
+
 def _wait(req: MPI.Request, waiter: Waiter, what: str) -> None:
     waiter.until(req.Test, lambda: what)
 
@@ -81,10 +89,7 @@ class MpiSend:
         self.sent += 1
 
     def progress(self) -> None:
-        """Test the sends in flight (MPI moves them on), and free those done."""
-        for i, req in enumerate(self.reqs):
-            if req is not None and req.Test():
-                self.reqs[i] = None
+        reap(self.reqs)
 
     def flush(self) -> None:
         """Wait until MPI is done with every send (before a call returns): then none reads
