@@ -27,7 +27,7 @@ from ..topology import Topology
 from ..wait import Waiter
 from . import ipc, kernel_path, staged
 from .arrays import SIMULATED, DeviceArrays
-from .enqueue import Rank, Slots, _copy, _unit, event, fired
+from .enqueue import Rank, Slots, _copy, _unit, event, fired, load_kernels
 from .group import ALIGNED, SLOT_PAD, _align
 
 # The host waits for a kernel-path call this much longer than the kernel's own bound
@@ -191,6 +191,8 @@ class CudaBackend(DeviceArrays):
                                                 self.waiter.timeout)
             return self.replay(self.last_launch, defer)
         if self.inbound is not None:  # None: a ring of one, which neither sends nor receives
+            if any(step.reduce for step in plan.steps):
+                load_kernels(op, name, storage, self.rank.stream, self.device)
             self.inbound.begin(plan.recvs)
         for _, step, lo, hi in plan.units:
             _unit(plan, step, lo, hi, op, x, out, self.rank, self.inbound, self.outbound,

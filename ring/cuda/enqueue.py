@@ -31,6 +31,7 @@ import numpy as np
 from numba import cuda
 
 from kernels.arrays import address
+from kernels.dtypes import kernel_dtype
 from kernels.reduce import launch_args
 
 from ..host.executor import local_slices
@@ -49,6 +50,35 @@ def _reduce(op, target, a, b, out2, divisor, dtype_name, stream) -> None:
     if target.size:
         k, g, t, args = launch_args(op, target, a, b, out2=out2, nranks=divisor, dtype=dtype_name)
         k[g, t, stream](*args)
+
+
+# (device, op, dtype) whose reduce kernels this process has launched (so loaded) already
+_LOADED: set = set()
+
+
+def load_kernels(op: Op, dtype_name: str, storage, stream, device: int = 0) -> None:
+    """Launch once, on tiny scratch arrays, every reduce kernel that a call of (op, dtype)
+    may launch (op and, for avg, the sum of the steps before the last; one output and two;
+    16-bit types' paired and single loads), before the call puts on the stream anything that
+    waits for another process. A kernel is loaded into the context at its first launch
+    (CUDA's lazy loading), and loading may wait until the context's work is done: a first
+    launch behind a stream wait on a neighbour, whose own progress needs this host (a
+    staged link's Isend, a neighbour's first launch waiting likewise), held both. Seen on an
+    H200 (suite, 2026-11-27): ranks blocked in a reduce kernel's launch for 50 s while their
+    successors across the node timed out. NVIDIA's remedy for kernels that must run
+    together is to load them first; once per (device, op, dtype) a process."""
+    key = (device, op, dtype_name)
+    if key in _LOADED:
+        return
+    ops = (op, Op.SUM) if op is Op.AVG else (op,)
+    sizes = (1, 2) if kernel_dtype(dtype_name).bits16 else (1,)  # n >= 2, aligned: paired
+    scratch = cuda.device_array((4, 2), storage)
+    for eff in ops:
+        for two in (False, True):
+            for n in sizes:
+                a, b, c, d = (scratch[i, :n] for i in range(4))
+                _reduce(eff, a, c, d, b if two else None, 1, dtype_name, stream)
+    _LOADED.add(key)
 
 
 class Slots:

@@ -316,6 +316,52 @@ def test_two_slots_and_many_chunks(world, path):
     c.close()
 
 
+@pytest.mark.parametrize("path", ["fused", "copy"])
+def test_a_call_loads_its_kernels_before_its_stream_waits_on_a_neighbour(world, monkeypatch, path):
+    """The stream path launches each of a call's reduce kernels once, on scratch, before it
+    puts on its stream the first wait on a neighbour's counter (enqueue.load_kernels): a
+    kernel's first launch loads it, and the load may wait for the stream, held by that wait
+    (an H200 suite: ranks blocked 50 s in a reduce kernel's launch, their successors across
+    the node timing out). Checked in the order of the host's enqueues: within a call, no
+    kernel is launched for the first time after a wait. Fails without load_kernels."""
+    from ring.cuda import enqueue
+    monkeypatch.setattr(enqueue, "_LOADED", set())  # as in a fresh process
+    log = []
+    real = enqueue.launch_args
+
+    def launch_args(*a, **kw):
+        launch = real(*a, **kw)
+        log.append(launch[0])
+        return launch
+
+    monkeypatch.setattr(enqueue, "launch_args", launch_args)
+    c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=64, nslots=2, path=path)
+    for end, method in ((c._backend.inbound, "wait_written"), (c._backend.outbound, "wait_freed")):
+        def waits(*a, _real=getattr(end, method)):
+            log.append("wait")
+            return _real(*a)
+        monkeypatch.setattr(end, method, waits)
+    k, r = c.size, c.rank
+    for dtype, op in [("float32", "sum"), ("float16", "max"), ("float32", "avg"), ("int32", "min")]:
+        inputs = [make(q, 99, dtype, op=op) for q in range(k)]
+        log.append("call")
+        got = c.allreduce(_gpu(inputs[r]), op=op)
+        want = reference.allreduce(inputs, op, align=_align(np.dtype(dtype).itemsize))
+        assert _host(got).tobytes() == want.tobytes(), (dtype, op)
+    c.close()
+    seen, waited, late = set(), False, []
+    for entry in log:
+        if entry == "call":
+            waited = False
+        elif entry == "wait":
+            waited = True
+        elif entry not in seen:
+            seen.add(entry)
+            if waited:
+                late.append(entry)
+    assert "wait" in log and seen and not late, f"first launched after a wait: {late}"
+
+
 @pytest.mark.parametrize("dtype,op", [("float32", "sum"), ("bfloat16", "avg"), ("int64", "max")])
 def test_broadcast_and_reduce(gcomm, dtype, op):
     k, r = gcomm.size, gcomm.rank
