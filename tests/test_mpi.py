@@ -178,7 +178,7 @@ def test_links_across_nodes_over_an_mpi_that_moves_messages_on_the_senders_calls
     MPI: large messages without MPICH's single-copy path, small ones once the cells between
     a pair are taken (tests/mpi/check_progress.py). Every wait keeps the rank's MPI
     messages moving, and a call ends once MPI is done with its sends; without either, the
-    ring across nodes hung (the likely cause of a GPU session's timeout, 2026-11-27)."""
+    ring across nodes hung (one cause of a GPU session's timeout, 2026-11-27)."""
     env = {**ENV, "RING_NODES": "2", "RING_TEST_DEVICE": device, **SENDER_MOVES[mpi]}
     rc, out, reports = pytest_under_mpi(4, "tests/mpi/check_progress.py", timeout=300, env=env)
     assert_inner_passed(rc, out, reports, 4)

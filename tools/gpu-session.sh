@@ -22,6 +22,8 @@
 # test at 2 processes, 68 s as the call's first step (imports, compiles) and 7 s after it.
 # 2026-11-27 (H100): suite as a fresh machine's first call 406 s with its start (pytest
 # 305 s, 557 tests selected); alone 103 s; a 2-process check_cuda test picked alone 55 s.
+# 2026-11-27 (H200): "suite alone" on a fresh machine 385 s (suite 304, alone 78); on a fresh
+# machine again, 435 s (suite cut at its 340 s limit, alone 86): give suite 480.
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
 #        kernelpath autopath inner suite alone kernelprofile kernelshapes kernelbench kernelsweep algos training pick kernelcache handoff all
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a

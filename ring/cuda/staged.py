@@ -15,8 +15,8 @@ both ends' progress() (Waiter.progress: Isend what is copied out, test the sends
 receives in flight), and a call's flush waits until MPI is done with its sends. Before, a
 rank waiting on its GPU, which waited on its neighbour on this node, while the next node
 waited for the rank's message, hung the ring wherever MPI moves a message only on its
-sender's calls (tests/mpi/check_progress.py; the likely cause of the H100's timeout at 6
-processes on 3 emulated nodes, 2026-11-27).
+sender's calls (tests/mpi/check_progress.py; one of the two causes of a GPU's timeouts at 6
+processes on 3 emulated nodes, 2026-11-27; the other: enqueue.load_kernels).
 
 With nslots buffers per end, the device-to-host copy of chunk u+1, the MPI transfer of
 chunk u and the host-to-device copy of chunk u-1 overlap. A device slot is reused in stream

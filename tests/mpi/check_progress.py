@@ -11,9 +11,11 @@ tests/test_mpi.py runs this with RING_NODES=2 and MPICH made so:
 Before ring/wait.py's progress hook, a rank whose successor is on the other node Isent a
 chunk and then waited on its neighbour on this node (shared memory, or the GPU), calling
 no MPI, while that successor waited for the chunk: every all-reduce across the nodes hung
-until the timeout (the likely cause of a timeout on an H100: 6 processes on 3 emulated
-nodes, even ranks "waiting for data" from odd ones). And a call returned with its last message still in flight, so a
-rank back in its own code held its successor's call. RING_TEST_DEVICE: host or cuda."""
+until the timeout (one cause of a timeout on an H100: 6 processes on 3 emulated nodes,
+even ranks "waiting for data" from odd ones; on a GPU, a kernel's first launch blocked
+the senders too: ring/cuda/enqueue.load_kernels). And a call returned with its last
+message still in flight, so a rank back in its own code held its successor's call.
+RING_TEST_DEVICE: host or cuda."""
 
 import os
 import time
