@@ -43,8 +43,7 @@ def _left_behind(script: str) -> list[str]:
     still alive a few seconds after mpiexec returned."""
     for _ in range(50):
         out = subprocess.run(["pgrep", "-a", "-f", script], capture_output=True, text=True)
-        alive = [ln for ln in out.stdout.splitlines()
-                 if "pgrep" not in ln and _ours(ln.split(None, 1)[0])]
+        alive = [ln for ln in out.stdout.splitlines() if _ours(ln.split(None, 1)[0])]
         if not alive:
             return []
         time.sleep(0.1)
