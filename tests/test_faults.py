@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -27,7 +28,12 @@ OWNER = str(os.getpid())
 
 
 def run(nprocs: int, args: list[str], env: dict | None = None, **kw):
-    return mpirun.run(nprocs, args, env={**(env or {}), "RING_TEST_OWNER": OWNER}, **kw)
+    """mpirun.run, the job marked as ours, with a folder of its own where its reporting
+    ranks mark that they have reported (tests/faults/reported.py): the job ends as soon as
+    they all have."""
+    with tempfile.TemporaryDirectory(prefix="ring-faults-") as reported:
+        return mpirun.run(nprocs, args, **kw, env={**(env or {}), "RING_TEST_OWNER": OWNER,
+                                                   "RING_TEST_REPORTED": reported})
 
 
 def _ours(pid: str) -> bool:

@@ -3,11 +3,11 @@ at once, and its peers, waiting for it in the data path, raise ring.TimeoutError
 timeout instead of hanging."""
 
 import sys
-import time
 
 import numpy as np
 
 import ring
+from reported import wait_for_reports
 
 comm = ring.Communicator(device="host", check=False, timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)
 bad = comm.rank == 0
@@ -19,4 +19,4 @@ except ValueError as e:
 except ring.TimeoutError as e:
     print(f"rank {comm.rank}: SURVIVED TimeoutError: {e}", flush=True)
 comm.close()
-time.sleep(2)  # let every rank report before the first one's exit aborts the job
+wait_for_reports(comm.rank, comm.size)

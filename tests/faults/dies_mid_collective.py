@@ -24,11 +24,11 @@ launch."""
 
 import os
 import sys
-import time
 
 import numpy as np
 
 import ring
+from reported import wait_for_reports
 
 timeout = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
 device = sys.argv[2] if len(sys.argv) > 2 else "host"
@@ -130,4 +130,4 @@ try:
 except ring.CommunicatorError:
     print(f"rank {comm.rank}: BROKEN", flush=True)
 comm.close()  # broken: drops local resources only
-time.sleep(2)  # let every survivor report before the first one's exit aborts the job
+wait_for_reports(comm.rank, comm.size - 1)  # the victim reports nothing

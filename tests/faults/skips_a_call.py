@@ -4,11 +4,11 @@ from the agreement step, naming the rank that has not arrived (on their node).
 
 import os
 import sys
-import time
 
 import numpy as np
 
 import ring
+from reported import wait_for_reports
 
 comm = ring.Communicator(device="host", timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)
 for _ in range(int(sys.argv[2]) if len(sys.argv) > 2 else 0):  # calls made together first:
@@ -23,4 +23,4 @@ try:
 except ring.TimeoutError as e:
     print(f"rank {comm.rank}: SURVIVED TimeoutError: {e}", flush=True)
 comm.close()  # broken: drops local resources only
-time.sleep(2)  # let every survivor report before the first one's exit aborts the job
+wait_for_reports(comm.rank, comm.size - 1)  # the last rank reports nothing

@@ -8,12 +8,12 @@ wait for rank 0 and time out (or finish, where rank 0 never had to wait).
 """
 
 import sys
-import time
 
 import numpy as np
 from numba import cuda
 
 import ring
+from reported import wait_for_reports
 from ring.cuda.persistent import ERR_CODE, ERR_NEED, WAIT_DATA
 
 comm = ring.Communicator(device="cuda", timeout=float(sys.argv[1]), path="kernel",
@@ -34,4 +34,4 @@ try:
 except ring.TimeoutError as e:
     print(f"rank {comm.rank}: SURVIVED TimeoutError: {e}", flush=True)
 comm.close()  # broken: drops local resources only
-time.sleep(2)  # let every rank report before the first one's exit aborts the job
+wait_for_reports(comm.rank, comm.size)
