@@ -109,6 +109,14 @@ def test_every_step_is_listed_and_prints_commands(tmp_path):
         assert commands(tmp_path, [name]), f"step {name} printed no command"
 
 
+def collect_env() -> dict:
+    """The environment of a process that collects tests as the GPU session would, under
+    the simulator: not an xdist worker's (pytest-benchmark, finding PYTEST_XDIST_WORKER,
+    disables benchmarks and then refuses --benchmark-only)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    return {**env, "PYTHONPATH": str(ROOT), "NUMBA_ENABLE_CUDASIM": "1"}
+
+
 def test_every_command_of_every_step_would_start(tmp_path):
     """One process parses every benchmark's and the harness's arguments, and another has
     pytest collect each test step's selection (at least one test each)."""
@@ -129,7 +137,7 @@ def test_every_command_of_every_step_would_start(tmp_path):
             assert path.exists(), f"{name}: no file {argv[0]}"
             if "parse_args" in path.read_text():
                 parse.append(("path", str(path), argv[1:]))
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_ENABLE_CUDASIM="1")
+    env = collect_env()
     p = subprocess.run([sys.executable, "-c", PARSE_ONLY, json.dumps(parse)], cwd=ROOT,
                        env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -181,7 +189,7 @@ def test_the_suite_and_alone_run_every_test_of_the_cuda_device(tmp_path):
     runs = [(name, without_xdist(argv_of(cmd)[2:]))
             for name, cmd in commands(tmp_path, ["suite", "alone"])]
     runs.append(("marked", ["tests", "-m", "cuda or gpu"]))
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_ENABLE_CUDASIM="1")
+    env = collect_env()
     p = subprocess.run([sys.executable, "-c", SELECTED, json.dumps(runs)], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
