@@ -109,7 +109,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # most of a GPU step's time, spread over the 16 cores. The kernel path's rings are
               # narrowed to SUITE_CHANNELS channels so that every worker's kernels are resident
               # at once (64 channels x 4 ranks alone fill an H100). Step alone runs the rest;
-              # test_gpu_session (DRY runs, CI's) fails under xdist (its bench collection).
+              # test_gpu_session (DRY runs: CI's, not the GPU's) is left out, though its name says gpu.
               # 6 workers: each a CUDA context, each test's mpiexec up to 6 more, within the
               # 48 clients that MPS takes on a GPU
               # RING_TEST_INNER_DUMP: an inner run's ranks print their stacks once a test has
