@@ -4,7 +4,7 @@ A survivor's exit aborts the whole MPI job (ring/fatal.py: MPI_Abort after a los
 which would cut short a slower survivor's report. So each reporting rank marks a file in
 the job's own folder (RING_TEST_REPORTED, made by tests/test_faults.py) and exits once
 every reporter's mark is there, or after `limit` seconds. Without the folder (a script run
-by hand): a fixed two seconds, which the survivors' equal timeouts leave them to report."""
+by hand): a fixed two seconds, time enough where every survivor has the same timeout."""
 
 import os
 import time
