@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -28,12 +29,16 @@ OWNER = str(os.getpid())
 
 
 def run(nprocs: int, args: list[str], env: dict | None = None, **kw):
-    """mpirun.run, the job marked as ours, with a folder of its own where its reporting
-    ranks mark that they have reported (tests/faults/reported.py): the job ends as soon as
-    they all have."""
+    """mpirun.run, the job marked as ours, with a folder of its own where its ranks keep
+    their report lines and mark that they are done (tests/faults/reported.py): the job ends
+    as soon as every reporter is. Its output, with the kept lines first: the job's abort
+    can cut off a rank's printed lines before mpiexec has forwarded them."""
     with tempfile.TemporaryDirectory(prefix="ring-faults-") as reported:
-        return mpirun.run(nprocs, args, **kw, env={**(env or {}), "RING_TEST_OWNER": OWNER,
-                                                   "RING_TEST_REPORTED": reported})
+        rc, out = mpirun.run(nprocs, args, **kw, env={**(env or {}), "RING_TEST_OWNER": OWNER,
+                                                      "RING_TEST_REPORTED": reported})
+        kept = "".join(Path(reported, name).read_text()
+                       for name in sorted(os.listdir(reported)) if name.endswith(".txt"))
+    return rc, kept + out
 
 
 def _ours(pid: str) -> bool:

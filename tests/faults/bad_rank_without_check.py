@@ -7,16 +7,16 @@ import sys
 import numpy as np
 
 import ring
-from reported import wait_for_reports
+from reported import say, wait_for_reports
 
 comm = ring.Communicator(device="host", check=False, timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)
 bad = comm.rank == 0
 try:
     comm.allreduce(np.ones(8)[::2] if bad else np.ones(4))
-    print(f"rank {comm.rank}: NO ERROR", flush=True)
+    say(comm.rank, "NO ERROR")
 except ValueError as e:
-    print(f"rank {comm.rank}: RAISED ValueError: {e}", flush=True)
+    say(comm.rank, f"RAISED ValueError: {e}")
 except ring.TimeoutError as e:
-    print(f"rank {comm.rank}: SURVIVED TimeoutError: {e}", flush=True)
+    say(comm.rank, f"SURVIVED TimeoutError: {e}")
 comm.close()
 wait_for_reports(comm.rank, comm.size)

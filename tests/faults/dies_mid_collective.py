@@ -28,7 +28,7 @@ import sys
 import numpy as np
 
 import ring
-from reported import wait_for_reports
+from reported import say, wait_for_reports
 
 timeout = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
 device = sys.argv[2] if len(sys.argv) > 2 else "host"
@@ -122,12 +122,12 @@ try:
         comm.allreduce(x, async_op=True).wait()
     else:
         comm.allreduce(x, out=out)
-    print(f"rank {comm.rank}: NO ERROR", flush=True)
+    say(comm.rank, "NO ERROR")
 except ring.TimeoutError as e:
-    print(f"rank {comm.rank}: SURVIVED TimeoutError: {e}", flush=True)
+    say(comm.rank, f"SURVIVED TimeoutError: {e}")
 try:
     comm.allreduce(x)
 except ring.CommunicatorError:
-    print(f"rank {comm.rank}: BROKEN", flush=True)
+    say(comm.rank, "BROKEN")
 comm.close()  # broken: drops local resources only
 wait_for_reports(comm.rank, comm.size - 1)  # the victim reports nothing

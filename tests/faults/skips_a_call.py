@@ -8,19 +8,19 @@ import sys
 import numpy as np
 
 import ring
-from reported import wait_for_reports
+from reported import say, wait_for_reports
 
 comm = ring.Communicator(device="host", timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)
 for _ in range(int(sys.argv[2]) if len(sys.argv) > 2 else 0):  # calls made together first:
     comm.allreduce(np.ones(8))                                  # the last one on the fast path
 if comm._calls > 1 and not comm._fast:
-    print(f"rank {comm.rank}: the repeated calls did not take the fast path", flush=True)
+    say(comm.rank, "the repeated calls did not take the fast path")
 if comm.rank == comm.size - 1:
-    print(f"rank {comm.rank}: skipping", flush=True)
+    say(comm.rank, "skipping")
     os._exit(0)
 try:
     comm.allreduce(np.ones(8))
 except ring.TimeoutError as e:
-    print(f"rank {comm.rank}: SURVIVED TimeoutError: {e}", flush=True)
+    say(comm.rank, f"SURVIVED TimeoutError: {e}")
 comm.close()  # broken: drops local resources only
 wait_for_reports(comm.rank, comm.size - 1)  # the last rank reports nothing

@@ -13,7 +13,7 @@ import numpy as np
 from numba import cuda
 
 import ring
-from reported import wait_for_reports
+from reported import say, wait_for_reports
 from ring.cuda.persistent import ERR_CODE, ERR_NEED, WAIT_DATA
 
 comm = ring.Communicator(device="cuda", timeout=float(sys.argv[1]), path="kernel",
@@ -30,8 +30,8 @@ if comm.rank == 0:
     kernel.err.copy_to_device(word)
 try:
     comm.allreduce(x, out=out)
-    print(f"rank {comm.rank}: NO ERROR", flush=True)
+    say(comm.rank, "NO ERROR")
 except ring.TimeoutError as e:
-    print(f"rank {comm.rank}: SURVIVED TimeoutError: {e}", flush=True)
+    say(comm.rank, f"SURVIVED TimeoutError: {e}")
 comm.close()  # broken: drops local resources only
 wait_for_reports(comm.rank, comm.size)
