@@ -102,6 +102,24 @@ def test_every_rank_of_a_call_takes_the_same_protocol(case, channels):
     assert not any(carries_ll("simple", itemsize, p.max_chunk(), channels) for p in ps)
 
 
+def test_a_call_goes_as_ll_words_exactly_where_every_channels_part_fits_its_words():
+    """A channel writes and polls one LL word per element of its part of a chunk, from the
+    start of its LL_WORDS (persistent.ll_base): a call whose widest part, by the kernel's own
+    split (persistent.part), exceeds them would write into the next channel's words, with
+    the same flag, where the receiver takes them for that channel's. Every largest chunk
+    around the bound, at several channel counts: LL exactly where the parts fit (elements of
+    at most 4 bytes)."""
+    from ring.cuda.kernel_path import carries_ll
+    from ring.cuda.persistent import LL_WORDS, part
+    for channels in (1, 2, 3, 8, 64):
+        for m in range(1, (LL_WORDS + 2) * channels + 1):
+            widest = max(hi - lo for lo, hi in (part.py_func(m, c, channels)
+                                                for c in range(channels)))
+            for itemsize in (1, 2, 4, 8):
+                assert carries_ll("ll", itemsize, m, channels) == \
+                    (itemsize <= 4 and widest <= LL_WORDS), (m, channels, itemsize)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 1 << 21), st.integers(1, 64), st.sampled_from([1, 2, 4, 8]),
        st.integers(1, 6))
