@@ -2,6 +2,7 @@
 
     .venv/bin/python tools/mutants.py [--only NAME ...] [--json results/mutants.json]
     .venv/bin/python tools/mutants.py --only two-level-avg-divisor --tests "tests/test_mpi.py -k cuda"
+    .venv/bin/python tools/mutants.py --own-tests --only kernel-ll-threshold torch-avg-as-sum
 
 Each mutant is a one-place edit of the library, applied to a copy of the working tree (the
 checkout itself is never touched); the copy then runs the same pytest command as `make
@@ -9,7 +10,10 @@ test` with -x, under the simulator when there is no GPU. A mutant is caught when
 fails. A run of the unmodified copy comes first: if it fails, nothing else means anything.
 The faults are the ones that once passed the whole suite (the tests issue): two-level
 disabled, a wrong avg divisor, a precision loss, an off-by-one block boundary, a chunk
-that is never written out; plus one in the GPU's per-chunk code.
+that is never written out; plus one in the GPU's per-chunk code. SINCE: faults in what was
+built after (the persistent kernel, the one-round algorithms, int8, torch, the waits across
+nodes), each with the tests that cover it (OWN_TESTS, run alone with --own-tests):
+results/mutants-since.md.
 """
 
 from __future__ import annotations
@@ -68,6 +72,128 @@ MUTANTS = {
         "        else:\n            if step.out and n and lo:\n                _copy(dst, rbuf, s)",
         "the GPU's fused path never writes out the first chunk of the array that it receives "
         "and forwards (all-gather and broadcast steps)"),
+}
+
+# Faults in the parts built since (the persistent kernel, the one-round algorithms, int8,
+# torch, the waits across nodes), each with the tests that cover its code (OWN_TESTS,
+# --own-tests): results/mutants-since.md. A planted fault a campaign found no test for
+# (empty-no-post: equivalent, see there) is not listed.
+P, KP = "ring/cuda/persistent.py", "ring/cuda/kernel_path.py"
+SINCE = {
+    "kernel-credit-early": (
+        P, "if good == 1 and f & SEND and uout >= nslots:\n"
+           "                    good = waited(mine, a_out, uout + 1 - nslots,",
+        "if good == 1 and f & SEND and uout >= nslots:\n"
+        "                    good = waited(mine, a_out, uout - nslots,",
+        "the ring kernel writes a chunk into the successor's slot one credit early"),
+    "kernel-ll-credit-early": (
+        P, "if f & SEND and uout >= nslots:\n"
+           "                        good = waited(mine, a_out, uout + 1 - nslots,",
+        "if f & SEND and uout >= nslots:\n"
+        "                        good = waited(mine, a_out, uout - nslots,",
+        "the LL protocol writes a chunk's words one credit early"),
+    "kernel-empty-no-ack": (
+        P, "fence()  # release, as after a unit's data\n                    if f & RECV:",
+        "fence()  # release, as after a unit's data\n                    if False:",
+        "a channel with no part of a chunk never gives its slot's credit back"),
+    "kernel-sends-total-lost": (
+        P, "mine[tot + 1] = base_out + sends", "mine[tot + 1] = base_out",
+        "the kernel does not keep its count of sent chunks for the next call"),
+    "kernel-avg-every-step": (
+        P, "        if f & FINAL:\n            return final(v, w, div)",
+        "        if True:\n            return final(v, w, div)",
+        "the ring kernel's avg divides at every step, not at the last"),
+    "kernel-ll-flag-off": (
+        P, "fin, fout = (uin + 1) & FLAG_MASK, ((uout + 1) & FLAG_MASK) << 32",
+        "fin, fout = uin & FLAG_MASK, (uout & FLAG_MASK) << 32",
+        "LL words flagged with the chunk count, so the first chunk matches zeroed memory"),
+    "kernel-ll-no-ack": (
+        P, "if t == 0 and f & RECV:\n                    publish(pred, a_out, uin + 1)  # the",
+        "if False:\n                    publish(pred, a_out, uin + 1)  # the",
+        "the LL protocol never frees a slot"),
+    "kernel-wide-past-part": (
+        P, "while e + 3 * nt < hi:", "while e + 3 * nt <= hi:",
+        "the unrolled loop reaches one element past the channel's part"),
+    "kernel-subslot-overlap": (
+        P, "return s * stride + c * (cap // nch)", "return s * stride + c * (cap // nch - 1)",
+        "the channels' sub-slots overlap by an element"),
+    "kernel-ll-threshold": (
+        KP, "-(-max_chunk // channels) <= LL_WORDS", "-(-max_chunk // channels) <= LL_WORDS + 1",
+        "a call goes as LL words with a channel's part one word over its LL area"),
+    "kernel-error-unread": (
+        KP, "if elapsed is not None and elapsed < waiter.timeout / 2:",
+        "if elapsed is not None and elapsed < waiter.timeout * 2:",
+        "the host skips the error word of a kernel that timed out within twice the timeout"),
+    "exchange-no-parity": (
+        "ring/transport/exchange.py", "return HEADER + (call % 2) * self.area", "return HEADER",
+        "the node-shared exchange window reuses one area for consecutive calls"),
+    "oneshot-reduce-scatter-order": (
+        "ring/oneshot.py",
+        "return [(0, b, tuple((q, rank * b) for q in ring_order(rank, k)))]",
+        "return [(0, b, tuple((q, rank * b) for q in range(k)))]",
+        "oneshot's reduce-scatter folds in rank order, not the ring's (other bits)"),
+    "oneshot-reduce-order": (
+        "ring/oneshot.py",
+        "order = range(k) if collective is C.ALLREDUCE else ring_order(root, k)",
+        "order = range(k)", "oneshot's reduce folds in rank order, not the ring's"),
+    "twoshot-no-wait": (
+        "ring/oneshot.py",
+        '    ex.wait(seq, ROUND2, "to post its reduced block (twoshot)")\n    for q in range(k):\n'
+        "        out[", "    for q in range(k):\n        out[",
+        "the host's twoshot copies the reduced blocks without waiting for them"),
+    "cuda-areas-no-parity": (
+        "ring/cuda/shared.py", "return self.slots[q][2 * (seq % 2) + which]",
+        "return self.slots[q][which]", "the cuda oneshot / twoshot areas without call parity"),
+    "cuda-twoshot-no-wait": (
+        "ring/cuda/shared.py", '    ex.wait(seq, ROUND2, "to post its reduced block (twoshot)")\n',
+        "", "the cuda twoshot copies the reduced blocks without waiting for them"),
+    "int8-server-feedback-lost": (
+        "ring/int8_reduce.py", "_quantize(self.send[:mine], self.flat[lo:hi], self.server)",
+        "_quantize(self.send[:mine], self.flat[lo:hi], None)",
+        "int8's all-to-all exchange drops the shard owner's error feedback"),
+    "int8-choice-inverted": (
+        "ring/int8_reduce.py", "(k + 2) * shard < 2 * packed_bytes(n)",
+        "(k + 2) * shard > 2 * packed_bytes(n)", "int8's exchange chosen against its bytes"),
+    "torch-avg-as-sum": (
+        "ring/torch.py", 'dist.ReduceOp.AVG: "avg"}', 'dist.ReduceOp.AVG: "sum"}',
+        "the torch backend takes ReduceOp.AVG for a sum"),
+    "wait-no-progress": (
+        "ring/wait.py", "        while not ready():\n            if progress is not None:\n",
+        "        while not ready():\n            if False:\n",
+        "a wait past its spins keeps no MPI message moving (the ring across nodes hangs)"),
+    "staged-flush-returns": (
+        "ring/cuda/staged.py", "        for k in range(self.nslots):\n            self._free(k)",
+        "        for k in range(self.nslots):\n            pass",
+        "a cuda call across nodes returns with its last sends in flight"),
+    "host-flush-skipped": (
+        "ring/host/executor.py",
+        "        if send is not None and send.direct:  # MPI: every message taken (transport/mpi.py)\n"
+        "            send.flush()", "        pass",
+        "a host call across nodes returns with its last sends in flight"),
+    "in-place-gather-offset": (
+        "ring/call.py", "if collective in (C.ALLGATHER, C.GATHER) and xa == oa + rank * xb:",
+        "if collective in (C.ALLGATHER, C.GATHER) and xa == oa:",
+        "an in-place all-gather is taken at block 0 instead of the rank's block"),
+}
+MUTANTS.update(SINCE)
+_KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
+           "tests/test_mpi.py::test_cuda_kernel_path_simple "
+           "tests/test_mpi.py::test_call_sequences[cuda-kernel-2] "
+           "tests/test_faults.py::test_a_rank_dies_in_the_middle_of_an_allreduce[3-cuda-kernel-ring]")
+_ONESHOT = "tests/test_oneshot.py tests/test_mpi.py::test_on_ranks[collectives-3]"
+_INT8 = "tests/test_buckets.py tests/test_mpi.py::test_on_ranks[buckets-3]"
+_LINKS = "tests/test_mpi.py::test_links_across_nodes_over_an_mpi_that_moves_messages_on_the_senders_calls"
+# the tests that cover each mutant's code (--own-tests); the others: the whole suite
+OWN_TESTS = {
+    **{n: _KERNEL for n in SINCE if n.startswith("kernel-")},
+    "exchange-no-parity": _ONESHOT, "oneshot-reduce-scatter-order": _ONESHOT,
+    "oneshot-reduce-order": _ONESHOT, "twoshot-no-wait": _ONESHOT,
+    "cuda-areas-no-parity": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3]",
+    "cuda-twoshot-no-wait": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3]",
+    "int8-server-feedback-lost": _INT8, "int8-choice-inverted": _INT8,
+    "torch-avg-as-sum": "tests/test_torch.py",
+    "wait-no-progress": _LINKS, "staged-flush-returns": _LINKS, "host-flush-skipped": _LINKS,
+    "in-place-gather-offset": "tests/test_mpi.py::test_on_ranks[collectives-2]",
 }
 
 
@@ -130,6 +256,9 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=1800, help="seconds per suite run")
     p.add_argument("--tests", default="", help="pytest arguments selecting part of the suite "
                    "(default: all of it, as make test)")
+    p.add_argument("--own-tests", action="store_true",
+                   help="each mutant against the tests that cover its code (OWN_TESTS; a mutant "
+                   "without an entry: --tests), the baseline against all of them")
     p.add_argument("--json", metavar="PATH", help="write the results here")
     args = p.parse_args(argv)
     names = args.only or list(MUTANTS)
@@ -142,9 +271,17 @@ def main(argv=None) -> int:
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "machine": f"{platform.node()}, {os.cpu_count()} CPUs, "
                          + ("GPU" if shutil.which("nvidia-smi") else "no GPU (Numba simulator)"),
-              "suite": "python -m pytest -x -q " + (args.tests or "(make test's tests)")
+              "suite": "python -m pytest -x -q " + ("(each mutant's OWN_TESTS)" if args.own_tests
+                                                    else args.tests or "(make test's tests)")
                        + ", stopping at the first failure",
               "baseline": None, "mutants": []}
+    def tests_of(name) -> str:
+        if not args.own_tests:
+            return args.tests
+        if name is not None:
+            return OWN_TESTS.get(name, args.tests)
+        words = " ".join(OWN_TESTS.get(n, args.tests) for n in names).split()
+        return " ".join(dict.fromkeys(words))  # the baseline: every mutant's tests, once
     todo = ([] if args.skip_baseline else [None]) + names
     for name in todo:
         with tempfile.TemporaryDirectory(prefix="ring-mutant-") as tmp:
@@ -153,7 +290,7 @@ def main(argv=None) -> int:
             if name is not None:
                 plant(tree, name)
             print(f"# {name or 'baseline (no fault)'} ...", file=sys.stderr, flush=True)
-            res = run_suite(tree, args.timeout, args.tests.split())
+            res = run_suite(tree, args.timeout, tests_of(name).split())
         if name is None:
             report["baseline"] = res
             print(f"baseline: rc {res['rc']}, {res['summary']}, {res['seconds']} s", flush=True)
@@ -161,7 +298,8 @@ def main(argv=None) -> int:
                 print("the unmodified suite fails: fix it before reading mutants", flush=True)
                 break
             continue
-        row = {"name": name, "file": MUTANTS[name][0], "fault": MUTANTS[name][3], **res}
+        row = {"name": name, "file": MUTANTS[name][0], "fault": MUTANTS[name][3],
+               **({"tests": tests_of(name)} if args.own_tests else {}), **res}
         report["mutants"].append(row)
         verdict = "CAUGHT" if res["caught"] else "MISSED"
         print(f"{verdict:6} {name:28} {res['seconds']:7.1f} s  "
