@@ -42,8 +42,8 @@ MUTANTS = {
         "hierarchical.applies() always refuses: 'auto' silently takes the flat ring"),
     "two-level-avg-divisor": (
         "ring/hierarchical.py",
-        "op, mine, mine, divisor=self.size, logical=logical)",
-        "op, mine, mine, divisor=self.nodes, logical=logical)",
+        "op, mine, mine, divisor=self.size, logical=logical,",
+        "op, mine, mine, divisor=self.nodes, logical=logical,",
         "the two-level all-reduce divides avg by the node count instead of the rank count"),
     "two-level-precision-loss": (
         "ring/hierarchical.py",
@@ -60,11 +60,9 @@ MUTANTS = {
         "the order of reduction of the moved elements changes"),
     "host-chunk-not-written": (
         "ring/host/executor.py",
-        "        apply_chunk(step, op, divisor, None if s_in is None else x[s_in], out[s_out],\n"
-        "                    rbuf, sbuf)",
-        "        if not (j == 1 and step.out and not step.send):\n"
-        "            apply_chunk(step, op, divisor, None if s_in is None else x[s_in], out[s_out],\n"
-        "                        rbuf, sbuf)",
+        "            apply(step, op, divisor, src, dst, rbuf, sbuf)\n",
+        "            if not (j == 1 and step.out and not step.send):\n"
+        "                apply(step, op, divisor, src, dst, rbuf, sbuf)\n",
         "the host executor skips the second chunk of every step that only writes the output"),
     "cuda-chunk-not-forwarded": (
         "ring/cuda/enqueue.py",
