@@ -29,7 +29,10 @@ print(time.perf_counter() - t)
 
 
 def seconds(op: str, dtype: str, ll: bool, cache: bool) -> float:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), RING_KERNEL_CACHE="1" if cache else "0")
+    # ROOT ahead of, not instead of, the PYTHONPATH it was given (a lent GPU machine's
+    # carried NumPy lives there: tools/gpu-env.sh)
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, PYTHONPATH=path, RING_KERNEL_CACHE="1" if cache else "0")
     p = subprocess.run([sys.executable, "-c", ONE, op, dtype, "1" if ll else "0"], cwd=ROOT,
                        env=env, capture_output=True, text=True, timeout=600)
     if p.returncode:
