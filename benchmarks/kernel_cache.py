@@ -28,13 +28,17 @@ print(time.perf_counter() - t)
 """
 
 
+def child_env(cache: bool, environ=os.environ) -> dict:
+    """The measured process's environment: the repo ahead of, not instead of, the
+    PYTHONPATH this one was given (a lent GPU machine's carried NumPy lives there:
+    tools/gpu-env.sh)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))
+    return dict(environ, PYTHONPATH=path, RING_KERNEL_CACHE="1" if cache else "0")
+
+
 def seconds(op: str, dtype: str, ll: bool, cache: bool) -> float:
-    # ROOT ahead of, not instead of, the PYTHONPATH it was given (a lent GPU machine's
-    # carried NumPy lives there: tools/gpu-env.sh)
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, PYTHONPATH=path, RING_KERNEL_CACHE="1" if cache else "0")
     p = subprocess.run([sys.executable, "-c", ONE, op, dtype, "1" if ll else "0"], cwd=ROOT,
-                       env=env, capture_output=True, text=True, timeout=600)
+                       env=child_env(cache), capture_output=True, text=True, timeout=600)
     if p.returncode:
         raise SystemExit(p.stderr[-3000:])
     return float(p.stdout.strip().splitlines()[-1])

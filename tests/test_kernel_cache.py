@@ -4,6 +4,7 @@ UUID), differs for every variant and every change to the kernel's sources, and a
 that cannot be read or written costs a compile, not an error. No GPU needed: the key is
 made before anything compiles."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -98,3 +99,15 @@ def test_off_under_the_simulator_and_by_request(monkeypatch, setting, on):
     assert kernel_cache.enabled() is on
     monkeypatch.setattr(kernel_cache, "SIMULATED", True)
     assert kernel_cache.enabled() is False
+
+
+def test_the_benchmarks_processes_keep_the_pythonpath_they_were_given():
+    """benchmarks/kernel_cache.py's processes once got PYTHONPATH=<repo> alone, which on a
+    lent GPU dropped the carried NumPy, and numba-cuda failed on the image's own."""
+    spec = importlib.util.spec_from_file_location("kernel_cache_bench", ROOT / "benchmarks/kernel_cache.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    env = bench.child_env(True, {"PYTHONPATH": "/tmp/site", "HOME": "/h"})
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(ROOT), "/tmp/site"]
+    assert (env["HOME"], env["RING_KERNEL_CACHE"]) == ("/h", "1")
+    assert bench.child_env(False, {}) == {"PYTHONPATH": str(ROOT), "RING_KERNEL_CACHE": "0"}

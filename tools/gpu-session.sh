@@ -24,6 +24,9 @@
 # 305 s, 557 tests selected); alone 103 s; a 2-process check_cuda test picked alone 55 s.
 # 2026-11-27 (H200): "suite alone" on a fresh machine 385 s (suite 304, alone 78); on a fresh
 # machine again, 435 s (suite cut at its 340 s limit, alone 86): give suite 480.
+# Later (H200, 7979cb7): "suite alone" on a fresh machine 426 s (suite 331, alone 92), all passed;
+# kernelcache on a fresh machine 58 s; algos NPS=2 ITERS=20 on a fresh machine 28 s, NPS=4 38 s
+# (without MPS); handoff 9 s.
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
 #        kernelpath autopath inner suite alone kernelprofile kernelshapes kernelbench kernelsweep algos training pick kernelcache handoff all
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
