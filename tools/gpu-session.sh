@@ -164,16 +164,21 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   --json $OUT/allreduce-${np}ranks-kernel-mps-$GPU.json; done
               echo quit | nvidia-cuda-mps-control ;;
   algos)      # issue 16's cuda columns: oneshot / twoshot through GPU areas (CUDA IPC), the other
-              # algorithms on host copies, beside NCCL and MPI, 8 B - 1 MB (the areas' cap)
+              # algorithms on host copies, beside NCCL and MPI, 8 B - 1 MB (the areas' cap).
+              # MPS=1: under MPS, where the ring's path="auto" is the persistent kernel (without
+              # it the processes time-slice the GPU, the ring takes the stream path and NCCL crawls)
+              [ -n "$MPS" ] && { nvidia-cuda-mps-control -d > $OUT/mps-algos.txt 2>&1; echo "== mps start rc=$?"; }
               for np in ${NPS:-2 4}; do
                 TAIL=30 step 270 algos-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e 1M -f 4 \
                   -n ${ITERS:-50} -w 5 --device cuda --algo ring,oneshot,twoshot,naive --impl nccl,mpi \
-                  --nccl-hostid --json $OUT/allreduce-${np}ranks-algos-$GPU.json; done
-              # ... and the table "auto" reads on the cuda device (ring/tables/cuda.json)
+                  --nccl-hostid --json $OUT/allreduce-${np}ranks-algos${MPS:+-mps}-$GPU.json; done
+              # ... and the table "auto" could read on the cuda device (ring/tables/cuda.json): one
+              # GPU shared by processes is not a node of GPUs, so commit it only labelled as such
               for np in ${NPS:-2 4}; do
                 TAIL=14 step 240 tune-$np mpiexec -n $np python3 -m harness tune --device cuda -b 8 \
                   -e 64M -f 4 --rounds 3 $([ -f $OUT/cuda-table.json ] && echo --merge $OUT/cuda-table.json) \
-                  --out $OUT/cuda-table.json; done ;;
+                  --out $OUT/cuda-table.json; done
+              [ -n "$MPS" ] && echo quit | nvidia-cuda-mps-control ;;
   training)   # issue 17's GPU half: the examples on CuPy arrays (their step times printed), torch
               # on CUDA tensors beside NCCL and gloo, int8 kernels; compression on the GPU
               TAIL=30 step 420 training python3 -m pytest tests/test_examples.py tests/test_torch.py \
