@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import ring  # noqa: E402
 from harness.sizes import parse_size  # noqa: E402
 from ring.buckets import GradientBuckets  # noqa: E402
-from ring.int8_reduce import choose  # noqa: E402
+from ring.training.int8_reduce import choose  # noqa: E402
 
 WIRES = [(None, None), ("bf16", "float32"), ("bf16", "wire"), ("fp16", "float32"),
          ("fp16", "wire"), ("int8", "allgather"), ("int8", "alltoall"), ("int8", "feedback")]

@@ -1,5 +1,5 @@
 """One process, K ranks on one GPU (ring.Group): all-reduce bandwidth against the memory
-roofline, fused against copy path, chunk and slot sweeps, per-call host overhead with and
+roofline, stream against copy path, chunk and slot sweeps, per-call host overhead with and
 without CUDA graphs. GPU only.
 
     python3 benchmarks/group_bench.py [--quick] --json results/group-<gpu>.json
@@ -22,8 +22,7 @@ from numba import cuda
 
 import ring
 from harness.meta import describe
-from ring.cuda.enqueue import traffic
-from ring.cuda.group import _align
+from ring.cuda.enqueue import align, traffic
 from ring.schedule import Collective, plan
 
 
@@ -51,7 +50,7 @@ def case(k, nbytes, path, chunk, nslots, graph, iters):
     else:
         ms = event_ms(lambda: g.allreduce(xs, outs=outs), iters)
     ok = bool((outs[0].copy_to_host()[:: max(1, n // 1000)] == k * (k + 1) / 2).all()) if n else True
-    moved = sum(traffic(plan(Collective.ALLREDUCE, k, r, n, 4, chunk, _align(4)), 4, path)
+    moved = sum(traffic(plan(Collective.ALLREDUCE, k, r, n, 4, chunk, align(4)), 4, path)
                 for r in range(k))
     if graph:
         gr.close()
@@ -62,7 +61,7 @@ def case(k, nbytes, path, chunk, nslots, graph, iters):
             "moved_GBps": moved / ms / 1e6 if ms else 0.0, "correct": ok}
 
 
-def host_overhead_us(k, graph, calls=2000, path="fused", nbytes=8):
+def host_overhead_us(k, graph, calls=2000, path="stream", nbytes=8):
     """Host time per call (enqueue only; the GPU catches up at the end)."""
     g = ring.Group(k, chunk_bytes=1 << 20 if nbytes <= 8 else 4 << 20, path=path)
     n = max(1, nbytes // 4)
@@ -87,9 +86,9 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--ranks", help="comma list of K for the size sweep (default 4 with --quick, "
                     "else 2,4,8); the K=4 chunk and slot sweeps run when 4 is among them")
-    ap.add_argument("--paths", default="fused,copy",
+    ap.add_argument("--paths", default="stream,copy",
                     help="comma list of data paths for the acceptance case and the size sweep "
-                         "(fused, copy, kernel); the chunk and slot sweeps use the first")
+                         "(stream, copy, kernel); the chunk and slot sweeps use the first")
     ap.add_argument("--kernel-shapes",
                     help="comma list of CxTxU[xMiB[xSCOPE[xSYNC[xPROTO]]]] (channels x threads x "
                          "unroll x chunk MiB x fence scope gpu|sys x hand-off acqrel|fence x "

@@ -1,4 +1,4 @@
-"""The host ring's walk, compiled (ring/host/fastring.py) at several chunk sizes, against
+"""The host ring's walk, compiled (ring/host/compiled_walk.py) at several chunk sizes, against
 the same walk in Python (host/executor.py, 1 MiB chunks: the path before the compiled one,
 and the one links through MPI still take) and MPI_Allreduce: float32 sum all-reduce, out
 of place, algorithm="ring". Interleaved blocks (each: `calls` calls back to back after a
@@ -33,7 +33,7 @@ def main() -> None:
     comms = {f"compiled {c}": ring.Communicator(device="host", chunk_bytes=parse_size(c))
              for c in a.chunks.split(",")}
     python = ring.Communicator(device="host", chunk_bytes=1 << 20)
-    python._backend._shm = False  # executor.py's walk, as before the compiled one
+    python._ctx.backend._shm = False  # executor.py's walk, as before the compiled one
     comms["python 1M"] = python
     rows = []
     for nbytes in (parse_size(s) for s in a.sizes.split(",")):

@@ -28,7 +28,7 @@ def main():
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--count", type=int, default=2, help="float32 elements per call")
     ap.add_argument("--algorithm", default="auto", help="Communicator's algorithm")
-    ap.add_argument("--path", default="fused", help="data path: fused, copy or kernel")
+    ap.add_argument("--path", default="stream", help="data path: stream, copy or kernel")
     a = ap.parse_args()
     if a.group:
         g = ring.Group(a.group, path=a.path)

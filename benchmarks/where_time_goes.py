@@ -101,7 +101,7 @@ def main():
     ap.add_argument("--json")
     a = ap.parse_args()
     rows = [one(a.ranks, a.mib << 20, chunk, path, a.reps)
-            for chunk in (1 << 20, 4 << 20, 16 << 20) for path in ("fused", "copy")]
+            for chunk in (1 << 20, 4 << 20, 16 << 20) for path in ("stream", "copy")]
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"meta": describe(sys.argv), "rows": rows}, f, indent=1)

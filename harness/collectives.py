@@ -47,17 +47,17 @@ def _reduce(nranks: int, count: int, dtype, op: str, seed: int) -> np.ndarray:
     return tile(acc, count)
 
 
-# How a collective's input and output relate to the sweep's size S (bytes), as nccl-tests
-# reads it: "same" both S (all-reduce, broadcast, reduce, all-to-all); "split" the input is
-# S and the output its K-th (reduce-scatter, scatter); "join" the input is the K-th and the
-# output S (all-gather, gather).
-LAYOUTS = ("same", "split", "join")
-
-
 @dataclass(frozen=True)
-class Collective:
+class Descriptor:
+    """A collective as the harness times it (nccl-tests' descriptor): its name, whether it
+    reduces, how its buffers relate to the sweep's size, its root and bus factor."""
+
     name: str
     reduces: bool
+    # how the input and output relate to the sweep's size S (bytes), as nccl-tests reads
+    # it: "same" both S (all-reduce, broadcast, reduce, all-to-all); "split" the input is S
+    # and the output its K-th (reduce-scatter, scatter); "join" the input is the K-th and
+    # the output S (all-gather, gather)
     layout: str = "same"
     rooted: bool = False  # -r names the root
     chain: bool = False  # every link carries the array once: busbw = algbw
@@ -129,14 +129,14 @@ class Collective:
 
 
 COLLECTIVES = {c.name: c for c in (
-    Collective("allreduce", True),
-    Collective("reduce_scatter", True, "split"),
-    Collective("allgather", False, "join"),
-    Collective("broadcast", False, rooted=True, chain=True),
-    Collective("reduce", True, rooted=True, chain=True),
-    Collective("gather", False, "join", rooted=True),
-    Collective("scatter", False, "split", rooted=True),
-    Collective("alltoall", False),
+    Descriptor("allreduce", True),
+    Descriptor("reduce_scatter", True, "split"),
+    Descriptor("allgather", False, "join"),
+    Descriptor("broadcast", False, rooted=True, chain=True),
+    Descriptor("reduce", True, rooted=True, chain=True),
+    Descriptor("gather", False, "join", rooted=True),
+    Descriptor("scatter", False, "split", rooted=True),
+    Descriptor("alltoall", False),
 )}
 # nccl-tests' names (its binaries are all_reduce_perf, all_gather_perf, ...) for the same
 ALIASES = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reduce_scatter",

@@ -17,8 +17,7 @@ import numpy as np
 from mpi4py import MPI
 
 import ring
-from ring.options import ALLREDUCE_ONLY, SHARED
-from ring.schedule import Collective
+from ring.algorithms import BY_NAME
 from ringtypes import bfloat16, packed_bytes
 
 from .collectives import COLLECTIVES
@@ -57,8 +56,9 @@ def _in_place(coll: str, x, out) -> bool:
 
 
 class Ring:
-    """ring.Communicator running one `algorithm` (its option; ring.options.ALGORITHMS). last_algorithm() names what the latest call
-    ran, which for auto depends on the size (the table's algo column)."""
+    """ring.Communicator running one `algorithm` (its option: "auto" or a name of
+    ring.algorithms.BY_NAME). last_algorithm() names what the latest call ran, which for auto
+    depends on the size (the table's algo column)."""
 
     NAMES = {"auto": "ring", **TUNE_NAMES}
 
@@ -72,11 +72,12 @@ class Ring:
         self.label = f"ring ({self.comm.device}, {algorithm})"
         # the cuda device's ring data path, as the communicator resolved it ("auto": the
         # kernel where every rank shares one GPU and can run it, the stream path elsewhere)
-        resolved = getattr(self.comm._backend, "path", None) if self.comm.device == "cuda" else None
-        if self.comm.device != "host" and algorithm in ALLREDUCE_ONLY and \
-                algorithm not in SHARED:
-            self.label = f"ring ({self.comm.device}, {algorithm}, MPI on host copies)"
-        elif resolved is not None and algorithm in ("auto", "ring", "hierarchical"):
+        alg = BY_NAME.get(algorithm)
+        via = alg.via.get(self.comm.device) if alg is not None else None
+        if via:
+            self.label = f"ring ({self.comm.device}, {algorithm}, {via})"
+        elif self.comm.device == "cuda" and (alg is None or alg.walks_ring):
+            resolved = self.comm.path
             how = "persistent kernel" if resolved == "kernel" else f"stream path {resolved!r}"
             self.label = f"ring ({self.comm.device}, {algorithm}, {how})"
         if compression:
@@ -85,7 +86,7 @@ class Ring:
                 self.unavailable = f"compression runs on the host device only (not yet on " \
                                    f"{self.comm.device})"
         if tuning.get("path") == "kernel":
-            if getattr(self.comm._backend, "kernel", None) is None:
+            if self.comm.path != "kernel":
                 self.unavailable = "path='kernel' runs on the cuda device, on one node (MPS when " \
                                    "processes share a GPU); here it fell back to the stream path"
 
@@ -95,7 +96,7 @@ class Ring:
         if self.compression and coll not in ("allreduce", "reduce_scatter"):
             self.unavailable = "compression: all-reduce and reduce-scatter only"
         if self.unavailable is None and self.algorithm != "auto":
-            why = self.comm._why_not(self.algorithm, Collective[coll.upper()], 0)
+            why = self.comm.why_not(self.algorithm, coll, 0)
             if why:
                 self.unavailable = f"{self.algorithm!r} cannot run here: {why}"
 
@@ -105,7 +106,7 @@ class Ring:
             return "compression: float32 sum and avg only"
         if self.unavailable or self.algorithm == "auto":
             return self.unavailable
-        return self.comm._why_not(self.algorithm, Collective[coll.upper()], nbytes)
+        return self.comm.why_not(self.algorithm, coll, nbytes)
 
     def last_algorithm(self) -> str | None:
         return self.comm.last_algorithm
@@ -172,7 +173,7 @@ class Int8(Ring):
                                  self.bufs.empty(self.comm.size * m, np.uint8))}
         packed, gathered = self._buffers[n]
         if self.bufs.name == "host":
-            from ring import quantize
+            from ring.training import quantize
             quantize.quantize(x, packed)
             self.comm.allgather(packed, out=gathered)
             quantize.dequantize_sum(gathered.reshape(self.comm.size, -1), n, out, op == "avg")
@@ -185,7 +186,7 @@ class Int8(Ring):
     def expected(self, coll, rank: int, k: int, in_count: int, dtype, op: str, seed: int = 0,
                  root: int = 0) -> np.ndarray:
         """The int8 rules' result for every rank's check input, on the host."""
-        from ring import quantize
+        from ring.training import quantize
         msgs = np.empty((k, packed_bytes(in_count)), np.uint8)
         for q in range(k):
             quantize.quantize(coll.input(q, in_count, dtype, op, seed), msgs[q])
@@ -393,9 +394,9 @@ IMPLS = {
     "ring-flat": lambda world, bufs, **kw: Ring(world, bufs, algorithm="ring", **kw),
     "ring-hier": lambda world, bufs, **kw: Ring(world, bufs, algorithm="hierarchical", **kw),
     "ring-kernel": lambda world, bufs, **kw: Ring(world, bufs, name="ring-kernel", path="kernel", **kw),
-    "ring-stream": lambda world, bufs, **kw: Ring(world, bufs, name="ring-stream", path="fused", **kw),
+    "ring-stream": lambda world, bufs, **kw: Ring(world, bufs, name="ring-stream", path="stream", **kw),
     **{f"ring-{a}": (lambda a: lambda world, bufs, **kw: Ring(world, bufs, algorithm=a, **kw))(a)
-       for a in ALLREDUCE_ONLY},
+       for a in BY_NAME if a not in TUNE_NAMES},
     **{f"ring-{c}": (lambda c: lambda world, bufs, **kw: Ring(world, bufs, name=f"ring-{c}",
                                                               compression=c, **kw))(c)
        for c in ("bf16", "fp16")},

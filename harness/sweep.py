@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from .collectives import Collective
+from .collectives import Descriptor
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Result:
     error: float | None = None  # compressed wire: max |got - exact| / max |exact|, normal data
 
 
-def compression_error(impl, coll: Collective, world: MPI.Comm, bufs, in_count: int,
+def compression_error(impl, coll: Descriptor, world: MPI.Comm, bufs, in_count: int,
                       out_count: int, op: str, root: int) -> float:
     """One call on standard normal float32 inputs (the check's small integers are exact on
     a 16-bit wire too): the largest error against the exact (float64) result, relative to
@@ -60,7 +60,7 @@ def count_wrong(got: np.ndarray, want: np.ndarray) -> int:
     return int(np.count_nonzero(got.reshape(-1).view(bits) != want.reshape(-1).view(bits)))
 
 
-def _buffers(bufs, coll: Collective, rank, in_count, out_count, dtype, op, in_place, seed=0):
+def _buffers(bufs, coll: Descriptor, rank, in_count, out_count, dtype, op, in_place, seed=0):
     x = coll.input(rank, in_count, dtype, op, seed)
     if not in_place:
         return bufs.put(x), bufs.empty(out_count, dtype)
@@ -71,7 +71,7 @@ def _buffers(bufs, coll: Collective, rank, in_count, out_count, dtype, op, in_pl
     return coll.in_place_views(whole, rank, in_count, out_count)
 
 
-def run_case(impl, coll: Collective, world: MPI.Comm, bufs, nbytes: int, dtype, op: str,
+def run_case(impl, coll: Descriptor, world: MPI.Comm, bufs, nbytes: int, dtype, op: str,
              in_place: bool, iters: int, warmup: int, check: bool, root: int = 0) -> Result:
     k, rank = world.size, world.rank
     itemsize = np.dtype(dtype).itemsize

@@ -6,8 +6,6 @@ import math
 
 from .sweep import Result
 
-_BLOCK = ("time", "algbw", "busbw", "#wrong")
-
 
 def _num(v: float, width: int, digits: int) -> str:
     return f"{'n/a':>{width}}" if (v is None or math.isnan(v)) else f"{v:>{width}.{digits}f}"

@@ -31,20 +31,20 @@ import numpy as np
 from mpi4py import MPI
 
 import ring
-from ring.options import ALLREDUCE_ONLY
+from ring.algorithms import BY_NAME
 
 from . import buffers, meta
 from .collectives import COLLECTIVES
 from .model import fit
 from .sizes import parse_size, sizes
 
-ALL = ("ring", "hierarchical") + ALLREDUCE_ONLY  # those that cannot run here are left out
+ALL = tuple(BY_NAME)  # every algorithm; those that cannot run here are left out
 
 
-def per_call_us(comm: ring.Communicator, x, out, algorithm: str,
+def per_call_us(world: MPI.Comm, comm: ring.Communicator, x, out, algorithm: str,
                 collective: str = "allreduce") -> float:
-    """Mean µs per call of one timed round (slowest rank), after one call to warm up."""
-    world = comm._comm
+    """Mean µs per call of one timed round (slowest rank of world, comm's ranks), after
+    one call to warm up."""
     if collective == "broadcast":
         def call():
             comm.broadcast(x, algorithm=algorithm)
@@ -66,7 +66,7 @@ def per_call_us(comm: ring.Communicator, x, out, algorithm: str,
     return world.allreduce((time.perf_counter() - t0) / n * 1e6, op=MPI.MAX)
 
 
-def measure(comm, algos, byte_sizes, rounds: int, bufs=None,
+def measure(world, comm, algos, byte_sizes, rounds: int, bufs=None,
             collective: str = "allreduce") -> dict[str, dict[int, float]]:
     """{algorithm: {bytes: best µs}} over interleaved rounds (bufs: where the arrays live,
     harness/buffers.py's; host memory by default). bytes: the call's larger array."""
@@ -81,9 +81,9 @@ def measure(comm, algos, byte_sizes, rounds: int, bufs=None,
             x, out = bufs.put(np.ones(n_in, np.float32)), bufs.empty(n_out, np.float32)
             nbytes = coll.size_bytes(n_in, n_out, 4)
             for a in algos:
-                if comm._why_not(a, which, nbytes):
+                if comm.why_not(a, which, nbytes):
                     continue
-                t = per_call_us(comm, x, out, a, collective)
+                t = per_call_us(world, comm, x, out, a, collective)
                 best[a][nbytes] = min(best[a].get(nbytes, float("inf")), t)
     return {a: times for a, times in best.items() if times}
 
@@ -151,8 +151,8 @@ def main(argv) -> int:
     world = MPI.COMM_WORLD
     bufs = buffers.for_rank(args.device, world)
     with ring.Communicator(world, device=args.device) as comm:
-        nodes = comm._topo.nnodes
-        best = measure(comm, algos, sizes(args.minbytes, args.maxbytes, args.stepfactor, 0),
+        nodes = comm.nodes
+        best = measure(world, comm, algos, sizes(args.minbytes, args.maxbytes, args.stepfactor, 0),
                        args.rounds, bufs, args.collective)
     if world.rank != 0:
         return 0

@@ -6,17 +6,14 @@
     pack / unpack               many arrays or a strided view <-> one contiguous buffer
 
 Without a GPU they run under Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1), made to yield
-the CPU while it waits for its threads (simulator.py).
+the CPU while it waits for its threads (simulator.prepare(), called where launches are set
+up; importing this package patches nothing).
 See kernels/README.md for launch costs and measured bandwidth.
 """
 
 from .casts import cast
 from .pack import pack, pack_strided, unpack, unpack_strided
 from .reduce import fold, kernel_for, reduce_copy, reduce_into
-from .simulator import shared_arrays_once, yield_while_polling
 
 __all__ = ["reduce_copy", "reduce_into", "fold", "kernel_for", "cast", "pack", "unpack",
            "pack_strided", "unpack_strided"]
-
-yield_while_polling()  # under Numba's simulator only: its thread watcher shares the CPU
-shared_arrays_once()  # and its block's threads share each shared array

@@ -66,8 +66,3 @@ def f32_to_bf16(f):
     if (f & 0x7F800000) == 0x7F800000 and (f & 0x007FFFFF) != 0:
         return ((f >> 16) & 0x8000) | 0x7FC0
     return (f + 0x7FFF + ((f >> 16) & 1)) >> 16
-
-
-def bf16_to_f32(b):
-    """bfloat16 bits -> float32 bits, exact."""
-    return b << 16

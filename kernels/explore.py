@@ -17,7 +17,7 @@ from numba import cuda, float32, types, uint16, uint32
 from ringtypes import Op
 
 from .dtypes import as_f16, as_f32, as_u32, f16_bits
-from .fastlaunch import BoundLaunch
+from .bound_launch import BoundLaunch
 from .launch import grid
 from .reduce import launch_args
 from .timing import device_ms

@@ -25,6 +25,8 @@ def simulated() -> bool:
 @lru_cache(maxsize=1)
 def _max_blocks() -> int:
     if simulated():
+        from .simulator import prepare
+        prepare()  # once, at the first launch's grid (lru_cache)
         return SIM_BLOCKS
     return cuda.get_current_device().MULTIPROCESSOR_COUNT * BLOCKS_PER_SM
 

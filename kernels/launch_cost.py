@@ -45,7 +45,7 @@ def main():
 
     from ringtypes import Op
 
-    from .fastlaunch import BoundLaunch
+    from .bound_launch import BoundLaunch
     from .reduce import kernel_for
 
     k = kernel_for(Op.SUM, "float32", False)

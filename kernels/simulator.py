@@ -19,7 +19,9 @@ elements unwritten (one wrong byte in a 4-process gather in CI). Here the look-u
 making are one step under a lock, keyed as the simulator keys them.
 
 Both under the simulator only, and no-ops where its internals are not as described (a
-newer numba-cuda).
+newer numba-cuda). Nothing is patched on import: `prepare()` does both, called where a
+simulated launch is set up (kernels/launch.py's first grid, ring's cuda backend and
+ring.Group, the tests' conftest).
 """
 
 from __future__ import annotations
@@ -91,3 +93,10 @@ def shared_arrays_once() -> bool:
     array.once = True
     FakeCUDAShared.array = array
     return True
+
+
+def prepare() -> None:
+    """Under Numba's simulator: both patches above (idempotent; nothing on a GPU)."""
+    if config.ENABLE_CUDASIM:
+        yield_while_polling()  # its thread watcher shares the CPU
+        shared_arrays_once()  # and its block's threads share each shared array

@@ -2,7 +2,7 @@
 
 Each rank checks its own arguments, then all ranks exchange one small integer record with a
 non-blocking allgather, polled under the call's deadline (on one node: through node-shared
-memory instead, agree_shared, or its compiled twin ring/fast.py's Agreement where the
+memory instead, agree_shared, or its compiled twin ring/host/repeated.py's Agreement where the
 record travels alone). A small all-reduce's data may ride in the same message. A
 rank whose own arguments were bad raises its TypeError / ValueError; the others raise
 MismatchError naming it. If the records differ, every rank raises the same MismatchError.

@@ -26,6 +26,9 @@ from .options import ALGORITHMS, COMPRESSIONS, check_compression
 from .schedule import Collective, sizes
 
 C = Collective
+# What a call returns, as the repeated calls keep it (ring/host/repeated.py,
+# ring/cuda/repeated.py): out (or a new array), x itself (broadcast), nothing (None)
+OUT, X, NOTHING = 0, 1, 2
 SAME_SHAPE = (C.ALLREDUCE, C.REDUCE)  # the result has x's shape; the others are 1-D
 
 

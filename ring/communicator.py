@@ -1,9 +1,13 @@
-"""The public Communicator: checks a call, agrees on it across ranks, runs its ring plan.
+"""The public Communicator: checks a call, agrees on it across ranks, runs its algorithm.
 
 See shared/API.md for the contract. A call goes through three layers:
   1. local argument checks (device backend: arrays; call.py: op, sizes, out, in place),
+     and the algorithm resolved (the one asked for, or "auto"'s: tuning.py),
   2. agreement across ranks (agreement.py), unless check=False,
-  3. the plan (schedule.py) run by the device backend's executor.
+  3. the algorithm (ring/algorithms/) run on the Context (context.py): the communicator's
+     MPI communicator, layout, device backend and waiter, nothing of this API.
+Repeated calls of a signature take a per-call fast path (host: ring/host/repeated.py;
+cuda's kernel path: ring/cuda/repeated.py).
 Any error raised by a call breaks the communicator: later calls raise CommunicatorError,
 as NCCL aborts a communicator after an error.
 """
@@ -12,19 +16,19 @@ from __future__ import annotations
 
 from mpi4py import MPI
 
-from . import debug, devices, fast, fatal, hierarchical, oneshot, p2p
+from . import algorithms, debug, devices, fatal, progress
 from . import tuning as _tuning
 from .agreement import agree, agree_shared, mine
 from .call import Call, check_chunk, prepare
+from .context import Context
 from .errors import CommunicatorError, MismatchError, TimeoutError
-from .host.reduce import compiled_walk
-from .options import (ALLREDUCE_ONLY, COMPILED_CHUNK_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS,
-                      EXCHANGE_BYTES, RIDE_BYTES, SHARED, check_algorithm, check_path, check_slots)
-from .schedule import Collective, plan
+from .host import repeated
+from .options import (DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, EXCHANGE_BYTES, check_algorithm,
+                      check_path, check_slots)
+from .schedule import Collective
 from .topology import discover
 from .transport.exchange import Exchange
 from .wait import Waiter, napping, oversubscribed
-from . import progress
 
 
 class Work:
@@ -47,9 +51,10 @@ class Work:
             self._result, self._pending = self._pending.wait(self._comm._progress), None
         if self._pending is not None:
             pending, comm = self._pending, self._comm
-            comm._waiter.start(f"{self._name}, waited on")
+            waiter = comm._ctx.waiter
+            waiter.start(f"{self._name}, waited on")
             try:
-                pending.wait(comm._waiter)
+                pending.wait(waiter)
             except BaseException as e:
                 comm._broken(e)
                 raise
@@ -63,7 +68,7 @@ class Work:
     def result(self):
         return self._result
 
-    def _on_done(self, fn) -> None:
+    def add_done_callback(self, fn) -> None:
         """fn(result, error) once the call has run (ring.torch completes torch's futures
         so): at once, or on the progress thread for a host call still running."""
         if isinstance(self._pending, progress.Task):
@@ -76,6 +81,12 @@ class Work:
 
 
 class Communicator:
+    """Collectives over the ranks of an mpi4py communicator, on NumPy arrays (device="host")
+    or GPU arrays (device="cuda"). Attributes: rank, size, device (what "auto" resolved to),
+    path (the cuda ring's data path as resolved: "kernel" or "stream"; the host's is
+    "stream"), nodes (how many nodes the ranks span), last_algorithm (what the latest call
+    ran), and the options as given (timeout, check, chunk_bytes, nslots, algorithm)."""
+
     def __init__(self, mpi_comm: MPI.Comm | None = None, device: str = "auto", *,
                  timeout: float = 300.0, check: bool = True,
                  chunk_bytes: int | None = None, nslots: int = DEFAULT_SLOTS,
@@ -93,13 +104,11 @@ class Communicator:
         except TimeoutError:
             fatal.peer_lost()
             raise
-        self._backend = None
-        self._topo = None
+        self._ctx: Context | None = None
         self._error: BaseException | None = None
         self._closed = False
         self._progress = None
         self._kfast = None
-        self._calls = 0
         self.rank, self.size = self._comm.rank, self._comm.size
         self.check = bool(check)
         self.timeout = float(timeout)
@@ -114,7 +123,7 @@ class Communicator:
                 raise ValueError(f"timeout: must be positive seconds, got {timeout!r}")
             check_slots(chunk_bytes, nslots)
             check_algorithm(algorithm)
-            check_path(path)
+            path = check_path(path)
             table = _tuning.load(tuning, self.device)
         except (TypeError, ValueError) as e:
             error = e
@@ -124,10 +133,9 @@ class Communicator:
             debug.configure()
         self.chunk_bytes, self.nslots, self.algorithm = int(chunk_bytes), int(nslots), algorithm
         self.path = path
-        self._hier = None
-        self._scratch = p2p.Scratch()  # naive / ps / tree's receive buffers, kept
         # Ranks must agree on the device and the slot geometry (slots are sized by it), and
-        # on whether chunk_bytes was given (calls that name none are cut by it: _chunk).
+        # on whether chunk_bytes was given (calls that name none are cut by it: the
+        # algorithms' chunk_bytes).
         mine = (error is not None, self.device, self.chunk_bytes, self._chunk_given, self.nslots,
                 self.path)
         everyone = self._comm.allgather(mine)
@@ -142,35 +150,36 @@ class Communicator:
             raise MismatchError("Communicator: ranks disagree on (device, chunk_bytes, chunk_bytes "
                                 "given, nslots, path): "
                                 + ", ".join(f"rank {r}: {e[1:]}" for r, e in enumerate(everyone)))
-        self._topo = discover(self._comm)
-        self._waiter = Waiter(self.timeout, oversubscribed(self._topo.machine_ranks))
-        self._backend = self._make_backend(self._comm, self._topo)
-        # Why the two-level algorithm cannot run here (None: it can); built on first use.
-        self._hier_why = hierarchical.applies(self._topo, self.size)
+        topo = discover(self._comm)
+        self.nodes = topo.nnodes  # the nodes the ranks span (RING_NODES=N emulates N)
+        waiter = Waiter(self.timeout, oversubscribed(topo.machine_ranks))
+        asked = self.path  # as passed: every backend (the two-level rings' too) resolves it
+        backend = self._make_backend(self._comm, topo, waiter, asked)
+        self.path = backend.path  # as the device resolved it ("auto": kernel or stream)
         # Every rank on one node: the agreement (and oneshot / twoshot data) goes through
         # node-shared memory, one round per call; across nodes, an MPI allgather.
-        self._exchange = Exchange(self._comm, EXCHANGE_BYTES, self._waiter) \
-            if self._topo.nnodes == 1 else None
+        exchange = Exchange(self._comm, EXCHANGE_BYTES, waiter) if topo.nnodes == 1 else None
+        self._ctx = Context(self._comm, topo, self.device, backend, waiter, exchange,
+                            lambda comm, topo: self._make_backend(comm, topo, waiter, asked))
         # the agreement's compiled round (_enter: its row written per call)
-        self._round = fast.Agreement(self._exchange, {}) if self._exchange is not None else None
-        self._xseq = 0  # rounds of the exchange so far
-        # signatures of oneshot all-reduces seen, for the per-call fast path (fast.py)
+        self._round = repeated.Agreement(exchange, {}) if exchange is not None else None
+        # signatures of oneshot calls seen, for the host's repeated calls (host/repeated.py)
         self._fast = {} if self.device == "host" else None
         # "auto"'s rules: the all-reduce's, and every other collective's by collective
-        self._rules = _tuning.rules_for(table, self.size, self._topo.nnodes)
-        self._rules_of = {c: _tuning.rules_for(table, self.size, self._topo.nnodes, c.label)
+        self._rules = _tuning.rules_for(table, self.size, topo.nnodes)
+        self._rules_of = {c: _tuning.rules_for(table, self.size, topo.nnodes, c.label)
                           for c in Collective if c not in (Collective.ALLREDUCE,
                                                            Collective.BARRIER)}
         self.last_algorithm: str | None = None  # what the latest call ran (as RING_DEBUG logs)
-        # kernel-path signatures seen, for the cuda device's per-call fast path (fastcall.py)
-        self._kfast = {} if getattr(self._backend, "kernel", None) is not None else None
+        # kernel-path signatures seen, for the cuda device's repeated calls (cuda/repeated.py)
+        self._kfast = {} if getattr(backend, "kernel", None) is not None else None
         # host async_op calls run here, in order (started on the first one)
         self._progress = progress.Progress(f"ring-progress-{self.rank}") \
             if self.device == "host" else None
 
-    def _make_backend(self, comm, topo):
+    def _make_backend(self, comm, topo, waiter, path):
         return devices.backend(self.device, comm, topo, self.nslots, self.chunk_bytes,
-                               self._waiter, self.path)
+                               waiter, path)
 
     # -- lifetime -----------------------------------------------------------------------
     def close(self) -> None:
@@ -182,29 +191,28 @@ class Communicator:
             self._progress.close()  # the calls handed to it end first
         self._closed = True
         self._fast = self._kfast = None  # every later call takes the full path, which refuses it
+        ctx, self._ctx = self._ctx, None
         if self._error is None:
             # Bounded like any collective: a rank that never closes costs a timeout here.
-            self._waiter.start(f"close (rank {self.rank})")
+            ctx.waiter.start(f"close (rank {self.rank})")
             try:
                 # this rank's GPU work ends before the barrier: after it, a neighbour reuses
-                # its segment's memory (ring/cuda/keep.py), which a Work never waited for
-                # could still be writing to
-                self._backend.finish()
-                done = self._comm.Ibarrier()
-                self._waiter.until(done.Test, lambda: "waiting for every rank to close")
+                # its segment's memory (ring/transport/keep.py), which a Work never waited
+                # for could still be writing to
+                ctx.backend.finish()
+                ctx.everyone_here("close")
             except TimeoutError as e:
-                self._error, self._backend = e, None
+                self._error = e
                 fatal.peer_lost()
                 raise
-            if self._hier is not None:
-                self._hier.close()
-            if self._exchange is not None:
-                self._exchange.close()
-            self._backend.close()
-            self._topo.close()
+            ctx.close_kept()
+            if ctx.exchange is not None:
+                ctx.exchange.close()
+            ctx.backend.close()
+            ctx.topo.close()
             self._comm.Free()
-        self._backend = self._hier = self._exchange = None
-        self._scratch.bufs.clear()
+        ctx.kept.clear()
+        ctx.scratch.clear()
 
     def __enter__(self) -> "Communicator":
         return self
@@ -226,10 +234,10 @@ class Communicator:
         the two-level algorithm with the wire across nodes only): the wire carries 16
         bits, each hop sums in float32 (ring/host/reduce.apply_wire)."""
         if self._fast and not async_op and compression is None and self._progress.idle():
-            k = fast.key(x, out, op, chunk_bytes, algorithm, dtype)
+            k = repeated.key(x, out, op, chunk_bytes, algorithm, dtype)
             if k is not None:
                 result = self._fast_call(k, x, out)
-                if result is not fast.ELSEWHERE:
+                if result is not repeated.ELSEWHERE:
                     return result
         return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
                           0, compression)
@@ -287,17 +295,27 @@ class Communicator:
         """Returns on every rank once every rank has called it (bounded by timeout)."""
         self._drain()
         self._usable()
-        self._calls += 1
-        name = f"barrier (call {self._calls}, rank {self.rank})"
+        ctx = self._ctx
+        ctx.calls += 1
+        name = f"barrier (call {ctx.calls}, rank {self.rank})"
         try:
-            self._enter(name, {"call": self._calls, "collective": Collective.BARRIER.value},
+            self._enter(name, {"call": ctx.calls, "collective": Collective.BARRIER.value},
                         None, synchronize=True)
         except BaseException as e:
             self._broken(e)
             raise
         if debug.enabled():
-            debug.call({"rank": self.rank, "call": self._calls, "collective": "barrier",
+            debug.call({"rank": self.rank, "call": ctx.calls, "collective": "barrier",
                         "algorithm": "mpi"})
+
+    def why_not(self, algorithm: str, collective="allreduce", nbytes: int = 0) -> str | None:
+        """Why `algorithm` cannot run `collective` ("allreduce", ... or a Collective) of
+        `nbytes` per rank on this communicator (None: it can; "auto" always can). The same
+        answer on every rank: it depends on the layout, the device and the size only."""
+        if not isinstance(collective, Collective):
+            collective = Collective[str(collective).upper()]
+        self._usable()
+        return algorithms.why_not(self._ctx, algorithm, collective, nbytes)
 
     def _usable(self) -> None:
         if self._closed:
@@ -315,17 +333,17 @@ class Communicator:
     def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None, dtype=None,
               root=0, compression=None):
         if self._kfast is not None and compression is None:
-            from .cuda import fastcall  # (numba: the cuda device only)
-            known = self._kfast.get(fastcall.key(collective, x, out, op, root, chunk_bytes,
-                                                 algorithm, dtype))
+            from .cuda import repeated as kept  # (numba: the cuda device only)
+            known = self._kfast.get(kept.key(collective, x, out, op, root, chunk_bytes,
+                                             algorithm, dtype))
             if known is not None:
                 return self._kernel_call(known, x, out, async_op)
         if (self._fast and collective is not Collective.ALLREDUCE and not async_op
                 and compression is None and self._progress.idle()):  # (allreduce: its own)
-            k = fast.key_of(collective, x, out, op, root, chunk_bytes, algorithm, dtype)
+            k = repeated.key_of(collective, x, out, op, root, chunk_bytes, algorithm, dtype)
             if k is not None:
                 result = self._fast_call(k, x, out)
-                if result is not fast.ELSEWHERE:
+                if result is not repeated.ELSEWHERE:
                     return result
         if async_op and self._progress is not None:
             self._usable()
@@ -339,24 +357,25 @@ class Communicator:
     def _behind(self, *args):
         """_call_now(*args) on the progress thread: waits that nap, leaving the core to
         the caller."""
-        with napping(self._waiter, self._progress.urgent):
+        with napping(self._ctx.waiter, self._progress.urgent):
             return self._call_now(*args)
 
     def _call_now(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None,
                   dtype=None, root=0, compression=None):
         self._usable()
-        self._calls += 1
-        name = f"{collective} (call {self._calls}, rank {self.rank})"
-        record = {"call": self._calls, "collective": collective.value}
+        ctx = self._ctx
+        ctx.calls += 1
+        name = f"{collective} (call {ctx.calls}, rank {self.rank})"
+        record = {"call": ctx.calls, "collective": collective.value}
         c, error = None, None
         try:
-            c = prepare(self._backend, self.size, self.rank, collective, x, out, op,
+            c = prepare(ctx.backend, self.size, self.rank, collective, x, out, op,
                         check_chunk(chunk_bytes, self.chunk_bytes), "ring", dtype, root,
                         compression=compression)
             c.algorithm = self._resolve(algorithm, collective, c.count * c.dtype.itemsize,
                                         c.compression)
-            if chunk_bytes is None:
-                c.chunk_bytes = self._chunk(c)
+            if chunk_bytes is None:  # the algorithm's, for a call that names none
+                c.chunk_bytes = algorithms.get(c.algorithm).chunk_bytes(ctx, c, self._chunk_given)
             record.update(c.record())
         except (TypeError, ValueError) as e:
             error = e
@@ -364,22 +383,23 @@ class Communicator:
         try:
             self._enter(name, record, error, c)
             if self._kfast is not None:
-                self._backend.last_launch = None
+                ctx.backend.last_launch = None
             if c.count:
-                pending = self._run(c, defer=async_op)
+                pending = algorithms.get(c.algorithm).run(ctx, c, defer=async_op)
         except BaseException as e:
             self._broken(e)
             raise
         self.last_algorithm = c.algorithm
-        if self._kfast is not None and c.algorithm == "ring":
+        if self._kfast is not None:
             self._learn_kernel(c, record, x, out, op, root, chunk_bytes, algorithm, dtype)
-        if self._fast is not None and c.count and c.algorithm == "oneshot" and not async_op:
-            k = fast.key(x, out, op, chunk_bytes, algorithm, dtype) \
+        if self._fast is not None and c.count and c.algorithm in repeated.KEPT \
+                and not async_op:
+            k = repeated.key(x, out, op, chunk_bytes, algorithm, dtype) \
                 if collective is Collective.ALLREDUCE else \
-                fast.key_of(collective, x, out, op, root, chunk_bytes, algorithm, dtype)
-            self._learn(fast.learnt_key(c, x, out, k, self.rank), record, c)
+                repeated.key_of(collective, x, out, op, root, chunk_bytes, algorithm, dtype)
+            self._learn(repeated.learnt_key(c, x, out, k, self.rank), record, c)
         if debug.enabled():
-            debug.call({"rank": self.rank, "call": self._calls, "collective": str(collective),
+            debug.call({"rank": self.rank, "call": ctx.calls, "collective": str(collective),
                         "algorithm": c.algorithm, "count": c.count, "dtype": c.dtype.name,
                         **({"op": str(c.op)} if collective.reduces else {}),
                         **({"root": c.root} if collective.rooted else {})})
@@ -388,194 +408,117 @@ class Communicator:
     def _learn_kernel(self, c: Call, record: dict, x, out, op, root, chunk_bytes, algorithm,
                       dtype) -> None:
         """Keep what a kernel-path call worked out, for the next calls like it
-        (ring/cuda/fastcall.py; the arguments as passed)."""
-        from .cuda import fastcall
-        k = fastcall.key(c.collective, x, out, op, root, chunk_bytes, algorithm, dtype)
+        (ring/cuda/repeated.py; the arguments as passed)."""
+        from .cuda import repeated as kept
+        k = kept.key(c.collective, x, out, op, root, chunk_bytes, algorithm, dtype)
         known = None if k is None else \
-            fastcall.learnt(c, record, x, out, self._backend.last_launch, self.rank)
+            kept.learnt(c, record, x, out, self._ctx.backend.last_launch, self.rank)
         if known is not None:
-            if self._exchange is not None:
-                known.agreement = fast.Agreement(self._exchange, record)
-            fastcall.remember(self._kfast, k, known)
+            if self._ctx.exchange is not None:
+                known.agreement = repeated.Agreement(self._ctx.exchange, record)
+            kept.remember(self._kfast, k, known)
 
     def _kernel_call(self, known, x, out, async_op: bool = False):
         """A call of a kept kernel-path signature: agree on its record, fire its launch
         (with async_op: return a Work whose wait() waits for it)."""
         self._usable()
-        self._calls += 1
-        name = f"{known.name} (call {self._calls}, rank {self.rank})"
+        ctx = self._ctx
+        ctx.calls += 1
+        name = f"{known.name} (call {ctx.calls}, rank {self.rank})"
         try:
             if self.check and known.agreement is not None:  # the record's compiled round
-                self._waiter.start(name)
-                fast.agree(self, known.agreement, self._calls)
+                ctx.waiter.start(name)
+                repeated.agree_compiled(ctx, known.agreement, ctx.calls)
             else:
-                self._enter(name, dict(known.record, call=self._calls), None)
-            pending = self._backend.replay(known.launch, defer=async_op)
+                self._enter(name, dict(known.record, call=ctx.calls), None)
+            pending = ctx.backend.replay(known.launch, defer=async_op)
         except BaseException as e:
             self._broken(e)
             raise
         self.last_algorithm = known.algorithm
         if debug.enabled():
-            debug.call({**known.log, "call": self._calls})
+            debug.call({**known.log, "call": ctx.calls})
         result = known.result(x, out)
         return Work(result, pending, self, name) if async_op else result
 
-    def _chunk(self, c: Call) -> int:
-        """The chunk of a call that names none: the communicator's chunk_bytes (the slot
-        size), except on the host with every rank on one node, where the ring's walk is
-        compiled (host/fastring.py) for c's dtype and op: there COMPILED_CHUNK_BYTES,
-        unless the communicator was given chunk_bytes. A function of agreed arguments only,
-        so every rank cuts the same plan."""
-        if (self._chunk_given or self.device != "host" or self._topo.nnodes != 1
-                or c.algorithm != "ring" or not compiled_walk(c.dtype, c.op, c.wire)):
-            return c.chunk_bytes
-        return min(COMPILED_CHUNK_BYTES, c.chunk_bytes)
-
     def _fast_call(self, k, x, out):
-        """The call through ring/fast.py, of signature k or, where out may be another view
-        of x, k in place; fast.ELSEWHERE if neither is known or this call's."""
+        """The call through ring/host/repeated.py, of signature k or, where out may be
+        another view of x, k in place; repeated.ELSEWHERE if neither is known or this
+        call's."""
         result = self._fast_as(self._fast.get(k), x, out)
-        if result is fast.ELSEWHERE and k[3] == 2:
-            result = self._fast_as(self._fast.get(fast.in_place(k)), x, out)
+        if result is repeated.ELSEWHERE and k[3] == 2:
+            result = self._fast_as(self._fast.get(repeated.in_place(k)), x, out)
         return result
 
-    def _fast_as(self, known: fast.Signature | fast.Gathered | None, x, out):
+    def _fast_as(self, known: repeated.Signature | repeated.Gathered | None, x, out):
         if known is None:
-            return fast.ELSEWHERE
+            return repeated.ELSEWHERE
         try:
-            result = fast.run(self, known, x, out)
+            result = repeated.run(self._ctx, known, x, out)
         except BaseException as e:
             self._broken(e)
             raise
-        if result is not fast.ELSEWHERE:
+        if result is not repeated.ELSEWHERE:
             self.last_algorithm = "oneshot"
             if debug.enabled():
-                debug.call({**known.log, "call": self._calls})
+                debug.call({**known.log, "call": self._ctx.calls})
         return result
 
     def _learn(self, learnt, record: dict, c: Call) -> None:
         """Keep what this oneshot call worked out, for the next calls like it (learnt:
-        fast.learnt_key's answer)."""
+        repeated.learnt_key's answer)."""
         if learnt is None:
             return
         k, memory, delta = learnt
-        if len(self._fast) >= fast.LIMIT:
+        if len(self._fast) >= repeated.LIMIT:
             self._fast.clear()
-        if self._exchange is None:  # across nodes (all-reduce): the agreement's allgather
-            self._fast[k] = fast.Gathered(self._comm, record, c.op, c.count, c.x.dtype, k[3],
-                                          self.rank)
+        ctx = self._ctx
+        if ctx.exchange is None:  # across nodes (all-reduce): the agreement's allgather
+            self._fast[k] = repeated.Gathered(ctx.comm, record, c.op, c.count, c.x.dtype, k[3],
+                                              self.rank)
             return
-        self._fast[k] = fast.Signature(
-            self._exchange, record, c.op, c.count, c.x.dtype, len(k[1]), k[3], self.rank,
-            self._backend.entered_address(), c.collective, c.root, memory, delta,
+        self._fast[k] = repeated.Signature(
+            ctx.exchange, record, c.op, c.count, c.x.dtype, len(k[1]), k[3], self.rank,
+            ctx.backend.entered_address(), c.collective, c.root, memory, delta,
             () if c.result is None or c.collective is Collective.ALLREDUCE else c.result.shape)
-
-    def _wait_round(self, seq: int) -> None:
-        """Until every rank has posted exchange round seq; a timeout names who has not."""
-        try:
-            self._exchange.wait(seq)
-        except TimeoutError as e:
-            behind = self._exchange.behind(seq)
-            raise TimeoutError(f"{e}; rank(s) {behind} have not reached this call") \
-                if behind else e from None
 
     def _enter(self, name: str, record: dict, error, c: Call | None = None,
                synchronize: bool = False) -> None:
         """Start the call's clock and agree on it: through the exchange window when every
-        rank is on one node (then oneshot / twoshot data rides in the same round), else
-        one MPI allgather (where a small oneshot's data rides too). check=False skips the
-        agreement, except for a barrier and for oneshot / twoshot, whose data travel with
-        it or right after it."""
-        self._waiter.start(name)
-        self._backend.entered(self._calls)
-        ex = self._exchange
-        rides = (error is None and c is not None and c.algorithm in SHARED
-                 and self.device == "host")  # on the GPU: ring/cuda/shared.py
+        rank is on one node (then the data of an algorithm that rides with the agreement,
+        the host's oneshot and twoshot, travel in the same round), else one MPI allgather
+        (where a small oneshot's data ride too). check=False skips the agreement, except
+        for a barrier and for an algorithm whose data ride with it."""
+        ctx = self._ctx
+        ctx.waiter.start(name)
+        ctx.backend.entered(ctx.calls)
+        ex = ctx.exchange
+        alg = algorithms.get(c.algorithm) if error is None and c is not None else None
+        rides = alg is not None and alg.rides(ctx)
+        data = alg.posts(ctx, c) if rides else None
         if ex is not None and (self.check or rides or synchronize):
-            posts = rides and c.count and oneshot.posts(c.collective, self.rank, c.root)
-            if error is None and not posts:  # the record alone: one compiled round
+            if error is None and data is None:  # the record alone: one compiled round
                 self._round.row[:] = mine(record, None)
-                fast.agree(self, self._round, record["call"])
+                repeated.agree_compiled(ctx, self._round, record["call"])
                 return
-            self._xseq += 1
-            seq = self._xseq
-            post = (lambda: oneshot.post(ex, seq, c.x)) if posts else None
-            agree_shared(ex, seq, record, error, name, post, self._wait_round)
+            seq = ex.next_round()
+            post = (lambda: ex.put(seq, data)) if data is not None else None
+            agree_shared(ex, seq, record, error, name, post, ctx.wait_round)
             return
-        # oneshot across nodes (host) always agrees: its data follow in a message sized by
-        # the call; up to RIDE_BYTES they ride in the agreement's own message
-        by_mpi = error is None and c is not None and c.algorithm == "oneshot" and \
-            self.device == "host"
-        if self.check or by_mpi:
-            ride = c.x if by_mpi and c.count * c.dtype.itemsize <= RIDE_BYTES else None
+        if self.check or rides:
             try:
-                rode = agree(self._comm, record, error, self._waiter, name, ride)
+                rode = agree(ctx.comm, record, error, ctx.waiter, name, data)
             except TimeoutError as e:
-                behind = self._backend.behind(self._calls)
+                behind = ctx.backend.behind(ctx.calls)
                 if behind:
                     raise TimeoutError(f"{e}; rank(s) {behind} have not reached this call") from None
                 raise
-            if ride is not None:
+            if data is not None:
                 c.rode = rode
         elif error is not None:
             raise error
         elif synchronize:
-            done = self._comm.Ibarrier()
-            self._waiter.until(done.Test, lambda: "waiting for every rank to reach the barrier")
-
-    def _run(self, c: Call, defer: bool = False):
-        """Run the call; with defer, what is still in flight on the device may be returned
-        (a Pending for Work.wait(); None when nothing is)."""
-        if c.algorithm in ALLREDUCE_ONLY and self.device == "cuda":
-            from .cuda import shared  # numba.cuda: imported with the cuda device only
-            (shared.run if c.algorithm in SHARED else shared.staged)(self, c)
-            return
-        if c.algorithm == "oneshot" and self._exchange is None:
-            p2p.allgathered(self._comm, self._waiter, c.op, c.x, c.out, c.rode, self._scratch)
-            return
-        if c.algorithm == "oneshot":
-            oneshot.run(self._exchange, self._xseq, c.collective, c.op, c.root, c.count, c.out)
-            return
-        if c.algorithm == "twoshot":
-            oneshot.twoshot(self._exchange, self._xseq, c.op, c.out)
-            return
-        if c.algorithm == "naive":
-            p2p.naive(self._comm, self._waiter, c.op, c.x, c.out, scratch=self._scratch)
-            return
-        if c.algorithm == "ps":
-            p2p.ps(self._comm, self._waiter, c.op, c.x, c.out, scratch=self._scratch)
-            return
-        if c.algorithm == "tree":
-            p2p.tree(self._comm, self._waiter, c.op, c.x, c.out, scratch=self._scratch)
-            return
-        x = c.x
-        in_place_alltoall = c.collective is Collective.ALLTOALL and c.in_place
-        if in_place_alltoall and self.device != "host":
-            # blocks would land over x before they are sent (schedule.alltoall_overwritten);
-            # the host walks copy no more than they must (HostBackend.alltoall_in_place)
-            x = self._backend.copy_of(x)
-        if c.algorithm == "hierarchical":
-            if self._hier is None:  # collective: every rank agreed on this call
-                self._everyone_here("make the two-level rings (hierarchical)")
-                self._hier = hierarchical.Hierarchical(self._comm, self._topo, self._make_backend)
-            self._hier.run(c.collective, c.op, x, c.out, c.dtype.itemsize, c.chunk_bytes, c.dtype,
-                           wire=c.wire)
-            return
-        item = c.dtype.itemsize if c.wire is None else c.wire.itemsize
-        p = plan(c.collective, self.size, self.rank, c.count, item, c.chunk_bytes,
-                 self._backend.align(c.collective, item), c.root)
-        if c.wire is not None:  # the host backend's (_resolve refuses it elsewhere)
-            return self._backend.run(p, c.op, x, c.out, wire=c.wire)
-        if in_place_alltoall and self.device == "host":
-            return self._backend.alltoall_in_place(p, c.op, c.out)
-        return self._backend.run(p, c.op, x, c.out, logical=c.dtype, defer=defer)
-
-    def _everyone_here(self, what: str) -> None:
-        """A barrier under the call's deadline, before a set-up that a call makes on first
-        use (collective MPI calls, unbounded): a rank lost since the agreement costs a
-        TimeoutError here instead of a hang there."""
-        done = self._comm.Ibarrier()
-        self._waiter.until(done.Test, lambda: f"waiting for every rank to {what}")
+            ctx.everyone_here("reach the barrier")
 
     def _broken(self, e: BaseException) -> None:
         self._error = e
@@ -585,61 +528,9 @@ class Communicator:
 
     def _resolve(self, algorithm, collective: Collective, nbytes: int,
                  compression: str | None = None) -> str:
-        """The algorithm a call runs: the one asked for (ValueError if it cannot run
-        here), or for "auto" the tuning table's choice, else the two-level or flat ring.
-        A compressed call runs on the host device: its all-reduce on the two-level
-        algorithm where "auto" would take it (the wire only across nodes), else the flat
-        ring."""
+        """The algorithm a call runs (algorithms.resolve), "auto" by this communicator's
+        tuning rules for the collective."""
         algorithm = self.algorithm if algorithm is None else algorithm
-        check_algorithm(algorithm)
-        if compression is not None:
-            if self.device != "host":
-                raise ValueError(f"compression: runs on the host device only (not yet on "
-                                 f"{self.device}; ring.buckets.GradientBuckets casts there)")
-            two_level = collective is Collective.ALLREDUCE and \
-                self._why_not("hierarchical", collective, nbytes) is None
-            if algorithm not in ("auto", "ring", "hierarchical") or \
-                    (algorithm == "hierarchical" and not two_level):
-                raise ValueError(f"algorithm: {algorithm!r} cannot run with compression "
-                                 "(the ring's slots carry the compressed wire: the flat "
-                                 "ring, or the two-level all-reduce across nodes)")
-            # two-level: only its ring across nodes carries the 16-bit wire
-            return "hierarchical" if algorithm != "ring" and two_level else "ring"
-        if algorithm == "auto":
-            rules = self._rules if collective is Collective.ALLREDUCE else \
-                self._rules_of.get(collective, ())
-            pick = _tuning.choose(rules, nbytes,
-                                  lambda a: self._why_not(a, collective, nbytes) is None)
-            if pick is not None:
-                return pick
-            return "ring" if self._why_not("hierarchical", collective, nbytes) else "hierarchical"
-        why = self._why_not(algorithm, collective, nbytes)
-        if why:
-            raise ValueError(f"algorithm: {algorithm!r} cannot run here: {why}")
-        return algorithm
-
-    def _why_not(self, algorithm: str, collective: Collective, nbytes: int) -> str | None:
-        """Why `algorithm` cannot run this call here (None: it can)."""
-        if algorithm == "ring":
-            return None
-        if algorithm == "hierarchical":
-            if collective.rooted:
-                return f"{collective} runs as a chain along the flat ring only"
-            if collective is Collective.ALLTOALL:
-                return "alltoall runs on the flat ring only"
-            return self._hier_why
-        allreduce = collective is Collective.ALLREDUCE
-        if algorithm == "oneshot" and not allreduce:  # every collective, on the host
-            if self.device != "host":
-                return f"oneshot runs {collective} on the host device only"
-        elif not allreduce and algorithm in ALLREDUCE_ONLY:
-            return f"it is an all-reduce algorithm; {collective} runs on the ring"
-        if algorithm in SHARED:
-            # across nodes, the host's oneshot all-reduce goes by MPI (p2p.allgathered)
-            if self._exchange is None and not (algorithm == "oneshot" and allreduce
-                                               and self.device == "host"):
-                return "it needs every rank of the communicator on one node"
-            posted = oneshot.posted(collective, nbytes, self.size)
-            if posted > EXCHANGE_BYTES:
-                return f"it carries at most {EXCHANGE_BYTES} bytes per rank, got {posted}"
-        return None
+        rules = self._rules if collective is Collective.ALLREDUCE else \
+            self._rules_of.get(collective, ())
+        return algorithms.resolve(self._ctx, algorithm, collective, nbytes, rules, compression)

@@ -21,7 +21,7 @@ def gpu_usable() -> bool:
 def resolve(device: str) -> str:
     """'auto' -> 'cuda' when a usable GPU is visible, else 'host'. An explicit 'cuda' also
     runs under Numba's simulator (NUMBA_ENABLE_CUDASIM=1), for tests: there CUDA IPC is
-    emulated in MPI shared memory (ring/cuda/simipc.py)."""
+    emulated in MPI shared memory (ring/transport/simipc.py)."""
     if device not in DEVICES:
         raise ValueError(f"device: expected one of {DEVICES}, got {device!r}")
     if device == "host":
@@ -34,7 +34,7 @@ def resolve(device: str) -> str:
     return "cuda" if usable or device == "cuda" else "host"
 
 
-def backend(device: str, comm, topo, nslots: int, slot_bytes: int, waiter, path: str = "fused"):
+def backend(device: str, comm, topo, nslots: int, slot_bytes: int, waiter, path: str = "stream"):
     if device == "cuda":
         from .cuda.backend import CudaBackend
         return CudaBackend(comm, topo, nslots, slot_bytes, waiter, path)

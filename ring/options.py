@@ -3,6 +3,8 @@ place that the Communicator, ring.Group and the agreement step all read."""
 
 from __future__ import annotations
 
+import warnings
+
 # Bytes per chunk, the unit that travels through one slot, by device kind.
 #   host: measured on the CI machine (results/host-tuning.md: 2 ranks, 16 and 64 MB float32,
 #     several runs): 128-256 KiB lose to per-chunk Python overhead (~20 us a chunk); 512 KiB
@@ -12,7 +14,7 @@ from __future__ import annotations
 #     is host-bound at ~340 us of Python per enqueued operation, so there fewer, larger
 #     chunks win at every size.
 DEFAULT_CHUNK_BYTES = {"host": 1 << 20, "cuda": 4 << 20}
-# The chunk of a host call whose ring walk is compiled (host/fastring.py: every rank on one
+# The chunk of a host call whose ring walk is compiled (host/compiled_walk.py: every rank on one
 # node, a dtype and op it computes) when the communicator was not given chunk_bytes:
 # without Python between chunks, chunks that stay in cache pipeline best. Measured on the
 # CI machine (2-4 ranks, 1-16 MB float32, interleaved, best of 7): 256 KiB beat 1 MiB by
@@ -25,7 +27,7 @@ COMPILED_CHUNK_BYTES = 256 << 10
 # at 8 B, even at 64 KB (32 KiB chunks), 7% faster at 256 KB, 20% at 1 MB.
 DIRECT_MIN_BYTES = 64 << 10
 # The bytes of an all-reduce that ride in the agreement's allgather across nodes (oneshot
-# without an exchange window: p2p.allgathered): every agreement there carries this area,
+# without an exchange window: oneshot.allgathered): every agreement there carries this area,
 # used or not, so that its message has one size whatever the ranks passed. Measured on the
 # CI machine (2 ranks on 2 emulated nodes, mpich, best of 5): an Iallgather of 88 B took
 # 2.56 us, of 344 B 2.67, of 1 KiB 2.65.
@@ -36,26 +38,21 @@ RIDE_BYTES = 256
 DEFAULT_SLOTS = 4
 
 
-# How a call runs (the order is part of the agreement's wire format: append only).
-# "auto" picks from the tuning table (tuning.py); the all-reduce algorithms are:
-#   ring          the pipelined ring (schedule.py)       hierarchical  rings in and across nodes
-#   naive, ps     whole-buffer MPI messages (p2p.py)     oneshot, twoshot  node-shared memory
-#   tree          a double binary tree of MPI messages (p2p.py)   (oneshot across nodes on
-#                 the host: one MPI allgather, p2p.allgathered)
+# The values of algorithm= (ring/algorithms/, one module each; "auto": the tuning table's
+# choice, ring/tuning.py). The position of a name is its code in the agreement's record:
+# the wire format, so append only.
 ALGORITHMS = ("auto", "ring", "hierarchical", "naive", "ps", "oneshot", "twoshot", "tree")
-ALLREDUCE_ONLY = ("naive", "ps", "oneshot", "twoshot", "tree")
-SHARED = ("oneshot", "twoshot")  # through the exchange window (transport/exchange.py)
 # Bytes per rank the exchange window carries per call: the largest oneshot / twoshot
 # message (each rank holds 4 x this in shared memory: two calls in flight, data and result).
 EXCHANGE_BYTES = 1 << 20
-# How a GPU rank moves a chunk to its successor (ring/cuda/enqueue.py): "fused", the reduce
+# How a GPU rank moves a chunk to its successor (ring/cuda/enqueue.py): "stream", the reduce
 # kernel writes straight into the successor's slot; "copy", into a local slot that the copy
 # engine then copies across; "kernel", one persistent kernel per call runs the whole plan
 # (ring/cuda/persistent.py; ring.Group, and the Communicator on one node: elsewhere it falls
-# back to the stream path with a warning). The host device has only the fused path.
+# back to the stream path with a warning). The host device has only the stream path.
 # "auto": the persistent kernel where it was measured to win (every neighbour on the
-# rank's GPU; ring.Group: its plain calls, while captures take "fused"), else "fused"
-PATHS = ("fused", "copy", "kernel", "auto")
+# rank's GPU; ring.Group: its plain calls, while captures take "stream"), else "stream"
+PATHS = ("stream", "copy", "kernel", "auto")
 
 
 # Wire compression of a float32 sum / avg (ring/host/reduce.apply_wire): the name -> the
@@ -76,9 +73,15 @@ def check_slots(chunk_bytes, nslots) -> None:
         raise ValueError(f"chunk_bytes: must be a positive multiple of 64, got {chunk_bytes!r}")
 
 
-def check_path(path) -> None:
+def check_path(path) -> str:
+    """The path's name (ValueError if there is none such). "fused", the stream path's name
+    until 2026-11, is still taken, with a DeprecationWarning."""
+    if path == "fused":
+        warnings.warn("path='fused' is now called 'stream'", DeprecationWarning, stacklevel=3)
+        return "stream"
     if path not in PATHS:
         raise ValueError(f"path: expected one of {PATHS}, got {path!r}")
+    return path
 
 
 def check_algorithm(algorithm) -> None:

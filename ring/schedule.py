@@ -294,9 +294,9 @@ class Plan:
         return tuple((j, step, *self.chunk(step.block, j))
                      for j in range(self.nchunks) for step in self.steps)
 
-    @lru_cache(maxsize=None)
+    @cached_property
     def max_chunk(self) -> int:
-        """Largest chunk of this call, in elements."""
+        """Largest chunk of this call, in elements (worked out once per plan, kept with it)."""
         return max((hi - lo for b in range(self.size) for j in range(self.nchunks)
                     for lo, hi in [self.chunk(b, j)]), default=0)
 
@@ -344,3 +344,15 @@ def plan_blocks(collective: Collective, size: int, rank: int, blocks: tuple[int,
     return Plan(collective, size, rank, blocks[-1], tuple(blocks),
                 nchunks(max_block * itemsize, chunk_bytes),
                 tuple(steps(collective, size, rank, root)), align)
+
+
+def local_slices(plan: Plan, block: int, lo: int, hi: int):
+    """Where full-array elements [lo, hi) of `block` sit in this rank's input and output."""
+    c = plan.collective
+    if c in (Collective.ALLREDUCE, Collective.BROADCAST, Collective.REDUCE, Collective.ALLTOALL):
+        return slice(lo, hi), slice(lo, hi)
+    base = plan.blocks[plan.rank]
+    if c in (Collective.REDUCE_SCATTER, Collective.SCATTER):  # the output is block `rank`
+        return slice(lo, hi), slice(lo - base, hi - base)
+    # all-gather, gather: the input is block `rank` of the output
+    return (slice(lo - base, hi - base) if block == plan.rank else None), slice(lo, hi)

@@ -22,16 +22,11 @@ collect_ignore = [] if os.environ.get("RING_INNER_MPI") else ["mpi"]
 
 
 def pytest_sessionstart(session):
-    """Compile the host's float16 / bfloat16 loops (ring/host/half.py) and the fast path's
-    rounds (ring/host/fastround.py) once, into Numba's cache, before any mpiexec job: a
-    fresh clone would otherwise compile them (~15 s each) in every rank of the first job
-    that uses them, while its peers wait."""
+    """Numba's caches warm before any mpiexec job (tests/warm.py); under the simulator, its
+    patches for the tests that launch kernels of their own."""
+    from kernels.simulator import prepare
+    prepare()
     if os.environ.get("RING_INNER_REPORT"):
         return  # an inner run: the outer one has done it
-    from ring import quantize
-    from ring.host import fastring, fastround, half
-    quantize.warm()  # int8 buckets (the examples' ranks would compile it at once)
-    half.warm()
-    fastround.warm()  # the fast path's compiled rounds, one per dtype
-    fastring.warm()  # the ring's compiled walk, one per dtype (peers time out at 2 s in
-    # some tests: a first call must not compile for seconds while they wait)
+    from .warm import warm
+    warm()

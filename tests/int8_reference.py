@@ -7,7 +7,7 @@ protocol here (shards, order, second rounding, residuals) is written afresh."""
 
 import numpy as np
 
-from ring.quantize import BLOCK, dequantize_sum, packed_bytes, quantize
+from ring.training.quantize import BLOCK, dequantize_sum, packed_bytes, quantize
 
 
 def _msg(v, residual):

@@ -50,9 +50,10 @@ def run(nprocs: int, args: list[str], timeout: float = 300, env: dict | None = N
     return proc.returncode, out
 
 
-def pytest_under_mpi(nprocs: int, target: str, timeout: float = 300, env: dict | None = None,
-                     extra: list[str] | None = None):
-    """Run the inner test module `target` (tests/mpi/check_*.py) on every rank. Returns
+def pytest_under_mpi(nprocs: int, target: str | list[str], timeout: float = 300,
+                     env: dict | None = None, extra: list[str] | None = None):
+    """Run the inner test module `target` (tests/mpi/check_*.py; or several, in one job) on
+    every rank. Returns
     (returncode, output, reports): one dict per rank that finished, its pytest outcome
     counts ({"rank": 0, "passed": 38, "skipped": 0, ...}, written by tests/mpi/conftest.py)."""
     # no:logging: ring's per-call log records (read by tests/mpi/conftest.py) are not kept
@@ -61,7 +62,8 @@ def pytest_under_mpi(nprocs: int, target: str, timeout: float = 300, env: dict |
     # each rank of a hang waited (a GPU session sets it; a rank that MPI_Abort ends writes
     # no report of its own)
     dump = (env or {}).get(ENV_DUMP) or os.environ.get(ENV_DUMP)
-    args = ["-m", "pytest", target, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:logging",
+    targets = [target] if isinstance(target, str) else list(target)
+    args = ["-m", "pytest", *targets, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:logging",
             "-o", "python_files=check_*.py", "-o", "addopts=", "-o", "timeout=0",
             *(["-o", f"faulthandler_timeout={float(dump)}"] if dump else []), *(extra or [])]
     with tempfile.TemporaryDirectory(prefix="ring-inner-") as where:

@@ -2,7 +2,7 @@
 
 A reduction in float16 or float32 rounds after every step, so its bits depend on the
 order in which the ranks' values are combined. Each algorithm documents that order; this
-module follows the documentation (ring/schedule.py, ring/hierarchical.py) with plain NumPy
+module follows the documentation (ring/schedule.py, ring/algorithms/hierarchical.py) with plain NumPy
 and shares no code with ring/, so that a bug in the library's arithmetic, its block
 boundaries or its ordering cannot hide behind the same bug in the reference.
 

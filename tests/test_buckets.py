@@ -147,7 +147,7 @@ def test_compression_needs_float32_and_a_known_wire():
 
 @pytest.mark.parametrize("op", ["sum", "avg"])
 def test_int8_gathers_the_rounded_bucket_and_sums_it_in_float32(op):
-    from ring.quantize import dequantize_sum, packed_bytes
+    from ring.training.quantize import dequantize_sum, packed_bytes
     rng = np.random.default_rng(1)
     g = [rng.standard_normal(5000).astype(np.float32), rng.standard_normal(300).astype(np.float32)]
     before = np.concatenate([g[1], g[0]])  # the bucket: reverse registration order
@@ -196,7 +196,7 @@ def test_the_int8_exchange_by_bytes(k):
     """None picks the exchange that sends fewer bytes: at K = 2 the same bytes, so one
     rounding and one call (allgather); from K = 3 the all-to-all once a shard holds whole
     blocks' worth; a bucket of a block or two stays all-gathered."""
-    from ring.int8_reduce import choose, shard_values
+    from ring.training.int8_reduce import choose, shard_values
     from ringtypes import packed_bytes
     for n in (1, 300, 4096, 3 * 4096, 1 << 16, 10 ** 6 + 7):
         got = choose(None, n, k)

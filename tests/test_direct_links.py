@@ -11,7 +11,7 @@ that is too loose shows as an error or a wrong result:
   receiver's array as soon as both are posted; "late": both only when the receiver takes
   it. Each rank poisons its arrays as soon as its call returns (the caller may reuse them).
 
-Results are compared bit for bit with the in-process simulator's (ring/simulate.py), which
+Results are compared bit for bit with the in-process simulator's (tests/simulate.py), which
 walks the same steps through slots.
 """
 
@@ -20,7 +20,7 @@ import threading
 import numpy as np
 import pytest
 
-from ring import simulate
+from . import simulate
 from ring.host import executor
 from ring.schedule import Collective, alltoall_overwritten, plan, sizes
 from ringtypes import Op
@@ -176,7 +176,7 @@ def run_threads(collective, xs, outs, op, chunk_bytes, nslots, early, root=0):
     count = sizes(collective, xs[0].size, k)[0]
     plans = [plan(collective, k, r, count, dtype.itemsize, chunk_bytes, 1, root)
              for r in range(k)]
-    cap = max(plans[0].max_chunk(), 1) * dtype.itemsize
+    cap = max(plans[0].max_chunk, 1) * dtype.itemsize
     wires = [Wire() for _ in range(k)]  # wires[r]: r -> r + 1
     sends = [Send(wires[r], nslots, early, cap) for r in range(k)]
     recvs = [Recv(wires[r - 1], nslots, early, cap) for r in range(k)]

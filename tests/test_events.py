@@ -1,4 +1,4 @@
-"""Polling CUDA events (ring/cuda/enqueue.fired): the driver's answer, without Numba's
+"""Polling CUDA events (kernels/driver.fired): the driver's answer, without Numba's
 Event.query, which logs an ERROR and raises for every poll of an event not yet reached."""
 
 import logging
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from ring.cuda import enqueue
+from kernels import driver as kdriver
 
 from .gpu import needs_gpu
 
@@ -32,13 +32,13 @@ def test_a_poll_reads_the_drivers_code(monkeypatch):
     def query(handle):
         asked.append(handle)
         return (codes[len(asked) - 1],)
-    monkeypatch.setattr(enqueue, "SIMULATED", False)
+    monkeypatch.setattr(kdriver, "simulated", lambda: False)
     monkeypatch.setattr(driver, "cuEventQuery", query)
     ev = Unqueried()
-    assert enqueue.fired(ev) is False
-    assert enqueue.fired(ev) is True
+    assert kdriver.fired(ev) is False
+    assert kdriver.fired(ev) is True
     with pytest.raises(CudaAPIError, match="CUDA_ERROR_LAUNCH_FAILED"):
-        enqueue.fired(ev)
+        kdriver.fired(ev)
     assert asked == [ev.handle] * 3
 
 
@@ -69,12 +69,12 @@ def test_polling_a_gpu_event_logs_nothing():
         stream = cuda.stream()
         _sleep[1, 1, stream](1, out)  # compiled before the timed launch
         stream.synchronize()
-        ev = enqueue.event()
+        ev = kdriver.event()
         _sleep[1, 1, stream](20000, out)
         ev.record(stream)
         answers = []
         while not answers or not answers[-1]:
-            answers.append(enqueue.fired(ev))
+            answers.append(kdriver.fired(ev))
     finally:
         log.removeHandler(keep)
         log.setLevel(level)

@@ -140,7 +140,7 @@ def test_a_rank_dies_in_the_middle_of_an_allreduce(nprocs, device, algorithm):
 
 @cuda_or_sim
 def test_a_rank_dies_in_a_kept_kernel_path_call():
-    """path="kernel", the third call of a signature (ring/cuda/fastcall.py): the victim
+    """path="kernel", the third call of a signature (ring/cuda/repeated.py): the victim
     agrees on the kept record and dies instead of firing its kept launch; the survivors'
     kernels time out on it and they raise TimeoutError from the kernel's error word."""
     script = "tests/faults/dies_mid_collective.py"
@@ -251,7 +251,7 @@ def test_a_rank_dies_during_an_async_allreduce(nprocs):
 @pytest.mark.parametrize("before", [0, 2], ids=["first-call", "after-two-calls"])
 @pytest.mark.parametrize("nprocs", [2, 3])
 def test_a_rank_never_makes_the_call(nprocs, before):
-    """Also when the others are on the fast path of a repeated call (ring/fast.py)."""
+    """Also when the others are on the fast path of a repeated call (ring/host/repeated.py)."""
     script = "tests/faults/skips_a_call.py"
     rc, out = run(nprocs, [script, "2", str(before)], timeout=120, mpi_args=["-disable-auto-cleanup"])
     assert rc not in (0, None), out

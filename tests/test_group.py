@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ring
-from ring.cuda.group import _align
+from ring.cuda.enqueue import align
 from ring.cuda.arrays import storage_of
 from ringtypes import FLOATING, parse_dtype
 from ring.schedule import Collective
@@ -40,7 +40,7 @@ def _kw(dtype):
     return {"dtype": dtype.name} if storage_of(dtype) != dtype else {}
 
 
-def run(collective, k, n, dtype, op, path="fused", chunk=64, nslots=2, in_place=False,
+def run(collective, k, n, dtype, op, path="stream", chunk=64, nslots=2, in_place=False,
         seed=3):
     dtype = parse_dtype(dtype)
     per = n // k if collective is Collective.REDUCE_SCATTER else n
@@ -59,8 +59,8 @@ def run(collective, k, n, dtype, op, path="fused", chunk=64, nslots=2, in_place=
     got = [_host(o, dtype) for o in outs]
     # all-reduce blocks start 16-byte aligned on the GPU, and block boundaries decide each
     # element's order of reduction: the reference must cut the same blocks
-    align = _align(dtype.itemsize) if collective is Collective.ALLREDUCE else 1
-    want = reference.expected(str(collective), inputs, op, align=align)
+    step = align(dtype.itemsize) if collective is Collective.ALLREDUCE else 1
+    want = reference.expected(str(collective), inputs, op, align=step)
     for r in range(k):
         assert got[r].tobytes() == want[r].tobytes(), (collective, k, n, dtype, op, path, r)
     g.close()
@@ -125,7 +125,7 @@ def test_segments_start_all_zero(monkeypatch):
     memory comes back as it was left (a closed group's LL words, flagged 1, 2, ... as a new
     link's are), and an LL wait would take a stale word for a chunk. Here the allocator
     hands out memory filled with 0xAB."""
-    from ring.cuda import ipc
+    from ring.transport import ipc
     real = ipc.cuda.device_array
 
     def dirty(n, dtype):
@@ -138,7 +138,7 @@ def test_segments_start_all_zero(monkeypatch):
     seg.close()
 
 
-@pytest.mark.skipif(not SIMULATED, reason="Numba's simulator (ring/cuda/simipc.py)")
+@pytest.mark.skipif(not SIMULATED, reason="Numba's simulator (ring/transport/simipc.py)")
 def test_simulated_segments_start_all_zero(monkeypatch):
     """The simulator's segments (an MPI shared-memory window, simipc.py) are zero from their
     first byte to their last, slots included, as ipc.py's are on a GPU: MPI may hand back a
@@ -146,7 +146,7 @@ def test_simulated_segments_start_all_zero(monkeypatch):
     word for a chunk. Here the window comes with its slots filled with 0xAB."""
     from mpi4py import MPI
 
-    from ring.cuda import simipc
+    from ring.transport import simipc
     from ring.wait import Waiter
 
     class Dirty(simipc.ShmWindow):
@@ -178,7 +178,7 @@ KERNEL = pytest.param("kernel", marks=(pytest.mark.gpu, pytest.mark.skipif(
     not HAVE_GPU, reason="needs a real NVIDIA GPU")))
 
 
-@pytest.mark.parametrize("path", ["fused", "copy", KERNEL])
+@pytest.mark.parametrize("path", ["stream", "copy", KERNEL])
 @pytest.mark.parametrize("collective", GROUP_COLLECTIVES)
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
 def test_paths_collectives_and_rank_counts(path, collective, k):
@@ -207,7 +207,7 @@ def test_the_kernel_path_rebinds_for_other_memory_only():
     g.synchronize()
     assert (host(other) == np.arange(37) + 2).all() and (host(out) == host(x)).all()
     assert len(kp._bound) == 3
-    assert len(g._known) == 3  # the signatures kept (ring/cuda/fastcall.py)
+    assert len(g._known) == 3  # the signatures kept (ring/cuda/repeated.py)
     assert g.allreduce([x], op="max")[0] is not out  # a new out each call: not kept
     assert len(g._known) == 3
     g.close()
@@ -250,7 +250,7 @@ def test_the_auto_path_is_the_kernel_for_plain_calls_on_one_gpu():
     g.close()
     if SIMULATED:
         g = ring.Group(3, path="auto")
-        assert g.path == "fused" and g._kernels is None
+        assert g.path == "stream" and g._kernels is None
         g.close()
 
 
@@ -319,14 +319,14 @@ def test_the_kernel_path_of_a_group_of_one(collective, sync, monkeypatch):
     run(Collective.ALLREDUCE, 1, 37, "bfloat16", "avg", path="kernel")
 
 
-@pytest.mark.parametrize("path", ["fused", "copy", KERNEL])
+@pytest.mark.parametrize("path", ["stream", "copy", KERNEL])
 def test_in_place(path):
     run(Collective.ALLREDUCE, 3, 50, "float32", "max", path=path, in_place=True)
     run(Collective.REDUCE_SCATTER, 3, 48, "int32", "sum", path=path, in_place=True)
 
 
 @given(k=st.integers(1, 4), n=st.integers(0, 80), chunk=st.sampled_from([64, 128, 192]),
-       nslots=st.integers(2, 3), path=st.sampled_from(["fused", "copy"]),
+       nslots=st.integers(2, 3), path=st.sampled_from(["stream", "copy"]),
        collective=st.sampled_from(GROUP_COLLECTIVES),
        dtype=st.sampled_from(["float16", "bfloat16", "float32", "int64", "uint8"]))
 @settings(max_examples=100 if SIMULATED else 200, deadline=None)
@@ -372,7 +372,7 @@ def test_bad_calls_name_the_argument():
 
 
 @needs_gpu
-@pytest.mark.parametrize("path", ["fused", "copy", "kernel"])
+@pytest.mark.parametrize("path", ["stream", "copy", "kernel"])
 @pytest.mark.parametrize("called_before", [False, True], ids=["fresh", "after-a-call"])
 def test_captured_graph_replays_the_collective(path, called_before):
     """Also after plain calls on the same group: their events must not leak into the capture
@@ -386,7 +386,7 @@ def test_captured_graph_replays_the_collective(path, called_before):
         g.allreduce(xs, outs=outs)
         g.allreduce(xs, outs=outs)
     graph = g.capture("allreduce", xs, outs)
-    want = reference.expected("allreduce", [host(x) for x in xs], "sum", align=_align(4))
+    want = reference.expected("allreduce", [host(x) for x in xs], "sum", align=align(4))
     for _ in range(3):
         for o in outs:
             o.copy_to_device(np.zeros(n, np.float32))
@@ -400,7 +400,7 @@ def test_captured_graph_replays_the_collective(path, called_before):
     g.close()
 
 
-@pytest.mark.parametrize("path", ["fused", "copy", KERNEL])
+@pytest.mark.parametrize("path", ["stream", "copy", KERNEL])
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_chains_and_alltoall_move_every_dtype(path, dtype):
     """broadcast, gather, scatter (from every root) and all-to-all, in place and out, on

@@ -12,7 +12,7 @@ from harness.__main__ import parser
 from harness.sizes import parse_size, parse_sizes, sizes, with_also
 from harness.collectives import ALIASES, COLLECTIVES, fill
 from harness.model import fit, report
-from ring import simulate
+from . import simulate
 from ringtypes import DATA_ONLY, DTYPES, FLOATING, Op
 from ring.schedule import Collective
 
@@ -282,7 +282,7 @@ def test_a_cuda_sweep_under_the_simulator_has_no_rooflines(tmp_path):
     assert data["meta"]["rooflines"] == {"nbytes": 16 << 20}
     labels = data["meta"]["implementations"]
     assert "persistent kernel" in labels["ring-kernel"] and "persistent kernel" in labels["ring"]
-    assert "stream path 'fused'" in labels["ring-stream"]
+    assert "stream path 'stream'" in labels["ring-stream"]
     recs = data["results"]
     assert {r["impl"] for r in recs} == {"ring-kernel", "ring-stream", "ring"}
     assert all(r["wrong"] == 0 for r in recs) and len(recs) == 3 * 3 * 2

@@ -1,4 +1,4 @@
-"""ring/cuda/keep.py: IPC memory kept for the process's lifetime (segments reused, the
+"""ring/transport/keep.py: IPC memory kept for the process's lifetime (segments reused, the
 neighbours' kept mapped), checked with stand-ins for the driver; and ipc.Segment on it
 under Numba's simulator."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ring.cuda.arrays import SIMULATED
-from ring.cuda.keep import Opened, Spares
+from ring.transport.keep import Opened, Spares
 
 
 class Memory:
@@ -89,7 +89,7 @@ def test_a_handle_is_opened_once_however_often_it_arrives():
 
 
 def test_segments_take_whole_pages_on_a_gpu():
-    from ring.cuda import ipc
+    from ring.transport import ipc
     assert ipc.whole_pages(0) == 0 and ipc.whole_pages(ipc.PAGE) == ipc.PAGE
     assert ipc.whole_pages(ipc.PAGE + 1) == 2 * ipc.PAGE
     assert ipc.PAGE == (1 if SIMULATED else 2 << 20)
@@ -100,7 +100,7 @@ def test_a_closed_segments_memory_comes_back_zero_to_the_next():
     """ipc.Segment takes its memory from ipc.SPARES and gives it back at close: the next
     segment of its size gets the same memory, zeroed (a closed link's LL words and
     counters gone), not memory freed and allocated again."""
-    from ring.cuda import ipc
+    from ring.transport import ipc
     first = ipc.Segment(3, 4096)
     mem = first.mem
     mem.copy_to_device(np.full(mem.size, 0xAB, np.uint8))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kernels.quantize import dequantize_sum, quantize
-from ring import quantize as hostq
+from ring.training import quantize as hostq
 from ringtypes import QUANT_BLOCK, packed_bytes
 
 from .gpu import SIMULATED, dev, host

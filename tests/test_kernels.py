@@ -3,6 +3,7 @@
 Sizes stay tiny: the simulator runs every GPU thread as a Python thread.
 """
 
+import os
 import warnings
 
 import ml_dtypes
@@ -320,7 +321,7 @@ def test_the_simulator_yields_while_it_watches_a_block(monkeypatch):
     kernels.reduce_copy(out, dev(np.ones(37, np.float32)), dev(np.ones(37, np.float32)))
     assert host(out).tolist() == [2.0] * 37
     assert looks, "the simulator watched its threads without yielding"
-    assert simulator.yield_while_polling()  # applied once, at import of kernels
+    assert simulator.yield_while_polling()  # applied once, at the first launch's grid
 
 
 @pytest.mark.skipif(not SIMULATED, reason="Numba's simulator only")
@@ -336,6 +337,7 @@ def test_the_threads_of_a_simulated_block_share_its_shared_array(monkeypatch):
     from numba.cuda.simulator import kernelapi
 
     from kernels import simulator
+    simulator.prepare()  # as ring's cuda backend and ring.Group do before they launch
 
     class Slow:  # numpy as the simulator's module sees it, with a slow np.empty
         def __getattr__(self, name):
@@ -361,4 +363,19 @@ def test_the_threads_of_a_simulated_block_share_its_shared_array(monkeypatch):
     out = dev(np.zeros(8, np.int64))
     seen[1, 8](out)
     assert host(out).tolist() == [36] * 8, "threads of one block saw different shared arrays"
-    assert simulator.shared_arrays_once()  # applied once, at import of kernels
+    assert simulator.shared_arrays_once()  # applied once, by prepare()
+
+
+def test_importing_the_kernels_patches_nothing():
+    """No side effect on import: a fresh process that imports every kernel module finds
+    Numba's simulator as numba-cuda ships it (kernels/simulator.prepare() patches it)."""
+    import subprocess
+    import sys
+    code = ("import kernels, kernels.reduce, kernels.quantize, kernels.spin\n"
+            "from numba.cuda.simulator.kernel import BlockThread\n"
+            "from numba.cuda.simulator.kernelapi import FakeCUDAShared\n"
+            "print(getattr(BlockThread.is_alive, 'yields', False),"
+            " getattr(FakeCUDAShared.array, 'once', False))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}, check=True)
+    assert out.stdout.split() == ["False", "False"]

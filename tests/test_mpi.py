@@ -17,9 +17,9 @@ ENV = {"RING_INNER_MPI": "1"}
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
-@pytest.mark.parametrize("suite", list(INNER))
-def test_on_ranks(suite, nprocs):
-    rc, out, reports = pytest_under_mpi(nprocs, INNER[suite], timeout=420, env=ENV)
+def test_on_ranks(nprocs):
+    """Every inner suite of INNER on nprocs ranks, in one job (one start-up of the ranks)."""
+    rc, out, reports = pytest_under_mpi(nprocs, list(INNER.values()), timeout=600, env=ENV)
     assert_inner_passed(rc, out, reports, nprocs)
 
 
@@ -34,7 +34,7 @@ def test_fuzz(nprocs):
 
 SEQUENCES = [pytest.param(3, 1, "host", None, id="host-3"),
              pytest.param(4, 2, "host", None, id="host-2x2"),
-             pytest.param(3, 1, "cuda", "fused", id="cuda-fused-3", marks=CUDA_OR_SIM),
+             pytest.param(3, 1, "cuda", "stream", id="cuda-stream-3", marks=CUDA_OR_SIM),
              pytest.param(2, 1, "cuda", "kernel", id="cuda-kernel-2", marks=CUDA_OR_SIM)]
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ring.cuda.program import decode, encode
-from ring.host.executor import local_slices
+from ring.schedule import local_slices
 from ring.schedule import Collective, plan
 
 ALL = [c for c in Collective if c is not Collective.BARRIER]
@@ -76,16 +76,16 @@ def test_the_table_is_cached_and_read_only():
 
 
 @pytest.mark.parametrize("k", [2, 3, 4])
-def test_the_kernel_path_moves_what_the_fused_path_does_less_one_read_per_forward(k):
+def test_the_kernel_path_moves_what_the_stream_path_does_less_one_read_per_forward(k):
     """enqueue.traffic, the numerator of "fraction of copy bandwidth": the persistent kernel
     reads a forwarded chunk once for both its writes (output and successor's slot), where
-    the fused path's two copies read it twice."""
+    the stream path's two copies read it twice."""
     from ring.cuda.enqueue import traffic
     for r in range(k):
         p = plan(Collective.ALLREDUCE, k, r, 1000 * k, 4, 256, 4)
         twice = sum(4 * (hi - lo) for _, s, lo, hi in p.units
                     if s.recv and not s.reduce and s.out and s.send)
-        assert traffic(p, 4, "kernel") == traffic(p, 4, "fused") - twice
+        assert traffic(p, 4, "kernel") == traffic(p, 4, "stream") - twice
         assert (twice > 0) == (k > 2)
 
 
@@ -98,8 +98,8 @@ def test_every_rank_of_a_call_takes_the_same_protocol(case, channels):
     from ring.cuda.kernel_path import carries_ll
     collective, k, count, itemsize, chunk, align, root = case
     ps = _plans(collective, k, count, itemsize, chunk, align, root % k)
-    assert len({carries_ll("ll", itemsize, p.max_chunk(), channels) for p in ps}) == 1
-    assert not any(carries_ll("simple", itemsize, p.max_chunk(), channels) for p in ps)
+    assert len({carries_ll("ll", itemsize, p.max_chunk, channels) for p in ps}) == 1
+    assert not any(carries_ll("simple", itemsize, p.max_chunk, channels) for p in ps)
 
 
 def test_a_call_goes_as_ll_words_exactly_where_every_channels_part_fits_its_words():

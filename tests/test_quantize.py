@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ring.quantize import BLOCK, dequantize_sum, packed_bytes, quantize
+from ring.training.quantize import BLOCK, dequantize_sum, packed_bytes, quantize
 
 
 def reference(v, residual=None):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ring import simulate
+from . import simulate
 from ringtypes import Op
 from ring.schedule import Collective
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ring import simulate
+from . import simulate
 from ringtypes import FLOATING, Op
 from ring.schedule import Collective, alltoall_overwritten, plan, split, steps
 
@@ -59,7 +59,7 @@ def test_chunks_tile_every_block(k, count, chunk, align, collective):
         assert all(hi1 == lo2 for (_, hi1), (lo2, _) in zip(pieces, pieces[1:]))
         assert all((lo - p.blocks[b]) % align == 0 for lo, _ in pieces)
     if align == 1:
-        assert p.max_chunk() <= chunk
+        assert p.max_chunk <= chunk
 
 
 def _assert_matches(got, want):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ring.cuda import staged
+from ring.transport import staged
 
 
 @pytest.mark.parametrize("value,want", [("1", True), ("0", False)])

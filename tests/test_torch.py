@@ -31,6 +31,6 @@ def test_ranks_must_be_mpis():
     naming both numberings, instead of each rank reducing alone."""
     import ring.torch
     with pytest.raises(ValueError, match="torch rank 1 of 2, MPI rank 0 of 1"):
-        ring.torch._mpi_comm([0, 1], 1, 2)
+        ring.training.torch._mpi_comm([0, 1], 1, 2)
     with pytest.raises(ValueError, match="mpiexec"):
-        ring.torch._mpi_comm([0, 1], 0, 2)
+        ring.training.torch._mpi_comm([0, 1], 0, 2)

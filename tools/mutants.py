@@ -36,17 +36,17 @@ ROOT = Path(__file__).resolve().parent.parent
 # name: (file, the text replaced (exactly once), its replacement, what the fault is)
 MUTANTS = {
     "two-level-disabled": (
-        "ring/hierarchical.py",
+        "ring/algorithms/hierarchical.py",
         '    nodes = topo.nnodes\n    if nodes < 2:',
         '    return "disabled (planted fault)"\n    nodes = topo.nnodes\n    if nodes < 2:',
         "hierarchical.applies() always refuses: 'auto' silently takes the flat ring"),
     "two-level-avg-divisor": (
-        "ring/hierarchical.py",
+        "ring/algorithms/hierarchical.py",
         "op, mine, mine, divisor=self.size, logical=logical,",
         "op, mine, mine, divisor=self.nodes, logical=logical,",
         "the two-level all-reduce divides avg by the node count instead of the rank count"),
     "two-level-precision-loss": (
-        "ring/hierarchical.py",
+        "ring/algorithms/hierarchical.py",
         "        self.inner.run(plan_blocks(Collective.ALLGATHER, L, j, blocks, itemsize, chunk_bytes),",
         "        if hasattr(mine, 'astype') and mine.dtype.kind == 'f' and mine.dtype.itemsize > 2:\n"
         "            mine[...] = mine.astype('float16')\n"
@@ -66,9 +66,9 @@ MUTANTS = {
         "the host executor skips the second chunk of every step that only writes the output"),
     "cuda-chunk-not-forwarded": (
         "ring/cuda/enqueue.py",
-        "        else:\n            if step.out and n:\n                _copy(dst, rbuf, s)",
-        "        else:\n            if step.out and n and lo:\n                _copy(dst, rbuf, s)",
-        "the GPU's fused path never writes out the first chunk of the array that it receives "
+        "        else:\n            if step.out and n:\n                copy(dst, rbuf, s)",
+        "        else:\n            if step.out and n and lo:\n                copy(dst, rbuf, s)",
+        "the GPU's stream path never writes out the first chunk of the array that it receives "
         "and forwards (all-gather and broadcast steps)"),
 }
 
@@ -126,41 +126,43 @@ SINCE = {
         "ring/transport/exchange.py", "return HEADER + (call % 2) * self.area", "return HEADER",
         "the node-shared exchange window reuses one area for consecutive calls"),
     "oneshot-reduce-scatter-order": (
-        "ring/oneshot.py",
+        "ring/recipe.py",
         "return [(0, b, tuple((q, rank * b) for q in ring_order(rank, k)))]",
         "return [(0, b, tuple((q, rank * b) for q in range(k)))]",
         "oneshot's reduce-scatter folds in rank order, not the ring's (other bits)"),
     "oneshot-reduce-order": (
-        "ring/oneshot.py",
+        "ring/recipe.py",
         "order = range(k) if collective is C.ALLREDUCE else ring_order(root, k)",
         "order = range(k)", "oneshot's reduce folds in rank order, not the ring's"),
     "twoshot-no-wait": (
-        "ring/oneshot.py",
-        '    ex.wait(seq, ROUND2, "to post its reduced block (twoshot)")\n    for q in range(k):\n'
-        "        out[", "    for q in range(k):\n        out[",
+        "ring/algorithms/twoshot.py",
+        "        ex.wait(seq, ROUND2, WAITING)\n        for q in range(k):\n            c.out[",
+        "        for q in range(k):\n            c.out[",
         "the host's twoshot copies the reduced blocks without waiting for them"),
     "cuda-areas-no-parity": (
-        "ring/cuda/shared.py", "return self.slots[q][2 * (seq % 2) + which]",
+        "ring/cuda/areas.py", "return self.slots[q][2 * (seq % 2) + which]",
         "return self.slots[q][which]", "the cuda oneshot / twoshot areas without call parity"),
     "cuda-twoshot-no-wait": (
-        "ring/cuda/shared.py", '    ex.wait(seq, ROUND2, "to post its reduced block (twoshot)")\n',
-        "", "the cuda twoshot copies the reduced blocks without waiting for them"),
+        "ring/algorithms/twoshot.py",
+        "            ex.wait(seq, ROUND2, WAITING)\n            for q in range(k):\n                dev.copy(",
+        "            for q in range(k):\n                dev.copy(",
+        "the cuda twoshot copies the reduced blocks without waiting for them"),
     "int8-server-feedback-lost": (
-        "ring/int8_reduce.py", "_quantize(self.send[:mine], self.flat[lo:hi], self.server)",
+        "ring/training/int8_reduce.py", "_quantize(self.send[:mine], self.flat[lo:hi], self.server)",
         "_quantize(self.send[:mine], self.flat[lo:hi], None)",
         "int8's all-to-all exchange drops the shard owner's error feedback"),
     "int8-choice-inverted": (
-        "ring/int8_reduce.py", "(k + 2) * shard < 2 * packed_bytes(n)",
+        "ring/training/int8_reduce.py", "(k + 2) * shard < 2 * packed_bytes(n)",
         "(k + 2) * shard > 2 * packed_bytes(n)", "int8's exchange chosen against its bytes"),
     "torch-avg-as-sum": (
-        "ring/torch.py", 'dist.ReduceOp.AVG: "avg"}', 'dist.ReduceOp.AVG: "sum"}',
+        "ring/training/torch.py", 'dist.ReduceOp.AVG: "avg"}', 'dist.ReduceOp.AVG: "sum"}',
         "the torch backend takes ReduceOp.AVG for a sum"),
     "wait-no-progress": (
         "ring/wait.py", "        while not ready():\n            if progress is not None:\n",
         "        while not ready():\n            if False:\n",
         "a wait past its spins keeps no MPI message moving (the ring across nodes hangs)"),
     "staged-flush-returns": (
-        "ring/cuda/staged.py", "        for k in range(self.nslots):\n            self._free(k)",
+        "ring/transport/staged.py", "        for k in range(self.nslots):\n            self._free(k)",
         "        for k in range(self.nslots):\n            pass",
         "a cuda call across nodes returns with its last sends in flight"),
     "host-flush-skipped": (
@@ -178,8 +180,8 @@ _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
            "tests/test_mpi.py::test_cuda_kernel_path_simple "
            "tests/test_mpi.py::test_call_sequences[cuda-kernel-2] "
            "tests/test_faults.py::test_a_rank_dies_in_the_middle_of_an_allreduce[3-cuda-kernel-ring]")
-_ONESHOT = "tests/test_oneshot.py tests/test_mpi.py::test_on_ranks[collectives-3]"
-_INT8 = "tests/test_buckets.py tests/test_mpi.py::test_on_ranks[buckets-3]"
+_ONESHOT = "tests/test_recipe.py tests/test_mpi.py::test_on_ranks[3]"
+_INT8 = "tests/test_buckets.py tests/test_mpi.py::test_on_ranks[3]"
 _LINKS = "tests/test_mpi.py::test_links_across_nodes_over_an_mpi_that_moves_messages_on_the_senders_calls"
 # the tests that cover each mutant's code (--own-tests); the others: the whole suite
 OWN_TESTS = {
@@ -191,7 +193,7 @@ OWN_TESTS = {
     "int8-server-feedback-lost": _INT8, "int8-choice-inverted": _INT8,
     "torch-avg-as-sum": "tests/test_torch.py",
     "wait-no-progress": _LINKS, "staged-flush-returns": _LINKS, "host-flush-skipped": _LINKS,
-    "in-place-gather-offset": "tests/test_mpi.py::test_on_ranks[collectives-2]",
+    "in-place-gather-offset": "tests/test_mpi.py::test_on_ranks[2]",
 }
 
 

@@ -21,14 +21,18 @@ from numba import cuda
 from kernels.arrays import address
 
 from ringtypes import Op
+from kernels.driver import event, fired
+from kernels import simulator
 from ..errors import RingError
 from ..schedule import Collective, Plan
 from ..topology import Topology
+from ..transport import Kind, ends, ipc, staged
+from ..transport.slots import Slots
 from ..wait import Waiter
-from . import ipc, kernel_path, staged
-from .arrays import SIMULATED, DeviceArrays
-from .enqueue import Rank, Slots, _copy, _unit, event, fired, load_kernels
-from .group import ALIGNED, SLOT_PAD, _align
+from . import enqueue, kernel_path
+from .areas import Areas, fold_launch
+from .arrays import SIMULATED, DeviceArrays, storage_of
+from .enqueue import ALIGNED, SLOT_PAD, Rank, align, load_kernels, unit
 
 # The host waits for a kernel-path call this much longer than the kernel's own bound
 # (timeout, plus the grace): the kernel's error word says where it was stuck, so it should
@@ -41,19 +45,20 @@ class CudaBackend(DeviceArrays):
     name = "cuda"
 
     def __init__(self, comm: MPI.Comm, topo: Topology, nslots: int, slot_bytes: int,
-                 waiter: Waiter, path: str = "fused"):
+                 waiter: Waiter, path: str = "stream"):
         self.comm, self.waiter, self.path = comm, waiter, path
         ngpu = len(cuda.gpus)
         self.device = topo.machine_rank % ngpu
         cuda.select_device(self.device)
+        simulator.prepare()  # under Numba's simulator: its patches
         b = slot_bytes + SLOT_PAD
         self.rank = Rank(cuda.stream(), cuda.stream(), Slots(nslots, b), self.device)
         self.inbound = self.outbound = None
         self.kernel = None  # path="kernel": the persistent kernel's host side
-        self.last_launch = None  # the kernel path's latest launch (ring/cuda/fastcall.py)
+        self.last_launch = None  # the kernel path's latest launch (ring/cuda/repeated.py)
         self._mapped: list = []
         self.segment = None
-        self.areas = None  # oneshot / twoshot's (shared.py), made on the first such call
+        self._areas = None  # oneshot / twoshot's GPU areas (areas.py), made on first use
         size, r = comm.size, comm.rank
         busiest = -(-topo.machine_ranks // ngpu)  # the most ranks one GPU of the node runs
         shape = kernel_path.shape_for(busiest) if path in ("kernel", "auto") else None
@@ -70,7 +75,7 @@ class CudaBackend(DeviceArrays):
         sharing = sum(q % ngpu == self.device for q in range(topo.machine_ranks))
         why = kernel_path.why_not(near_pred and near_succ, sharing, *shape) if shape else None
         if SIMULATED:  # IPC emulated in MPI shared memory (simipc.py): collective per node
-            from .simipc import Segment
+            from ..transport.simipc import Segment
             self.segment = Segment(topo.node_comm, nslots, b, waiter)
         elif near_pred or near_succ:
             self.segment = ipc.Segment(nslots, b)
@@ -82,7 +87,7 @@ class CudaBackend(DeviceArrays):
         # leave the others waiting in the barrier below: every rank hears of it and raises
         mine = None
         try:
-            self._connect(everyone, pred, succ, near_pred, near_succ, nslots, b, shape)
+            self._connect(everyone, topo, pred, succ, near_pred, near_succ, nslots, b, shape)
         except Exception as e:  # noqa: BLE001 - raised on every rank below
             mine = e
         said = None if mine is None else f"{type(mine).__name__}: {mine}"
@@ -95,8 +100,8 @@ class CudaBackend(DeviceArrays):
         cuda.synchronize()  # headers zeroed on every GPU before anyone maps and writes
         comm.Barrier()
 
-    def _connect(self, everyone, pred: int, succ: int, near_pred: bool, near_succ: bool,
-                 nslots: int, b: int, shape) -> None:
+    def _connect(self, everyone, topo: Topology, pred: int, succ: int, near_pred: bool,
+                 near_succ: bool, nslots: int, b: int, shape) -> None:
         """The two ends: mapped neighbours' segments on this node, staged links to other
         nodes; the persistent kernel's host side on path="kernel"."""
         ipc.enable_peer_access(self.device, [everyone[q][0] for q, near in
@@ -110,14 +115,12 @@ class CudaBackend(DeviceArrays):
             return maps[q]
 
         direct = not (near_pred and near_succ) and staged.cuda_aware()
-        if near_pred:
-            self.inbound = ipc.InEnd(self.segment, mapped(pred))
-        else:
-            self.inbound = staged.StagedIn(self.comm, pred, nslots, b, self.waiter, direct)
-        if near_succ:
-            self.outbound = ipc.OutEnd(self.segment, mapped(succ))
-        else:
-            self.outbound = staged.StagedOut(self.comm, succ, nslots, b, self.waiter, direct)
+        comm, waiter = self.comm, self.waiter
+        near = Kind(lambda q: ipc.InEnd(self.segment, mapped(q)),
+                    lambda q: ipc.OutEnd(self.segment, mapped(q)))
+        far = Kind(lambda q: staged.StagedIn(comm, q, nslots, b, waiter, direct),
+                   lambda q: staged.StagedOut(comm, q, nslots, b, waiter, direct))
+        self.inbound, self.outbound = ends(topo, comm.rank, comm.size, near, far)
         self.waiter.add_progress(self.inbound, self.outbound)  # the staged ends' MPI
         if self.path == "kernel":
             one_gpu = everyone[pred][0] == everyone[succ][0] == self.device  # on this node
@@ -137,38 +140,71 @@ class CudaBackend(DeviceArrays):
                              f"{sorted(shapes)} (RING_KERNEL_CHANNELS / RING_KERNEL_THREADS)")
         refusals = [(q, e[2]) for q, e in enumerate(everyone) if e[2]]
         if self.path == "auto":
-            self.path = "fused" if refusals or not all_on_one_gpu(everyone, topo) else "kernel"
+            self.path = "stream" if refusals or not all_on_one_gpu(everyone, topo) else "kernel"
             return
         if refusals:
             q, why = refusals[0]
             if self.comm.rank == 0:
                 warnings.warn(f"ring: path='kernel' cannot run (rank {q}: {why}); "
-                              f"using the stream path 'fused'", RuntimeWarning, stacklevel=4)
-            self.path = "fused"
+                              f"using the stream path 'stream'", RuntimeWarning, stacklevel=4)
+            self.path = "stream"
 
     # -- arrays (and flat, empty_like, address, may_overlap from DeviceArrays) ----------
     @staticmethod
     def scratch(n: int, dtype):
         return cuda.device_array(n, dtype)
 
+    storage = staticmethod(storage_of)  # the dtype a GPU array holds logical data in
+
+    @staticmethod
+    def compiles(dtype, op, wire=None) -> bool:
+        """The host's compiled walk: not here (ring/algorithms/ring.py's chunk)."""
+        return False
+
+    def copy(self, dst, src) -> None:
+        """dst := src, on the rank's stream."""
+        enqueue.copy(dst, src, self.rank.stream)
+
     def copy_of(self, a):
         """A copy of device array a, made on the rank's stream (ordered before the plan)."""
         dst = cuda.device_array(a.size, a.dtype)
         if a.size:
-            _copy(dst, a, self.rank.stream)
+            self.copy(dst, a)
         return dst
+
+    def fold(self, parts, op: Op, k: int, out, logical) -> None:
+        """out = the rank-order fold of parts(0..k-1), on the rank's stream, one launch."""
+        fold_launch(parts, op, k, out, np.dtype(logical).name, self.rank.stream)
+
+    def areas(self, cap: int, before):
+        """Every rank's GPU area (areas.py), made on first use (collectively: before()
+        first, a barrier under the call's deadline) and kept until close."""
+        if self._areas is None:
+            before()
+            self._areas = Areas(self.comm, cap, self.device, self.waiter)
+        return self._areas
+
+    def through_host(self, c, fn) -> None:
+        """fn(x, out) on host copies of the call's arrays, the result copied back: the
+        MPI algorithms (naive, ps, tree) through host memory (the mpich wheel cannot read
+        GPU memory)."""
+        self.finish()  # x as the calls before this one left it
+        x = c.x.copy_to_host().view(c.dtype)
+        out = np.empty_like(x)
+        fn(x, out)
+        c.out.copy_to_device(out.view(storage_of(c.dtype)))
 
     def swap_blocks(self, src, dst, rows: int, cols: int, b: int) -> None:
         """dst as [cols][rows][b] := src as [rows][cols][b]: rows x cols copies of b
         elements on the rank's stream (a handful: rows x cols is the number of ranks)."""
         for i in range(rows):
             for j in range(cols):
-                _copy(dst[(j * rows + i) * b:(j * rows + i + 1) * b],
-                      src[(i * cols + j) * b:(i * cols + j + 1) * b], self.rank.stream)
+                self.copy(dst[(j * rows + i) * b:(j * rows + i + 1) * b],
+                          src[(i * cols + j) * b:(i * cols + j + 1) * b])
 
     @staticmethod
     def align(collective: Collective, itemsize: int) -> int:
-        return _align(itemsize) if collective in ALIGNED else 1
+        return align(itemsize) if collective in ALIGNED else 1
 
     # -- who has arrived (host shared memory only) ---------------------------------------
     def entered(self, call: int) -> None:
@@ -195,7 +231,7 @@ class CudaBackend(DeviceArrays):
                 load_kernels(op, name, storage, self.rank.stream, self.device)
             self.inbound.begin(plan.recvs)
         for _, step, lo, hi in plan.units:
-            _unit(plan, step, lo, hi, op, x, out, self.rank, self.inbound, self.outbound,
+            unit(plan, step, lo, hi, op, x, out, self.rank, self.inbound, self.outbound,
                   name, storage, divisor, self.path)
         if self.outbound is not None:
             self.outbound.flush()
@@ -204,6 +240,11 @@ class CudaBackend(DeviceArrays):
             return pending
         pending.wait(self.waiter)
         return None
+
+    def alltoall_in_place(self, plan: Plan, op: Op, a, logical=None, defer: bool = False):
+        """An all-to-all whose output is its input a: blocks would land over a before they
+        are sent (schedule.alltoall_overwritten), so it runs from a copy of a."""
+        return self.run(plan, op, self.copy_of(a), a, logical=logical, defer=defer)
 
     def replay(self, launch, defer: bool = False):
         """Fire a bound launch of the kernel path and wait for it under the timeout (with
@@ -233,9 +274,9 @@ class CudaBackend(DeviceArrays):
         for end in (self.inbound, self.outbound):
             if end is not None:
                 end.close()
-        if self.areas is not None:
-            self.areas.close()
-            self.areas = None
+        if self._areas is not None:
+            self._areas.close()
+            self._areas = None
         for m in self._mapped:
             m.close()
         if self.segment is not None:

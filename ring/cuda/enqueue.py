@@ -1,7 +1,7 @@
 """One process driving K ranks' rings on the GPU: every rank's plan, chunk by chunk, put on
 that rank's stream, each dependency a CUDA event, nothing waited for on the host.
 
-The slot protocol is the one ring/simulate.py checks: link r -> r+1 has `nslots` slots in
+The slot protocol is the one tests/simulate.py checks: link r -> r+1 has `nslots` slots in
 rank r+1's memory; a chunk may be written into a slot once the chunk before it in that slot
 has been consumed, and read once written. Here "written" and "consumed" are events:
 
@@ -15,7 +15,7 @@ something not yet enqueued lets the others go first. Any such order is also a va
 execution, which is why Numba's simulator, which runs each launch at once, checks it.
 
 Paths for a chunk that goes to the next rank:
-  fused  the kernel that reduces writes straight into the successor's slot (and into the
+  stream the kernel that reduces writes straight into the successor's slot (and into the
          output too, at the seam of all-reduce): one kernel per chunk, no extra copy;
   copy   the kernel writes into a local staging slot, and a second stream copies it into the
          successor's slot (the copy engine, through peer memory on another GPU), so the copy
@@ -34,14 +34,27 @@ from kernels.arrays import address
 from kernels.dtypes import kernel_dtype
 from kernels.reduce import launch_args
 
-from ..host.executor import local_slices
+from kernels.driver import event
 from ringtypes import Op
-from ..schedule import Plan
-from ..transport.shm import Typed
+
+from ..schedule import Collective, Plan, local_slices
+from ..transport.slots import Slots
 from .arrays import SIMULATED
 
+# Aligned chunk boundaries (16 bytes) can make a chunk up to 2 x 15 bytes longer than
+# chunk_bytes (schedule.Plan.chunk); slots carry that much more.
+SLOT_PAD = 64
+# Collectives whose blocks start 16-byte aligned (paired 16-bit loads in the reduce kernels)
+ALIGNED = (Collective.ALLREDUCE, Collective.REDUCE)
 
-def _copy(dst, src, stream) -> None:
+
+def align(itemsize: int) -> int:
+    """Elements per 16 bytes: chunk boundaries that keep the paired 16-bit loads aligned."""
+    return max(1, 16 // itemsize)
+
+
+def copy(dst, src, stream) -> None:
+    """dst := src on stream (nothing where they are the same memory, or empty)."""
     if dst.size and address(dst) != address(src):
         dst.copy_to_device(src, stream=stream)
 
@@ -79,52 +92,6 @@ def load_kernels(op: Op, dtype_name: str, storage, stream, device: int = 0) -> N
                 a, b, c, d = (scratch[i, :n] for i in range(4))
                 _reduce(eff, a, c, d, b if two else None, 1, dtype_name, stream)
     _LOADED.add(key)
-
-
-class Slots:
-    """nslots buffers of slot_bytes on one device, and their events."""
-
-    def __init__(self, nslots: int, slot_bytes: int):
-        self.raw = [cuda.device_array(slot_bytes, np.uint8) for _ in range(nslots)]
-        self.written = [event() for _ in range(nslots)]
-        self.freed = [event() for _ in range(nslots)]
-        self._typed = Typed(self.raw)
-
-    def swap_events(self, events=None):
-        """Put fresh events in place (or the given (written, freed) pair); return the pair
-        that was there. A stream capture needs fresh ones: waiting inside a capture on an
-        event recorded outside it invalidates the capture, and waiting on an event never
-        recorded is a no-op."""
-        old = self.written, self.freed
-        n = len(self.raw)
-        self.written, self.freed = events or ([event() for _ in range(n)], [event() for _ in range(n)])
-        return old
-
-    def view(self, k: int, storage: np.dtype, n: int):
-        return self._typed.get(storage)[k][:n]
-
-
-def event():
-    """An event for ordering only (no timing: cheaper; the simulator's take no options)."""
-    return cuda.event() if SIMULATED else cuda.event(timing=False)
-
-
-def fired(ev) -> bool:
-    """Whether the work before an event's latest record has finished (the simulator's
-    events have always fired). Asked of the driver through cuda.bindings, not Numba's
-    Event.query, which for every poll of an event not yet reached logs an ERROR ("Call to
-    cuEventQuery results in CUDA_ERROR_NOT_READY": printed wherever the application had
-    configured the root logger before CUDA started) and raises and catches a CudaAPIError."""
-    if SIMULATED:
-        return True
-    from cuda.bindings import driver
-    err = driver.cuEventQuery(ev.handle)[0]
-    if err == driver.CUresult.CUDA_SUCCESS:
-        return True
-    if err == driver.CUresult.CUDA_ERROR_NOT_READY:
-        return False
-    from numba.cuda.cudadrv.driver import CudaAPIError
-    raise CudaAPIError(err, f"cuEventQuery: {err.name}")
 
 
 @dataclass
@@ -173,7 +140,7 @@ class Rank:
 
 def enqueue(plans: list[Plan], op: Op, xs: list, outs: list, ranks: list[Rank],
             links: list[Link], dtype_name: str, storage: np.dtype, divisor: int,
-            path: str = "fused") -> None:
+            path: str = "stream") -> None:
     """Put one collective of every rank on its stream. xs / outs: 1-D device views of each
     rank's input and output (storage dtype)."""
     k = len(plans)
@@ -190,7 +157,7 @@ def enqueue(plans: list[Plan], op: Op, xs: list, outs: list, ranks: list[Rank],
             if (step.recv and not inbound.can_recv()) or (step.send and not outbound.can_send()):
                 continue
             with (cuda.gpus[ranks[r].device] if switch else contextlib.nullcontext()):
-                _unit(plans[r], step, lo, hi, op, xs[r], outs[r], ranks[r], inbound, outbound,
+                unit(plans[r], step, lo, hi, op, xs[r], outs[r], ranks[r], inbound, outbound,
                       dtype_name, storage, divisor, path)
             pos[r] += 1
             moved = True
@@ -205,7 +172,7 @@ def on_device(device: int):
     return cuda.gpus[device]
 
 
-def _unit(p: Plan, step, lo, hi, op, x, out, rank: Rank, inbound, outbound,
+def unit(p: Plan, step, lo, hi, op, x, out, rank: Rank, inbound, outbound,
           dtype_name, storage, divisor, path) -> None:
     """One chunk of one step on rank's streams. inbound / outbound: the ends of the links
     from the predecessor and to the successor (Link here, ipc.py's across processes)."""
@@ -230,9 +197,9 @@ def _unit(p: Plan, step, lo, hi, op, x, out, rank: Rank, inbound, outbound,
             outbound.wait_freed(uout, s)
         if not step.recv:
             if step.out and n:
-                _copy(dst, src, s)
+                copy(dst, src, s)
             if step.send and n:
-                _copy(sbuf, src, s)
+                copy(sbuf, src, s)
         elif step.reduce:
             eff = op if (step.final or op is not Op.AVG) else Op.SUM
             target = dst if step.out else sbuf
@@ -240,9 +207,9 @@ def _unit(p: Plan, step, lo, hi, op, x, out, rank: Rank, inbound, outbound,
                     divisor, dtype_name, s)
         else:
             if step.out and n:
-                _copy(dst, rbuf, s)
+                copy(dst, rbuf, s)
             if step.send and n:
-                _copy(sbuf, rbuf, s)
+                copy(sbuf, rbuf, s)
         if step.recv:
             inbound.mark_freed(uin, s)
         if step.send:
@@ -262,7 +229,7 @@ def _unit_copy_path(step, op, src, dst, rbuf, sbuf, rank: Rank, inbound, uin, ou
     if not step.recv:
         value = src  # step 0: the input itself goes
         if step.out and n:
-            _copy(dst, src, s)
+            copy(dst, src, s)
     elif step.reduce:
         eff = op if (step.final or op is not Op.AVG) else Op.SUM
         if step.out:
@@ -276,13 +243,13 @@ def _unit_copy_path(step, op, src, dst, rbuf, sbuf, rank: Rank, inbound, uin, ou
     else:
         value = rbuf  # forward what arrived
         if step.out and n:
-            _copy(dst, rbuf, s)
+            copy(dst, rbuf, s)
     ready = event()
     ready.record(s)
     ready.wait(c)
     outbound.wait_freed(uout, c)
     if n:
-        _copy(sbuf, value, c)
+        copy(sbuf, value, c)
     outbound.mark_written(uout, c)
     if staged is not None:
         rank.stage.freed[staged].record(c)
@@ -294,9 +261,9 @@ def _unit_copy_path(step, op, src, dst, rbuf, sbuf, rank: Rank, inbound, uin, ou
         inbound.mark_freed(uin, s)
 
 
-def traffic(p: Plan, itemsize: int, path: str = "fused", in_place: bool = False) -> int:
+def traffic(p: Plan, itemsize: int, path: str = "stream", in_place: bool = False) -> int:
     """Bytes one rank's plan reads and writes in device memory (kernels and copies), chunk
-    by chunk as _unit does them: the numerator of "fraction of the copy roofline"."""
+    by chunk as unit does them: the numerator of "fraction of the copy roofline"."""
     total = 0
     for _, step, lo, hi in p.units:
         n = (hi - lo) * itemsize
@@ -305,8 +272,8 @@ def traffic(p: Plan, itemsize: int, path: str = "fused", in_place: bool = False)
             total += (2 * n if local_copy else 0) + (2 * n if step.send else 0)
         elif step.reduce:
             total += 3 * n
-            if step.send:  # the kernel path writes as the fused one does
-                one_pass = path in ("fused", "kernel")
+            if step.send:  # the kernel path writes as the stream path does
+                one_pass = path in ("stream", "kernel")
                 total += n if (one_pass and step.out) else (0 if one_pass else 2 * n)
         elif path == "kernel":  # the persistent kernel reads a forwarded chunk once
             total += n + (n if step.out else 0) + (n if step.send else 0)

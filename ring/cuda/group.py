@@ -14,8 +14,8 @@ there at once, without a host synchronisation.
 path="kernel" runs each call as one persistent kernel per rank (persistent.py), the ranks'
 segments allocated here as a process's would be for IPC; a kernel that waits longer than
 `timeout` seconds stops, and synchronize() raises its ring.TimeoutError. path="auto" (the
-default) runs plain calls so on one GPU and captures on the stream path ("fused"), as
-measured; ranks on several GPUs take "fused".
+default) runs plain calls so on one GPU and captures on the stream path ("stream"), as
+measured; ranks on several GPUs take "stream".
 """
 
 from __future__ import annotations
@@ -28,15 +28,14 @@ from ..errors import CommunicatorError
 from ..options import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, check_path, check_slots
 from ..schedule import Collective, plan
 from ..wait import Waiter
-from . import fastcall, graphs, ipc, kernel_path
-from .arrays import SIMULATED, DeviceArrays
-from .enqueue import Link, Rank, Slots, _copy, enqueue, event, on_device
+from kernels.driver import event
+from kernels import simulator
 
-# Aligned chunk boundaries (16 bytes) can make a chunk up to 2 x 15 bytes longer than
-# chunk_bytes (schedule.Plan.chunk); slots carry that much more.
-SLOT_PAD = 64
-# Collectives whose blocks start 16-byte aligned (paired 16-bit loads in the reduce kernels)
-ALIGNED = (Collective.ALLREDUCE, Collective.REDUCE)
+from ..transport import ipc
+from ..transport.slots import Slots
+from . import graphs, kernel_path, repeated
+from .arrays import SIMULATED, DeviceArrays
+from .enqueue import ALIGNED, SLOT_PAD, Link, Rank, align, copy, enqueue, on_device
 
 
 class Group:
@@ -46,7 +45,7 @@ class Group:
         if int(size) != size or size < 1:
             raise ValueError(f"size: need at least one rank, got {size!r}")
         check_slots(chunk_bytes, nslots)
-        check_path(path)
+        path = check_path(path)
         if path == "kernel" and SIMULATED and size > 1:
             # the simulator runs one kernel at a time, to its end: K persistent kernels that
             # wait on each other cannot run there (the Communicator's, one per process, can)
@@ -59,10 +58,11 @@ class Group:
             raise ValueError(f"devices: need {self.size} device indices below {ndev}, got {devices}")
         if path == "auto":  # the kernel for plain calls where it was measured: one GPU
             one_gpu = len(set(self.devices)) == 1 and not (SIMULATED and self.size > 1)
-            self.path = path = "auto" if one_gpu else "fused"
+            self.path = path = "auto" if one_gpu else "stream"
         # path="auto" keeps both: the kernel's segments and the stream path's links
         # (disjoint memory, so calls of either path may follow each other)
         kernel = path in ("kernel", "auto")
+        simulator.prepare()  # under Numba's simulator: its patches
         self._ranks, self._links = [], []
         for d in self.devices:
             with on_device(d):
@@ -78,7 +78,7 @@ class Group:
         self._streams = [q for r in self._ranks for q in
                          ((r.stream,) if path == "kernel" else (r.stream, r.copy_stream))]
         self._marks = [event() for _ in range(len(self._streams) + 1)]
-        self._known: dict = {}  # path="kernel": kept signatures (fastcall.py)
+        self._known: dict = {}  # path="kernel": kept signatures (repeated.py)
         self._waiter = Waiter(float(timeout))
         self._error: BaseException | None = None
         self._closed = False
@@ -195,8 +195,8 @@ class Group:
     # -- one call -----------------------------------------------------------------------
     def _call(self, collective, xs, outs, op, dtype, stream, root=0, capturing=False):
         key, kernel = None, self._kernel_for(capturing)
-        if kernel:  # a repeated call: its launches as kept (fastcall.py)
-            key = fastcall.group_key(collective, xs, outs, op, root, dtype, self.size)
+        if kernel:  # a repeated call: its launches as kept (repeated.py)
+            key = repeated.group_key(collective, xs, outs, op, root, dtype, self.size)
             known = self._known.get(key)
             if known is not None and self._error is None and not self._closed:
                 marks = self._marks_for(capturing)
@@ -222,7 +222,7 @@ class Group:
                 self._learn(key, calls, xs, outs, launches)
             else:
                 enqueue(plans, first.op, views, [c.out for c in calls], self._ranks, self._links,
-                        first.dtype.name, storage, k, "fused" if self.path == "auto" else self.path)
+                        first.dtype.name, storage, k, "stream" if self.path == "auto" else self.path)
             self._order_before(stream, marks[1:])
         return [c.result for c in calls]
 
@@ -243,14 +243,14 @@ class Group:
                 fire()
 
     def _learn(self, key, calls, xs, outs, launches) -> None:
-        """Keep a kernel-path call's launches (every rank's fastcall.Known) for the next
+        """Keep a kernel-path call's launches (every rank's repeated.Known) for the next
         calls of its signature."""
         if key is None:
             return
-        kept = [fastcall.learnt(c, {}, x, o, launch, r)
+        kept = [repeated.learnt(c, {}, x, o, launch, r)
                 for r, (c, x, o, launch) in enumerate(zip(calls, xs, outs, launches))]
         if all(k is not None for k in kept):
-            fastcall.remember(self._known, key, kept)
+            repeated.remember(self._known, key, kept)
 
     def _plans(self, collective, xs, outs, op, dtype, root):
         """Every rank's checked call and plan ([] when there is no data)."""
@@ -277,10 +277,10 @@ class Group:
         if not first.count:
             return calls, []
         storage = np.dtype(first.x.dtype)
-        align = _align(storage.itemsize) if collective in ALIGNED else 1
+        step = align(storage.itemsize) if collective in ALIGNED else 1
         plans = [plan(collective, k, r, first.count, storage.itemsize, self.chunk_bytes,
-                      align, first.root) for r in range(k)]
-        if plans[0].max_chunk() * storage.itemsize > self.chunk_bytes + SLOT_PAD:
+                      step, first.root) for r in range(k)]
+        if plans[0].max_chunk * storage.itemsize > self.chunk_bytes + SLOT_PAD:
             raise AssertionError("a chunk is larger than a slot")  # schedule.py's bound
         return calls, plans
 
@@ -290,7 +290,7 @@ class Group:
         with on_device(self.devices[r]):
             dst = cuda.device_array(a.size, a.dtype)
             if a.size:
-                _copy(dst, a, self._ranks[r].stream)
+                copy(dst, a, self._ranks[r].stream)
         return dst
 
     def _order_after(self, stream, ev) -> None:
@@ -306,11 +306,6 @@ class Group:
         for s, ev in zip(self._streams, events):
             ev.record(s)
             ev.wait(target)
-
-
-def _align(itemsize: int) -> int:
-    """Elements per 16 bytes: chunk boundaries that keep the paired 16-bit loads aligned."""
-    return max(1, 16 // itemsize)
 
 
 def _stream(stream):

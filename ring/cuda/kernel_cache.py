@@ -30,7 +30,7 @@ from .arrays import SIMULATED
 ROOT = Path(__file__).resolve().parents[2]
 # what the persistent kernel is built from: its source, the program's and segment's
 # layouts, the op / dtype / hand-off device functions, the op enumeration
-SOURCES = ("ring/cuda/persistent.py", "ring/cuda/program.py", "ring/cuda/ipc.py",
+SOURCES = ("ring/cuda/persistent.py", "ring/cuda/program.py", "ring/transport/ipc.py",
            "kernels/*.py", "ringtypes/*.py")
 
 

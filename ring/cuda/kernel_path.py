@@ -25,12 +25,12 @@ from numba import cuda
 
 from kernels.dtypes import kernel_dtype
 from kernels.arrays import address
-from kernels.fastlaunch import BoundLaunch
-from .fastcall import remember
+from kernels.bound_launch import BoundLaunch
+from .repeated import remember
 from ringtypes import Op
 from ..schedule import Plan
 from .arrays import SIMULATED
-from .ipc import HEADER, MAX_CHANNELS
+from ..transport.ipc import HEADER, MAX_CHANNELS
 from .program import encode
 from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ERR_SEEN,
                          ERR_STEP, LL_WORDS, UNROLL, WAIT_DATA, WAIT_LL, ring_kernel)
@@ -222,7 +222,7 @@ class KernelPath:
 
     def bind(self, p: Plan, op: Op, x, out, divisor: int, dtype_name: str, timeout_s: float):
         """The whole plan as one kernel launch on the rank's stream, whose every wait gives
-        up after timeout_s, ready to fire (kernels.fastlaunch.BoundLaunch: arguments packed, the
+        up after timeout_s, ready to fire (kernels.bound_launch.BoundLaunch: arguments packed, the
         module loaded). ring.Group binds every rank's launch before firing any: a kernel
         already spinning on its neighbours must not wait for the host, and an upload, a
         free or a module load between two launches could synchronise with it.
@@ -242,7 +242,7 @@ class KernelPath:
             storage = kernel_dtype(dtype_name).storage
         else:  # only copies: any dtype of the width moves the bits
             storage = MOVER[np.dtype(out.dtype).itemsize]
-        ll = carries_ll(self.proto, storage.itemsize, p.max_chunk(), self.channels)
+        ll = carries_ll(self.proto, storage.itemsize, p.max_chunk, self.channels)
         kernel = ring_kernel(op if p.collective.reduces else Op.SUM,
                              dtype_name if p.collective.reduces else storage.name,
                              self.unroll, self.gpu_scope, self.acqrel, ll)
@@ -252,7 +252,7 @@ class KernelPath:
             if x is None:
                 x = self._empty[storage] = cuda.device_array(0, storage)
         stride, cap = layout(self.slot_bytes, self.channels, storage.itemsize)
-        q = -(-p.max_chunk() // self.channels)
+        q = -(-p.max_chunk // self.channels)
         if q > cap // self.channels:  # slots are sized for it (slot_bytes)
             raise AssertionError(f"a channel's part of a chunk ({q}) exceeds its sub-slot")
         inslots, outslots = (r.view(storage) for r in self.regions)

@@ -50,7 +50,7 @@ from kernels.reduce import OPS
 from kernels.spin import fenced, sync
 from ringtypes import Op
 
-from .ipc import KERNEL_ACKED, KERNEL_BASE, KERNEL_STRIDE, KERNEL_TOTALS
+from ..transport.ipc import KERNEL_ACKED, KERNEL_BASE, KERNEL_STRIDE, KERNEL_TOTALS
 from .kernel_cache import compiled
 from .program import CHUNK, FINAL, FLAGS, N, OUT, RECV, REDUCE, SEND, STEP, UIN, UOUT, WRITE_OUT, X
 

@@ -12,7 +12,7 @@ One row per unit of the plan, in its execution order (chunk-major, Plan.units):
     CHUNK, STEP   the chunk index and the step's index, for error messages
 
 Pure data: built once per Plan (plans are cached, so is this) and decoded back in the
-tests, which check it against schedule.py and host/executor.local_slices.
+tests, which check it against schedule.py and its local_slices.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..host.executor import local_slices
-from ..schedule import Plan, Step
+from ..schedule import Plan, Step, local_slices
 
 FLAGS, N, X, OUT, UIN, UOUT, CHUNK, STEP = range(8)
 NCOL = 8

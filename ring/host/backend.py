@@ -8,48 +8,47 @@ from mpi4py import MPI
 from ringtypes import Op, parse_dtype
 from ..schedule import Plan, alltoall_overwritten
 from ..topology import Topology
+from ..transport import Kind, ends
 from ..transport.mpi import MpiRecv, MpiSend
 from ..transport.shm import CALLS, ShmRecv, ShmSend, ShmWindow
 from ..wait import Waiter
 from . import executor
-from .reduce import compiled_walk
+from .reduce import walk_compiles
 
 
 class HostBackend:
     name = "host"
+    path = "stream"  # the sender reduces straight into the successor's slot, as the GPU's
+    #                  stream path does: the host's only path
 
     def __init__(self, comm: MPI.Comm, topo: Topology, nslots: int, slot_bytes: int,
                  waiter: Waiter):
         self.comm, self.topo, self.waiter = comm, topo, waiter
         self.slot_bytes = slot_bytes
         size, rank = comm.size, comm.rank
-        pred, succ = (rank - 1) % size, (rank + 1) % size
         self.window = None
         self.send = self.recv = None
         self._my_header = None  # where entered() notes this rank's call number
         self._shm = False  # both links in node-shared memory: the walk may be compiled
-        self._link = None  # then fastring's link array (made on first use: Numba's import)
+        self._link = None  # then compiled_walk's link array (made on first use: Numba's import)
         if size == 1:
             return
-        me = topo.local_of[rank]
-        receives_shm = topo.same_node(pred, rank)
+        me, local = topo.local_of[rank], topo.local_of
         # Collective over the node, so every rank takes part even if it needs no slots.
-        self.window = ShmWindow(topo.node_comm, nslots, slot_bytes, receives_shm)
-        self._my_header = self.window.header(me)
-        if topo.same_node(rank, succ):
-            self.send = ShmSend(self.window, me, topo.local_of[succ], waiter, f"rank {succ}")
-        else:
-            self.send = MpiSend(comm, succ, nslots, slot_bytes, waiter, f"rank {succ}")
-        if receives_shm:
-            self.recv = ShmRecv(self.window, me, topo.local_of[pred], waiter, f"rank {pred}")
-        else:
-            self.recv = MpiRecv(comm, pred, nslots, slot_bytes, waiter, f"rank {pred}")
+        self.window = win = ShmWindow(topo.node_comm, nslots, slot_bytes,
+                                      topo.same_node((rank - 1) % size, rank))
+        self._my_header = win.header(me)
+        near = Kind(lambda q: ShmRecv(win, me, local[q], waiter, f"rank {q}"),
+                    lambda q: ShmSend(win, me, local[q], waiter, f"rank {q}"))
+        far = Kind(lambda q: MpiRecv(comm, q, nslots, slot_bytes, waiter, f"rank {q}"),
+                   lambda q: MpiSend(comm, q, nslots, slot_bytes, waiter, f"rank {q}"))
+        self.recv, self.send = ends(topo, rank, size, near, far)
         self._shm = isinstance(self.send, ShmSend) and isinstance(self.recv, ShmRecv)
         waiter.add_progress(self.send, self.recv)
 
     def _shm_link(self) -> np.ndarray:
-        """Both ends in shared memory: fastring's link array (slot and counter addresses)."""
-        from .fastring import link
+        """Both ends in shared memory: compiled_walk's link array (slot and counter addresses)."""
+        from .compiled_walk import link
         s, r = self.send, self.recv
         return link(r.slots.raw[0].ctypes.data, s.slots.raw[0].ctypes.data, self.window.nslots,
                     self.window.slot_bytes, r.posted.ctypes.data, r.acked.ctypes.data,
@@ -82,6 +81,12 @@ class HostBackend:
         return 1
 
     may_overlap = staticmethod(np.may_share_memory)  # bounds only: cheap
+    compiles = staticmethod(walk_compiles)  # (dtype, op, wire): the walk is compiled
+
+    @staticmethod
+    def through_host(c, fn) -> None:
+        """fn(x, out) on the call's host arrays: they are host arrays already."""
+        fn(c.x, c.out)
 
     @staticmethod
     def scratch(n: int, dtype) -> np.ndarray:
@@ -126,13 +131,14 @@ class HostBackend:
             wire: np.dtype | None = None, from_out: tuple[int, ...] = ()) -> None:
         """Run the plan to completion (NumPy has nothing to leave in flight: defer or not,
         nothing is pending afterwards). wire, from_out: executor.run's. With both links in
-        shared memory, the walk is compiled (fastring.py) for the dtypes and ops it takes."""
-        if self._shm and compiled_walk(out.dtype, op, wire):
+        shared memory, the walk is compiled (compiled_walk.py) for the dtypes and ops it takes."""
+        if self._shm and walk_compiles(out.dtype, op, wire):
             return self._walk(plan, op, x, out, divisor, from_out)
         executor.run(plan, op, x, out, self.send, self.recv, self.waiter, divisor, wire,
                      from_out)
 
-    def alltoall_in_place(self, plan: Plan, op: Op, a: np.ndarray) -> None:
+    def alltoall_in_place(self, plan: Plan, op: Op, a: np.ndarray, logical=None,
+                          defer: bool = False) -> None:
         """An all-to-all whose output is its input `a`. From K = 3 some blocks of a would
         be written over before they are sent (schedule.alltoall_overwritten): with both
         links in shared memory only those are kept aside, and the walk reads the others
@@ -147,29 +153,29 @@ class HostBackend:
         self.run(plan, op, held, a, from_out=from_out)
 
     def _walk(self, plan: Plan, op: Op, x, out, divisor, from_out=()) -> None:
-        """fastring.walk to the end; its waits past the spins go to the transport ends'
+        """compiled_walk.walk to the end; its waits past the spins go to the transport ends'
         bounded ones (the communicator's timeout, which names the late peer)."""
-        from . import fastring
+        from . import compiled_walk
         if self._link is None:
             self._link = self._shm_link()
-        units, link, send, recv, w = fastring.encode(plan, from_out), self._link, self.send, \
+        units, link, send, recv, w = compiled_walk.encode(plan, from_out), self._link, self.send, \
             self.recv, self.waiter
-        link[fastring.RECEIVED], link[fastring.SENT], link[fastring.UNIT] = \
+        link[compiled_walk.RECEIVED], link[compiled_walk.SENT], link[compiled_walk.UNIT] = \
             recv.received, send.sent, 0
         divisor = plan.size if divisor is None else divisor
         try:
             while True:
-                status = fastring.walk(units, x, out, link, int(op), divisor, w.spins, w.yields)
-                if status == fastring.DONE:
+                status = compiled_walk.walk(units, x, out, link, int(op), divisor, w.spins, w.yields)
+                if status == compiled_walk.DONE:
                     return
-                recv.received, send.sent = int(link[fastring.RECEIVED]), int(link[fastring.SENT])
-                w.at = divmod(int(link[fastring.UNIT]), len(plan.steps))
-                if status == fastring.WAIT_RECV:
+                recv.received, send.sent = int(link[compiled_walk.RECEIVED]), int(link[compiled_walk.SENT])
+                w.at = divmod(int(link[compiled_walk.UNIT]), len(plan.steps))
+                if status == compiled_walk.WAIT_RECV:
                     recv.wait(out.dtype)
                 else:
                     send.acquire(out.dtype)
         finally:
-            recv.received, send.sent = int(link[fastring.RECEIVED]), int(link[fastring.SENT])
+            recv.received, send.sent = int(link[compiled_walk.RECEIVED]), int(link[compiled_walk.SENT])
 
     def finish(self) -> None:
         """Everything is done when run() returns."""

@@ -12,20 +12,8 @@ import numpy as np
 
 from ringtypes import Op
 from ..options import DIRECT_MIN_BYTES
-from ..schedule import Collective, Plan, alltoall_overwritten
+from ..schedule import Collective, Plan, alltoall_overwritten, local_slices
 from .reduce import apply_chunk, apply_wire
-
-
-def local_slices(plan: Plan, block: int, lo: int, hi: int):
-    """Where full-array elements [lo, hi) of `block` sit in this rank's input and output."""
-    c = plan.collective
-    if c in (Collective.ALLREDUCE, Collective.BROADCAST, Collective.REDUCE, Collective.ALLTOALL):
-        return slice(lo, hi), slice(lo, hi)
-    base = plan.blocks[plan.rank]
-    if c in (Collective.REDUCE_SCATTER, Collective.SCATTER):  # the output is block `rank`
-        return slice(lo, hi), slice(lo - base, hi - base)
-    # all-gather, gather: the input is block `rank` of the output
-    return (slice(lo - base, hi - base) if block == plan.rank else None), slice(lo, hi)
 
 
 def in_place(plan: Plan, a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -49,7 +37,7 @@ def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter,
     that type (reduce.apply_wire; the plan is cut for the wire's itemsize). waiter.at is
     kept at the current (chunk, step) so that a timeout can say where. from_out: blocks
     whose input is read from out, at x's offsets (an all-to-all in place through
-    shared-memory ends: in_place, the fastring walk's FROM_OUT).
+    shared-memory ends: in_place, the compiled_walk walk's FROM_OUT).
 
     Through `direct` ends (MPI) chunks are sent from x and out, and received into out,
     where that is safe (`sends_from_x`, `receives_into`), instead of through staging slots."""
@@ -58,7 +46,7 @@ def run(plan: Plan, op: Op, x: np.ndarray, out: np.ndarray, send, recv, waiter,
     itemsize = dtype.itemsize
     apply = apply_chunk if wire is None else apply_wire
     # not for a 16-bit wire (its slots hold another type than the arrays), nor small chunks
-    direct = wire is None and plan.max_chunk() * itemsize >= DIRECT_MIN_BYTES
+    direct = wire is None and plan.max_chunk * itemsize >= DIRECT_MIN_BYTES
     # out's chunks go from out once written; x's from x unless that memory is written over
     send_out = send is not None and direct and send.direct
     from_x = send_out and sends_from_x(plan, x, out)

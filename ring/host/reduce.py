@@ -32,9 +32,9 @@ HALF = (np.dtype(np.float16), bfloat16)  # through half.py (imported on first us
 HALF_OPS = (Op.SUM, Op.AVG, Op.PROD)
 
 
-def compiled_walk(dtype: np.dtype, op: Op, wire=None) -> bool:
+def walk_compiles(dtype: np.dtype, op: Op, wire=None) -> bool:
     """Whether a ring step of this dtype and op is computed by the compiled walk
-    (fastring.py): not for a 16-bit wire, float16 / bfloat16 (half.py's loops), floating
+    (compiled_walk.py): not for a 16-bit wire, float16 / bfloat16 (half.py's loops), floating
     min / max (NumPy's NaN and signed-zero choices) or the data-only float8 types."""
     return wire is None and dtype in REDUCIBLE and dtype not in HALF and not (
         dtype in FLOATING and op in (Op.MIN, Op.MAX))
@@ -56,6 +56,28 @@ def divide(out, k: int) -> None:
         half.divide(out, k)
     else:
         np.divide(out, k, out=out)
+
+
+def fold(parts, op: Op, k: int, out) -> None:
+    """out = ((parts(0) op parts(1)) op ...) op parts(k-1), avg divided by k: the rank-order
+    fold of the whole-buffer algorithms (naive, ps, tree, oneshot, twoshot)."""
+    np.copyto(out, parts(0))
+    for q in range(1, k):
+        combine(op, out, parts(q), out)
+    if op is Op.AVG:
+        divide(out, k)
+
+
+def follow(segments, parts, op: Op, out) -> None:
+    """Do a recipe (ring/recipe.py): parts(q) is rank q's posted array (out's dtype)."""
+    for lo, n, sources in segments:
+        if len(sources) == 1:
+            q, at = sources[0]
+            out[lo:lo + n] = parts(q)[at:at + n]
+            continue
+        with np.errstate(over="ignore", invalid="ignore"):
+            fold(lambda i: parts(sources[i][0])[sources[i][1]:sources[i][1] + n], op,
+                 len(sources), out[lo:lo + n])
 
 
 def apply_chunk(step: Step, op: Op, nranks: int, src, dst, rbuf, sbuf) -> None:

@@ -46,8 +46,9 @@ class Exchange:
             self.segs.append(np.frombuffer(buf, np.uint8))
         self.segs[self.rank][:HEADER] = 0
         self.heads = [s[:HEADER].view(np.int64) for s in self.segs]
-        # the segments' addresses, for compiled code (host/fastround.py)
+        # the segments' addresses, for compiled code (host/compiled_round.py)
         self.bases = np.array([s.ctypes.data for s in self.segs], np.int64)
+        self.seq = 0  # rounds posted so far (every rank posts every round, in order)
         self.win.Sync()
         comm.Barrier()
 
@@ -73,7 +74,17 @@ class Exchange:
         b = self._base(call) + RECORD * 8 + self.cap
         return self.segs[q][b:b + self.cap].view(dtype)[:n]
 
+    def put(self, call: int, x: np.ndarray) -> None:
+        """x into this rank's data of round `call`, where the peers read it (before the
+        round is posted)."""
+        self.data(self.rank, call, x.dtype, x.size)[...] = x
+
     # -- rounds -----------------------------------------------------------------------------
+    def next_round(self) -> int:
+        """The number of the next round, counted as begun."""
+        self.seq += 1
+        return self.seq
+
     def post(self, call: int, counter: int = ROUND1) -> None:
         """This rank's slot of round `counter` for call `call` is written: publish it."""
         self.win.Sync()

@@ -86,7 +86,7 @@ REDUCE = [("float32", np.float32), ("float16", np.float16), ("bfloat16", np.uint
 @pytest.mark.parametrize("nbytes", SIZES, ids=_label)
 @pytest.mark.parametrize("name,storage", REDUCE, ids=[r[0] for r in REDUCE])
 def test_reduce_into_sum(benchmark, name, storage, nbytes):
-    from kernels.fastlaunch import BoundLaunch
+    from kernels.bound_launch import BoundLaunch
     from kernels.reduce import launch_args
     from ringtypes import Op
     a, b = _arrays(storage, nbytes, 2)
@@ -96,7 +96,7 @@ def test_reduce_into_sum(benchmark, name, storage, nbytes):
 
 @pytest.mark.parametrize("nbytes", SIZES, ids=_label)
 def test_reduce_copy_two_outputs_f32(benchmark, nbytes):
-    from kernels.fastlaunch import BoundLaunch
+    from kernels.bound_launch import BoundLaunch
     from kernels.reduce import launch_args
     from ringtypes import Op
     o, o2, a, b = _arrays(np.float32, nbytes, 4)
@@ -109,7 +109,7 @@ def test_reduce_copy_two_outputs_f32(benchmark, nbytes):
 def test_cast_f32_to_bf16(benchmark, nbytes):
     import cupy as cp
     from kernels.casts import launch_args
-    from kernels.fastlaunch import BoundLaunch
+    from kernels.bound_launch import BoundLaunch
     (x,) = _arrays(np.float32, nbytes, 1)
     out = cp.empty(x.size, cp.uint16)
     k, g, t, args = launch_args(out, x, dst="bfloat16")
@@ -127,7 +127,7 @@ def test_cupy_add(benchmark, dtype, nbytes):
 
 @pytest.mark.parametrize("nbytes", SIZES, ids=_label)
 def test_reduce_copy_avg_bf16(benchmark, nbytes):
-    from kernels.fastlaunch import BoundLaunch
+    from kernels.bound_launch import BoundLaunch
     from kernels.reduce import launch_args
     from ringtypes import Op
     o, a, b = _arrays(np.uint16, nbytes, 3)

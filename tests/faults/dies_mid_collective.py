@@ -18,8 +18,8 @@ first call makes the two-level rings). With
 'async' the survivors make the call with async_op=True and meet the error in wait()
 (on the host: from the communicator's progress thread). With 'fast' (oneshot across nodes)
 every rank makes two calls first, and the victim dies in the third, on the fast path
-(ring/fast.py), after the agreement's allgather and before the data's; with 'cuda-kernel',
-on the kept call (ring/cuda/fastcall.py), after the agreement, instead of firing its
+(ring/host/repeated.py), after the agreement's allgather and before the data's; with 'cuda-kernel',
+on the kept call (ring/cuda/repeated.py), after the agreement, instead of firing its
 launch."""
 
 import os
@@ -36,7 +36,7 @@ algorithm = sys.argv[3] if len(sys.argv) > 3 else "ring"
 behind = len(sys.argv) > 4 and sys.argv[4] == "async"
 fast = len(sys.argv) > 4 and sys.argv[4] == "fast"
 small = len(sys.argv) > 4 and sys.argv[4] == "small"
-device, path = ("cuda", "kernel") if device == "cuda-kernel" else (device, "fused")
+device, path = ("cuda", "kernel") if device == "cuda-kernel" else (device, "stream")
 comm = ring.Communicator(device=device, timeout=timeout, algorithm=algorithm, path=path,
                          chunk_bytes=4096 if device == "host" else 1024)
 victim = comm.size - 1
@@ -76,7 +76,7 @@ if device == "cuda" and algorithm == "twoshot":
     comm.allreduce(x)  # makes the GPU areas: the victim dies in the next call's rounds
 
 out = None
-if fast and path == "kernel":  # kept signatures need out given (ring/cuda/fastcall.py)
+if fast and path == "kernel":  # kept signatures need out given (ring/cuda/repeated.py)
     out = cuda.device_array_like(x)
 if fast:  # the signature learnt, then taken by the fast path
     comm.allreduce(x, out=out)
@@ -85,37 +85,37 @@ if fast:  # the signature learnt, then taken by the fast path
 
 if comm.rank == victim:
     if fast and device == "host":  # the agreement's allgather has completed when its records are compared
-        from ring.host import fastround
-        die_after(fastround, "gathered", 0)
+        from ring.host import compiled_round
+        die_after(compiled_round, "gathered", 0)
     elif algorithm == "oneshot" and device == "cuda":
         # after the agreement's round, before its first call makes the GPU areas
-        die_after(comm, "_everyone_here", 0)
+        die_after(comm._ctx, "everyone_here", 0)
     elif algorithm == "twoshot" and device == "cuda":
         # after the agreement's and the data's rounds, before the reduced blocks' (the
-        # agreement's round is compiled, ring/fast.py: the data's is the first post)
-        die_after(comm._exchange, "post", 1)
-    elif algorithm == "oneshot" and comm._exchange is None:  # across nodes: by MPI
-        from ring import p2p
-        die_after(p2p, "allgathered", 0)
-    elif algorithm in ("oneshot", "twoshot"):
-        from ring import oneshot
-        die_after(oneshot, "post" if algorithm == "oneshot" else "twoshot", 0)
-    elif algorithm == "hierarchical":  # after the agreement, before the two-level rings
-        die_after(comm, "_run", 0)
-    elif algorithm in ("naive", "ps", "tree"):
-        from ring import p2p
-        die_after(p2p, algorithm, 0)
+        # agreement's round is compiled, ring/host/repeated.py: the data's is the first post)
+        die_after(comm._ctx.exchange, "post", 1)
+    elif algorithm == "oneshot" and comm._ctx.exchange is None:  # across nodes: by MPI
+        from ring.algorithms import oneshot
+        die_after(oneshot, "allgathered", 0)
+    elif algorithm == "oneshot":  # before it posts its data in the agreement's round
+        die_after(comm._ctx.exchange, "put", 0)
+    elif algorithm in ("twoshot", "hierarchical", "naive", "ps", "tree"):
+        # after the agreement (twoshot: its data posted), before the algorithm runs
+        # (hierarchical: before the two-level rings are made)
+        from ring.algorithms import BY_NAME
+        die_after(BY_NAME[algorithm], "run", 0)
     elif device == "host":
         # the victim walks in Python (executor.py), where the death is planted; the
-        # survivors' walks are compiled (host/fastring.py) and meet it there
+        # survivors' walks are compiled (host/compiled_walk.py) and meet it there
         # (across nodes, RING_NODES, with RING_TEST_DIRECT=1: through MPI, every chunk
         # that can be is sent from the arrays, executor.DIRECT_MIN_BYTES lowered to 0)
-        comm._backend._shm = False
-        die_after(comm._backend.send, "post_from" if direct else "post", 5)
+        backend = comm._ctx.backend
+        backend._shm = False
+        die_after(backend.send, "post_from" if direct else "post", 5)
     elif path == "kernel":
-        die_after(comm._backend, "replay", 0)  # bound, not fired
+        die_after(comm._ctx.backend, "replay", 0)  # bound, not fired
     else:
-        die_after(comm._backend.outbound, "mark_written", 5)
+        die_after(comm._ctx.backend.outbound, "mark_written", 5)
 
 try:
     if behind:

@@ -23,8 +23,8 @@ out = cuda.device_array_like(x)
 comm.allreduce(x, out=out)
 work = comm.allreduce(x, out=out, async_op=True)
 if comm.rank == 0:
-    kernel = comm._backend.kernel
-    comm._backend.rank.stream.synchronize()  # that call's kernel has ended; its Work is out
+    kernel = comm._ctx.backend.kernel
+    comm._ctx.backend.rank.stream.synchronize()  # that call's kernel has ended; its Work is out
     word = np.zeros(kernel.err.size, np.int64)
     word[[ERR_CODE, ERR_NEED]] = WAIT_DATA, 1
     kernel.err.copy_to_device(word)

@@ -52,7 +52,7 @@ def test_int8_exchanges_match_the_reference(hcomm, exchange, op, feedback):
 
 
 def test_the_default_exchange_sends_fewer_bytes(hcomm):
-    from ring.int8_reduce import choose
+    from ring.training.int8_reduce import choose
     grads = [np.zeros(1 << 16, np.float32)]
     b = GradientBuckets(hcomm, grads, compression="int8")
     want = "alltoall" if hcomm.size >= 3 else "allgather"

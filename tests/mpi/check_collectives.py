@@ -228,9 +228,9 @@ def test_a_call_naming_no_chunk_is_cut_for_its_walk(world):
     for given in (None, DEFAULT_CHUNK_BYTES["host"]):
         with ring.Communicator(device="host", chunk_bytes=given, timeout=60) as c:
             plans = []
-            real = c._backend.run
-            c._backend.run = lambda p, *a, **k: (plans.append(p), real(p, *a, **k))[1]
-            one_node = c._topo.nnodes == 1 and given is None
+            real = c._ctx.backend.run
+            c._ctx.backend.run = lambda p, *a, **k: (plans.append(p), real(p, *a, **k))[1]
+            one_node = c.nodes == 1 and given is None
             for dtype, op, chunk in (("float32", "sum", COMPILED_CHUNK_BYTES),
                                      ("int8", "max", COMPILED_CHUNK_BYTES),
                                      ("float32", "max", DEFAULT_CHUNK_BYTES["host"]),
@@ -424,7 +424,7 @@ def _by_oneshot(comm, collective, inputs, op, root, in_place, **options):
 @pytest.mark.parametrize("collective", REDUCING)
 @pytest.mark.parametrize("dtype,op", list(cases()))
 def test_reduce_scatter_and_reduce_by_oneshot(comm, world, collective, dtype, op):
-    """oneshot on one node (ring/oneshot.py's recipe): the flat ring's order, so the
+    """oneshot on one node (ring/recipe.py's recipe): the flat ring's order, so the
     same bits as the ring (both are checked against one reference), every root, in place
     and out; across nodes a clear refusal."""
     if not _shared():
@@ -461,7 +461,7 @@ def test_moving_collectives_by_oneshot(comm, world, collective, dtype):
                                                ("float32", "min"), ("int8", "prod")]],
     *[(c, d, "sum") for c in MOVING for d in ("float32", "bfloat16", "float8_e4m3fn")]])
 def test_repeated_collectives_take_the_fast_path(world, collective, dtype, op):
-    """Every collective's oneshot keeps its signature (ring/fast.py) too: a call repeated
+    """Every collective's oneshot keeps its signature (ring/host/repeated.py) too: a call repeated
     with new data takes the fast path, with the reference's bits (compiled, or NumPy's loops
     for 16-bit floats and floating min / max), out new, given and in place, every root."""
     if not _shared():
@@ -575,7 +575,7 @@ def test_oneshot_ranks_disagreeing(world, n, change):
         assert isinstance(info.value, ring.MismatchError) == (own is ring.MismatchError)
 
 
-# compiled folds (host/fastround.py) and NumPy's (16-bit floats, floating min / max)
+# compiled folds (host/compiled_round.py) and NumPy's (16-bit floats, floating min / max)
 FAST_CASES = [("float32", "sum"), ("int32", "max"), ("bfloat16", "avg"), ("int8", "prod"),
               ("float32", "avg"), ("float64", "avg"), ("uint64", "min"), ("float32", "min"),
               ("float16", "prod"), ("uint8", "sum")]
@@ -583,7 +583,7 @@ FAST_CASES = [("float32", "sum"), ("int32", "max"), ("bfloat16", "avg"), ("int8"
 
 @pytest.mark.parametrize("dtype,op", FAST_CASES)
 def test_repeated_small_allreduces_take_the_fast_path(world, dtype, op):
-    """From the second call of a oneshot signature on, the fast path (ring/fast.py): new
+    """From the second call of a oneshot signature on, the fast path (ring/host/repeated.py): new
     data every call, the rank-order reference's bits, out new, in place and given, and the
     log marks the call fast. Across nodes the same, whether the data ride in the
     agreement's allgather (up to RIDE_BYTES: n = 1, 7) or follow it in their own (1000)."""

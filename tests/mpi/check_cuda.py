@@ -1,11 +1,11 @@
 """The 'cuda' device across processes, on real ranks of one node. On a GPU: CUDA IPC and
 stream memory operations, CuPy arrays in and out, sizes up to 64 K elements. Under Numba's
 simulator: the same backend and per-chunk code with IPC emulated in MPI shared memory
-(ring/cuda/simipc.py), Numba device arrays, tiny sizes. Results are compared bit for bit
+(ring/transport/simipc.py), Numba device arrays, tiny sizes. Results are compared bit for bit
 with the exact reference of the flat ring's order (tests/reference.py, independent of
 ring/), with the GPU's 16-byte block alignment.
 
-RING_TEST_PATH picks the data path of the shared communicator (default "fused"):
+RING_TEST_PATH picks the data path of the shared communicator (default "stream"):
 test_mpi.py runs the collectives again with "kernel", the persistent kernel, and on a GPU
 the whole suite with "auto" (test_cuda_auto_path)."""
 
@@ -20,7 +20,7 @@ from numba import cuda
 import ring
 import ringtypes
 from ring.cuda.arrays import SIMULATED, storage_of
-from ring.cuda.group import _align
+from ring.cuda.enqueue import align
 
 from .. import reference
 from ..gpu import DEVICE_GROWTH_LIMIT, free_device_bytes
@@ -35,7 +35,7 @@ else:
     CHUNK, SIZES, PER = 4096, (0, 1, 37, 3001, 1 << 16 | 5), (0, 1, 7, 5000)
 
 
-PATH = os.environ.get("RING_TEST_PATH", "fused")
+PATH = os.environ.get("RING_TEST_PATH", "stream")
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def gcomm():
         c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH)
     assert c.device == "cuda"
     if PATH != "auto":  # (auto: either, as measured; test_the_auto_path_... checks which)
-        assert (c._backend.kernel is not None) == (PATH == "kernel")
+        assert (c._ctx.backend.kernel is not None) == (PATH == "kernel")
     yield c
     c.close()
 
@@ -85,7 +85,7 @@ def test_allreduce_matches_the_exact_reference(gcomm, world, dtype, op):
         got = gcomm.allreduce(x, op=op, **kw)
         assert _same_kind(got, x)
         assert_ran("ring", "allreduce")
-        want = reference.allreduce(inputs, op, align=_align(inputs[0].dtype.itemsize))
+        want = reference.allreduce(inputs, op, align=align(inputs[0].dtype.itemsize))
         host = _host(got, inputs[0].dtype)
         assert host.tobytes() == want.tobytes(), (dtype, op, n)
         assert same_everywhere(world, host)
@@ -123,7 +123,7 @@ def _set(d, a):
 
 def test_repeated_calls_reuse_their_kernel_launch(gcomm):
     """On the kernel path a repeated call of one signature agrees on its kept record and
-    fires its kept launch (ring/cuda/fastcall.py): new contents are read, other arrays
+    fires its kept launch (ring/cuda/repeated.py): new contents are read, other arrays
     and other collectives get signatures of their own, a new out (out=None) never is one."""
     r, k = gcomm.rank, gcomm.size
     x, out, other = (_gpu(np.zeros(37, np.float32)) for _ in range(3))
@@ -155,7 +155,7 @@ def test_repeated_calls_reuse_their_kernel_launch(gcomm):
 
 
 def test_calls_agree_in_a_compiled_round(gcomm, monkeypatch):
-    """Calls agree on their records in one compiled round (ring/fast.py's Agreement), not
+    """Calls agree on their records in one compiled round (ring/host/repeated.py's Agreement), not
     through agreement.agree_shared's NumPy calls: a kept kernel-path call on the record it
     kept, others on theirs. Where rank 0 comes late, the others' rounds give up polling
     and wait in Python, under the call's deadline. A kept call that ends quickly does not
@@ -168,13 +168,13 @@ def test_calls_agree_in_a_compiled_round(gcomm, monkeypatch):
         raise AssertionError("a call agreed through agreement.agree_shared")
 
     waited = []
-    wait_round = gcomm._wait_round
-    kernel = gcomm._backend.kernel
+    wait_round = gcomm._ctx.wait_round
+    kernel = gcomm._ctx.backend.kernel
     err = None if kernel is None else _Counted(kernel.err)  # read only when slow
     if kernel is not None:
         monkeypatch.setattr(kernel, "err", err)
     monkeypatch.setattr(ring.communicator, "agree_shared", refuse)
-    monkeypatch.setattr(gcomm, "_wait_round", lambda seq: (waited.append(seq), wait_round(seq)))
+    monkeypatch.setattr(gcomm._ctx, "wait_round", lambda seq: (waited.append(seq), wait_round(seq)))
     for late in (False, True):
         _set(x, np.full(53, r + 3 * late, np.float32))
         if late and r == 0:
@@ -183,7 +183,7 @@ def test_calls_agree_in_a_compiled_round(gcomm, monkeypatch):
         assert np.array_equal(_host(out), np.full(53, k * (k - 1) // 2 + 3 * k * late,
                                                   np.float32))
     if r != 0:  # (rank 0 may wait too: where ranks outnumber cores its polls are few)
-        assert gcomm._xseq in waited, (gcomm._xseq, waited)
+        assert gcomm._ctx.exchange.seq in waited, (gcomm._ctx.exchange.seq, waited)
     assert err is None or err.reads == 0
 
 
@@ -225,9 +225,9 @@ def test_the_auto_path_runs_the_kernel_where_every_neighbour_shares_the_gpu(worl
         c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path="auto")
     from ring.cuda.kernel_path import mps_running
     runs = SIMULATED or c.size == 1 or mps_running()
-    assert c._backend.path == ("kernel" if runs else "fused")
-    assert (c._backend.kernel is not None) == runs
-    assert len(set(world.allgather(c._backend.path))) == 1
+    assert c.path == ("kernel" if runs else "stream")
+    assert (c._ctx.backend.kernel is not None) == runs
+    assert len(set(world.allgather(c.path))) == 1
     k = c.size
     x = _gpu(np.full(301, c.rank + 1, np.float32))
     assert np.array_equal(_host(c.allreduce(x, out=x)), np.full(301, k * (k + 1) / 2))
@@ -269,7 +269,7 @@ def test_a_rank_that_cannot_map_its_neighbour_raises_on_every_rank(world, monkey
     in the constructor's barrier; the next communicator links as usual."""
     if world.size == 1:
         pytest.skip("a ring of one maps nothing")  # (test_mpi.py runs this suite at 2-4)
-    from ring.cuda import ipc, simipc
+    from ring.transport import ipc, simipc
 
     def refuse(self, handle):
         raise RuntimeError("the driver says no")
@@ -304,19 +304,19 @@ def test_many_communicators_release_their_slots(world):
             f"device memory in use grew by {grown} bytes over the last {cycles - cycles // 4 - 1} cycles"
 
 
-@pytest.mark.parametrize("path", ["fused", "copy", "kernel"])
+@pytest.mark.parametrize("path", ["stream", "copy", "kernel"])
 def test_two_slots_and_many_chunks(world, path):
     """The tightest flow control: two slots per link, dozens of chunks in flight."""
     c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=64, nslots=2, path=path)
     k, r = c.size, c.rank
     inputs = [make(q, 999, "float32") for q in range(k)]
     got = c.allreduce(_gpu(inputs[r]))
-    want = reference.allreduce(inputs, "sum", align=_align(4))
+    want = reference.allreduce(inputs, "sum", align=align(4))
     assert _host(got).tobytes() == want.tobytes()
     c.close()
 
 
-@pytest.mark.parametrize("path", ["fused", "copy"])
+@pytest.mark.parametrize("path", ["stream", "copy"])
 def test_a_call_loads_its_kernels_before_its_stream_waits_on_a_neighbour(world, monkeypatch, path):
     """The stream path launches each of a call's reduce kernels once, on scratch, before it
     puts on its stream the first wait on a neighbour's counter (enqueue.load_kernels): a
@@ -336,7 +336,7 @@ def test_a_call_loads_its_kernels_before_its_stream_waits_on_a_neighbour(world, 
 
     monkeypatch.setattr(enqueue, "launch_args", launch_args)
     c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=64, nslots=2, path=path)
-    for end, method in ((c._backend.inbound, "wait_written"), (c._backend.outbound, "wait_freed")):
+    for end, method in ((c._ctx.backend.inbound, "wait_written"), (c._ctx.backend.outbound, "wait_freed")):
         def waits(*a, _real=getattr(end, method)):
             log.append("wait")
             return _real(*a)
@@ -346,7 +346,7 @@ def test_a_call_loads_its_kernels_before_its_stream_waits_on_a_neighbour(world, 
         inputs = [make(q, 99, dtype, op=op) for q in range(k)]
         log.append("call")
         got = c.allreduce(_gpu(inputs[r]), op=op)
-        want = reference.allreduce(inputs, op, align=_align(np.dtype(dtype).itemsize))
+        want = reference.allreduce(inputs, op, align=align(np.dtype(dtype).itemsize))
         assert _host(got).tobytes() == want.tobytes(), (dtype, op)
     c.close()
     seen, waited, late = set(), False, []
@@ -421,7 +421,7 @@ def test_a_bad_root_raises_on_every_rank(world):
     c.close()
 
 
-# The all-reduce algorithms besides the ring (ring/cuda/shared.py): oneshot and twoshot
+# The all-reduce algorithms besides the ring (ring/cuda/areas.py): oneshot and twoshot
 # through areas in GPU memory, naive, ps and tree on host copies (their folds are the host
 # device's, tested there for every case). Every case (the cross-section where asked).
 ALGORITHM_CASES = [(a, d, o) for a in ("oneshot", "twoshot", "naive", "ps", "tree")
@@ -460,7 +460,7 @@ def test_algorithms_taking_turns_reuse_their_areas_safely(world, check):
             inputs = [make(q, n, "float32", seed=i) for q in range(k)]
             work = c.allreduce(_gpu(inputs[r]), algorithm=algorithm, async_op=i % 3 == 0)
             got = work.wait() if i % 3 == 0 else work
-            want = reference.allreduce(inputs, "sum", align=_align(4)) if algorithm == "ring" \
+            want = reference.allreduce(inputs, "sum", align=align(4)) if algorithm == "ring" \
                 else reference.in_rank_order(inputs, "sum")
             assert _host(got).tobytes() == want.tobytes(), (i, algorithm)
 

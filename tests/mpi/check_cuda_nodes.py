@@ -14,7 +14,7 @@ from mpi4py import MPI
 from numba import cuda
 
 import ring
-from ring.cuda.group import _align
+from ring.cuda.enqueue import align
 
 from .. import reference
 from ..inputs import make
@@ -39,7 +39,7 @@ def _gpu(a):
 
 
 def test_links_cross_nodes(dev):
-    assert dev._topo.nnodes > 1, "run with RING_NODES"
+    assert dev.nodes > 1, "run with RING_NODES"
 
 
 def test_the_kernel_path_falls_back_on_every_rank_with_one_warning(world):
@@ -54,7 +54,7 @@ def test_the_kernel_path_falls_back_on_every_rank_with_one_warning(world):
     assert len(said) == (1 if c.rank == 0 else 0), [str(w.message) for w in seen]
     if said:
         assert "crosses nodes" in str(said[0].message)
-    assert c._backend.kernel is None and c._backend.path == "fused"
+    assert c._ctx.backend.kernel is None and c.path == "stream"
     _allreduce_is_exact(c)
 
 
@@ -63,7 +63,7 @@ def _allreduce_is_exact(c):
     x = make(c.rank, 100, "float32")
     got = c.allreduce(_gpu(x)).copy_to_host()
     inputs = [make(q, 100, "float32") for q in range(c.size)]
-    assert got.tobytes() == reference.allreduce(inputs, "sum", align=_align(4)).tobytes()
+    assert got.tobytes() == reference.allreduce(inputs, "sum", align=align(4)).tobytes()
     c.close()
 
 
@@ -75,7 +75,7 @@ def test_the_auto_path_takes_the_stream_path_across_nodes_without_a_word(world):
         warnings.simplefilter("error")
         c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path="auto",
                               algorithm="ring")
-    assert c._backend.kernel is None and c._backend.path == "fused"
+    assert c._ctx.backend.kernel is None and c.path == "stream"
     _allreduce_is_exact(c)
 
 
@@ -109,8 +109,8 @@ def test_matches_the_exact_reference(dev, world, algorithm, collective, dtype, o
         got = getattr(dev, collective)(_gpu(inputs[r]), algorithm=algorithm, **opkw, **kw)
         assert_ran(algorithm, collective)
         got = got.copy_to_host().view(inputs[0].dtype)
-        align = _align(inputs[0].dtype.itemsize) if collective == "allreduce" else 1
-        want = reference.expected(collective, inputs, op, nodes=nodes, align=align)[r]
+        step = align(inputs[0].dtype.itemsize) if collective == "allreduce" else 1
+        want = reference.expected(collective, inputs, op, nodes=nodes, align=step)[r]
         assert got.tobytes() == want.tobytes(), (algorithm, collective, dtype, op, n)
         if collective == "allreduce":
             assert same_everywhere(world, got)
@@ -163,7 +163,7 @@ def test_shared_memory_algorithms_are_refused_across_nodes(world):
     from ring.schedule import Collective
     with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK) as c:
         why = "it needs every rank of the communicator on one node"
-        assert c._why_not("twoshot", Collective.ALLREDUCE, 16) == why
+        assert c.why_not("twoshot", Collective.ALLREDUCE, 16) == why
         with pytest.raises(ValueError, match=f"'oneshot' cannot run here: {why}"):
             c.allreduce(_gpu(np.ones(4, np.float32)), algorithm="oneshot")
     # (the refusal broke c: its close() drops local resources only)

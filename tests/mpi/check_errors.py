@@ -128,7 +128,7 @@ def test_ranks_disagree(what):
 @pytest.mark.parametrize("what", ["count", "op", "chunk_bytes", "root", "bad arguments"])
 def test_ranks_disagree_in_the_compiled_round(what, monkeypatch):
     """A call whose data do not ride in the agreement (here the ring's) agrees in one
-    compiled round (ring/fast.py's Agreement), never in agreement.agree_shared's NumPy
+    compiled round (ring/host/repeated.py's Agreement), never in agreement.agree_shared's NumPy
     round; a difference is named there on every rank, as the NumPy round names it. A rank
     whose own arguments are bad posts its row from the NumPy round and raises its own
     error; the others, in the compiled round, name it."""
@@ -251,7 +251,7 @@ def test_communicator_options_are_checked_on_every_rank():
     first = _rank() == 0
     _bad_on_rank_0("nslots", device="host", nslots=1 if first else 4)
     _bad_on_rank_0("device", device="tpu" if first else "host")
-    _bad_on_rank_0("path", device="host", path="dma" if first else "fused")
+    _bad_on_rank_0("path", device="host", path="dma" if first else "stream")
     if _size() > 1:
         with pytest.raises(ring.MismatchError, match="disagree"):
             ring.Communicator(device="host", chunk_bytes=1024 if _rank() == 0 else 2048)
@@ -259,7 +259,7 @@ def test_communicator_options_are_checked_on_every_rank():
             # but calls naming no chunk are cut by its default rule only where it was not given
             ring.Communicator(device="host", chunk_bytes=None if _rank() == 0 else 1 << 20)
         with pytest.raises(ring.MismatchError, match="disagree"):
-            ring.Communicator(device="host", path="copy" if _rank() == 0 else "fused")
+            ring.Communicator(device="host", path="copy" if _rank() == 0 else "stream")
 
 
 def _rank():

@@ -41,7 +41,7 @@ if DEVICE == "cuda":
     from numba import cuda
 
     from ring.cuda.arrays import SIMULATED, storage_of
-    from ring.cuda.group import _align
+    from ring.cuda.enqueue import align as gpu_align
     MAX_PER = 40 if SIMULATED else 3000
 else:
     MAX_PER = 300
@@ -189,8 +189,8 @@ def expected(coll, inputs, op, root, algorithm, r):
         if algorithm == "hierarchical":
             return reference.allreduce(inputs, op, TWO_LEVEL)
         # the GPU's flat ring cuts its blocks at 16 bytes
-        align = _align(inputs[0].itemsize) if DEVICE == "cuda" else 1
-        return reference.allreduce(inputs, op, align=align)
+        step = gpu_align(inputs[0].itemsize) if DEVICE == "cuda" else 1
+        return reference.allreduce(inputs, op, align=step)
     if coll == "reduce_scatter":
         return reference.reduce_scatter(inputs, op, TWO_LEVEL if algorithm == "hierarchical"
                                         else 1)[r]

@@ -28,29 +28,17 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from ..transport.shm import Typed
-from .arrays import SIMULATED
+from kernels.driver import driver, ok, simulated, stream_handle
+
 from .keep import Opened, Spares
+from .shm import Typed
+
+SIMULATED = simulated()
 
 POSTED, ACKED = 0, 128  # byte offsets in the header
 KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED, KERNEL_TOTALS = 32, 48, 16, 32  # int64 indices
 MAX_CHANNELS = 64
 HEADER = 8 * (KERNEL_BASE + KERNEL_STRIDE * MAX_CHANNELS)
-
-
-def _drv():
-    from cuda.bindings import driver
-    return driver
-
-
-def _ok(result):
-    from .graphs import _ok as ok
-    return ok(result)
-
-
-def _handle(stream):
-    from .graphs import handle
-    return handle(stream)
 
 
 class Counter:
@@ -60,16 +48,16 @@ class Counter:
         self.addr = addr
 
     def wait_geq(self, stream, value: int) -> None:
-        drv = _drv()
-        _ok(drv.cuStreamWaitValue64(_handle(stream), drv.CUdeviceptr(self.addr),
-                                    drv.cuuint64_t(value),
-                                    drv.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ))
+        drv = driver()
+        ok(drv.cuStreamWaitValue64(stream_handle(stream), drv.CUdeviceptr(self.addr),
+                                   drv.cuuint64_t(value),
+                                   drv.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ))
 
     def write(self, stream, value: int) -> None:
-        drv = _drv()
-        _ok(drv.cuStreamWriteValue64(_handle(stream), drv.CUdeviceptr(self.addr),
-                                     drv.cuuint64_t(value),
-                                     drv.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT))
+        drv = driver()
+        ok(drv.cuStreamWriteValue64(stream_handle(stream), drv.CUdeviceptr(self.addr),
+                                    drv.cuuint64_t(value),
+                                    drv.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT))
 
 
 class _Memory:

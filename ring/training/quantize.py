@@ -33,7 +33,7 @@ from numba import njit
 from ringtypes import QUANT_BLOCK as BLOCK  # values per scale
 from ringtypes import packed_bytes, quant_blocks
 
-from .host.half import as_f32, as_u32
+from ..host.half import as_f32, as_u32
 
 __all__ = ["BLOCK", "packed_bytes", "quantize", "dequantize_sum", "warm"]
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from mpi4py import MPI
 from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
-from ..transport.shm import ShmWindow
 from ..wait import Waiter
 from .ipc import ACKED, HEADER, POSTED
+from .shm import ShmWindow
 
 
 class HostCounter:

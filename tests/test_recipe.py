@@ -1,4 +1,4 @@
-"""oneshot's recipes (ring/oneshot.py) as pure data: followed with NumPy over K ranks'
+"""oneshot's recipes (ring/recipe.py) as pure data: followed with NumPy over K ranks'
 posted arrays, every rank's result is tests/reference.py's exact one (rank order for the
 all-reduce, the flat ring's for reduce-scatter and reduce), for every collective,
 rank count, root and size; and a rank never reads what was not posted."""
@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ring.oneshot import follow, posts, recipe
+from ring.host.reduce import follow
+from ring.recipe import posts, recipe
 from ring.schedule import Collective, sizes
 from ringtypes import Op
 

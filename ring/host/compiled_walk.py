@@ -33,11 +33,10 @@ from numba import carray, njit
 
 from ringtypes import DTYPES, Op
 
-from ..schedule import Plan
+from ..schedule import Plan, local_slices
 from ..transport.atomic import pointer, poll, store_release
-from .executor import local_slices
-from .fastround import AVG, _combine
-from .reduce import compiled_walk
+from .compiled_round import AVG, combine
+from .reduce import walk_compiles
 
 DONE, WAIT_RECV, WAIT_SEND = 0, 1, 2
 RECV, REDUCE, FINAL, OUT, SEND, FROM_OUT = 1, 2, 4, 8, 16, 32
@@ -82,11 +81,11 @@ def _reduce(op, t, rbuf, s, avg, divisor):
     404 against 331 us out of place)."""
     if avg:
         for i in range(t.size):
-            t[i] = _combine(op, rbuf[i], s[i])
+            t[i] = combine(op, rbuf[i], s[i])
             t[i] = t[i] / divisor
     else:
         for i in range(t.size):
-            t[i] = _combine(op, rbuf[i], s[i])
+            t[i] = combine(op, rbuf[i], s[i])
 
 
 @njit(inline="always")
@@ -155,6 +154,6 @@ def warm() -> None:
     one-unit plan that touches no slot."""
     units = np.array([[OUT, 2, 0, 0]], np.int64)
     for dt in DTYPES:
-        if compiled_walk(dt, Op.SUM):
+        if walk_compiles(dt, Op.SUM):
             x = np.zeros(2, dt)
             walk(units, x, x.copy(), link(0, 0, 1, 0, 0, 0, 0, 0), int(Op.SUM), 1, 0, 0)

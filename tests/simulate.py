@@ -7,7 +7,7 @@ consumed. Ranks are advanced round-robin; a pass in which no rank can move is a 
 Every slot access is checked: no read before write, no overwrite before read.
 
 This tests the schedule for any rank count, size and chunking in milliseconds, without
-MPI or a GPU. It computes with the host executor's own local_slices and apply_chunk, so
+MPI or a GPU. It computes with the schedule's own local_slices and the host's apply_chunk, so
 agreeing with the host device proves the transport and the walk, not the arithmetic: the
 tests compare results with tests/reference.py, which derives each algorithm's order of
 reduction from the documentation alone, and check this simulator against it too.
@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .host.executor import local_slices
-from .host.reduce import apply_chunk, apply_wire
+from ring.host.reduce import apply_chunk, apply_wire
+from ring.schedule import Collective, local_slices, plan, sizes
 from ringtypes import Op
-from .schedule import Collective, plan, sizes
 
 
 class ProtocolError(AssertionError):
@@ -70,7 +69,7 @@ def run(collective: Collective, inputs: list[np.ndarray], op: Op = Op.SUM,
     count, out_n = sizes(collective, inputs[0].size, size)
     plans = [plan(collective, size, r, count, carried.itemsize, chunk_bytes, align, root)
              for r in range(size)]
-    cap = max(plans[0].max_chunk(), 1)
+    cap = max(plans[0].max_chunk, 1)
     links = [_Link(nslots, cap, carried) for _ in range(size)]  # links[r]: r -> r+1
     outs = [np.full(out_n, 123, dtype) for _ in range(size)]  # poisoned
     if collective is Collective.BROADCAST:  # in place: the root's array is its output

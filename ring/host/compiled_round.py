@@ -1,4 +1,4 @@
-"""The fast path's exchange round (ring/fast.py), compiled: one call from Python does what
+"""The fast path's exchange round (ring/host/repeated.py), compiled: one call from Python does what
 an 8-byte all-reduce needs, so that its cost is a Numba dispatch, not a dozen NumPy calls.
 
     post     the call's number where the peers' timeout messages read it; this call's
@@ -88,7 +88,7 @@ def _part(base, slot, like, n):
 
 
 @njit(inline="always")
-def _combine(op, a, b):
+def combine(op, a, b):
     if op == PROD:
         return a * b
     if op == MIN:
@@ -108,7 +108,7 @@ def _fold(out, op, starts):
     for q in range(1, k):
         part = _at(starts[q], out, n)
         for i in range(n):
-            out[i] = _combine(op, out[i], part[i])
+            out[i] = combine(op, out[i], part[i])
     if op == AVG:
         for i in range(n):
             out[i] = out[i] / k

@@ -1,4 +1,4 @@
-"""The per-call fast path of a repeated call on the kernel path (path="kernel").
+"""Repeated calls on the kernel path (path="kernel"): the per-call fast path.
 
 A training loop calls a collective on the same buffers thousands of times. The first call
 of a signature goes the whole way (call.py's checks, the tuning rules, the plan, the bound
@@ -16,16 +16,16 @@ but the kernel on the GPU are kept: not out=None (a new array each call), not in
 all-to-all (a copy of x each call), not compressed. With async_op=True a kept call returns
 a Work, as the full path does (gradient buckets call so, on the same buffers every step).
 ring.Group keeps its calls the same way (group_key: every rank's Known, no agreement).
-ring/fast.py is the host's counterpart.
+ring/host/repeated.py is the host's counterpart.
 """
 
 from __future__ import annotations
 
+from ..call import NOTHING, OUT, X
 from ..schedule import Collective
 from .arrays import SIMULATED
 
 LIMIT = 64  # signatures a communicator keeps (the oldest goes first)
-OUT, X, NOTHING = 0, 1, 2  # what a call returns
 
 
 def remember(kept: dict, k, value, limit: int = LIMIT) -> None:
@@ -72,7 +72,7 @@ def key(collective: Collective, x, out, op, root, chunk_bytes, algorithm, dtype)
 
 class Known:
     """A signature's kept call: the agreement record, the algorithm, what it returns;
-    agreement: the record's compiled round (ring/fast.py's Agreement), set by the
+    agreement: the record's compiled round (ring/host/repeated.py's Agreement), set by the
     Communicator where every rank is on one node (None: agreed as on the full path)."""
 
     __slots__ = ("record", "algorithm", "returns", "launch", "name", "log", "agreement")

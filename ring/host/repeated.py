@@ -2,9 +2,9 @@
 
 A training loop calls all-reduce with the same dtype, shape and op thousands of times. The
 first call of a signature goes the whole way (call.py's checks, agreement.py, the tuning
-table); when it ran oneshot through the exchange window (transport/exchange.py), what it
-worked out is kept here, and the next calls of that signature do only what depends on the
-arrays themselves, in one compiled call (host/fastround.py) after a few Python checks:
+table); when it ran oneshot (ring/algorithms/oneshot.py) through the exchange window
+(transport/exchange.py), what it worked out is kept here, and the next calls of that signature do only what depends on the
+arrays themselves, in one compiled call (host/compiled_round.py) after a few Python checks:
 
     checks     the arrays are NumPy, contiguous, of the signature's dtype and shape, and
                out is new, x (or another view of x's memory), or a writeable array that
@@ -15,7 +15,7 @@ arrays themselves, in one compiled call (host/fastround.py) after a few Python c
                slot beside x; after the round every peer's record compared with this one.
                Any difference goes to agreement.verdict, which names it, on every rank,
                exactly as the full path does;
-    data       the reduction over the posted arrays, in rank order (oneshot.fold's order
+    data       the reduction over the posted arrays, in rank order (reduce.fold's order
                and bits: compiled, or NumPy's loops for float16 / bfloat16 and floating
                min / max).
 
@@ -27,7 +27,7 @@ shape, op, the kind of out, chunk_bytes, algorithm and dtype as passed (and for 
 collectives, which run oneshot through the window too: the collective, out's shape and
 the root). Anything else (another algorithm than oneshot, async_op, a broken
 communicator) takes the full path. Another collective posts x where it sends and follows
-oneshot.recipe instead of the fold, compiled as well.
+recipe.recipe instead of the fold, compiled as well.
 RING_DEBUG=INFO logs fast calls too, with "path": "fast". What the fast path skips is work
 whose result is the same for the same signature, so its errors and results are the full
 path's (but for which NaN a NaN is: where two NaNs meet, the compiled fold and NumPy's loops
@@ -35,18 +35,19 @@ may keep different ones, sign and payload, as LLVM orders the operands: a NaN ei
 Measured in results/host-call-cost.md.
 
 Across nodes there is no window: a oneshot of up to RIDE_BYTES rides in the agreement's MPI
-allgather (p2p.allgathered), and its signature (`Gathered`) keeps that message and views of
-every rank's row and data in the gathered buffer. A call then writes its number and x into
-the message and posts the allgather; one compiled call (host/fastround.gathered) compares
+allgather (ring/algorithms/oneshot.py), and its signature (`Gathered`) keeps that message
+and views of every rank's row and data in the gathered buffer. A call then writes its
+number and x into
+the message and posts the allgather; one compiled call (host/compiled_round.gathered) compares
 every rank's record and folds. A larger one keeps the message too; after the compare, x
 goes in an allgather of its own, as on the full path, and one compiled call folds it
-(host/fastround.folded). Two allgathers, always in that order and the second only once
+(host/compiled_round.folded). Two allgathers, always in that order and the second only once
 the records agree: a rank that disagrees never posts an allgather of another size.
 
-The same compiled round agrees on a record alone (`Agreement`, `agree`): every call on
-one node whose data do not ride in the round (the Communicator's full path: the ring and
+The same compiled round agrees on a record alone (`Agreement`, `agree_compiled`): every
+call on one node whose data do not ride in the round (the Communicator's full path: the ring and
 the other algorithms, the stream and kernel paths, barriers) and the kernel path's kept
-calls (ring/cuda/fastcall.py), on the record they kept. agreement.agree_shared's NumPy
+calls (ring/cuda/repeated.py), on the record they kept. agreement.agree_shared's NumPy
 round is left to calls whose oneshot data ride in it and to a rank whose own arguments
 are bad: both meet the compiled one in the same window.
 """
@@ -58,16 +59,19 @@ from mpi4py import MPI
 
 from ringtypes import FLOATING, Op
 
-from . import p2p
-from .agreement import mine, padded, verdict
-from .host import fastround
-from .oneshot import fold, follow, posted, posts, recipe
-from .options import RIDE_BYTES
-from .schedule import Collective
-from .transport.exchange import RECORD
+from ..agreement import mine, padded, verdict
+from ..call import NOTHING, OUT
+from ..context import Context
+from ..options import RIDE_BYTES
+from ..recipe import posted, posts, recipe
+from ..schedule import Collective
+from ..transport.exchange import RECORD
+from ..transport.messages import every_x
+from . import compiled_round
+from .reduce import fold, follow
 
+KEPT = ("oneshot",)  # the algorithms whose calls are kept here (the compiled round is theirs)
 ELSEWHERE = object()  # run()'s answer when the call is not of the signature it was given
-OUT, NOTHING = 0, 1  # what a call returns: out (or a new array; broadcast's is x), None
 
 
 class _Known:
@@ -86,10 +90,10 @@ class _Known:
                     "algorithm": "oneshot", "count": n, "dtype": dtype.name,
                     **({"op": str(op)} if collective.reduces else {}),
                     **({"root": root} if collective.rooted else {}), "path": "fast"}
-        # the compiled round (host/fastround.py): x and out as their dtype's bits where
+        # the compiled round (host/compiled_round.py): x and out as their dtype's bits where
         # Numba has no arithmetic for it; NumPy's own loops fold float16 / bfloat16 and
         # floating min / max (fold False); a collective that only copies copies bits
-        self.wire = fastround.wire(dtype)
+        self.wire = compiled_round.wire(dtype)
         self.fold = not collective.reduces or self.wire == dtype and not (
             dtype in FLOATING and op in (Op.MIN, Op.MAX))
 
@@ -106,7 +110,7 @@ class Signature(_Known):
     """What a call of one (dtype, shape, op, out kind) worked out, and the window's views
     for it: records and data of every rank, by call parity. collective: the all-reduce's
     fold, or another collective's recipe (segments; returns: OUT or NOTHING; shape:
-    of a new out). memory, delta: what a given out's memory must be (fastround.call's)."""
+    of a new out). memory, delta: what a given out's memory must be (compiled_round.call's)."""
 
     __slots__ = ("row", "records", "data", "plan", "direct", "memory", "segments", "returns",
                  "shape")
@@ -124,12 +128,12 @@ class Signature(_Known):
                       for q in range(ex.size)] for p in (0, 1)]
         self.segments = recipe(collective, ex.size, ex.rank, root, n)
         # the window by address; the all-reduce's recipe is the compiled round's own fold
-        self.plan, self.row = fastround.plan(ex.rank, ex.area, op, self.fold, ex.bases, row,
+        self.plan, self.row = compiled_round.plan(ex.rank, ex.area, op, self.fold, ex.bases, row,
                                              entered, None if allreduce else self.segments,
                                              posts(collective, ex.rank, root), delta)
         self.direct = self.wire == dtype and ndim == 1  # x and out as they come
         # what a given out's memory must be, checked every call (out None: nothing)
-        self.memory = (fastround.OWN if kind == 2 else fastround.SAME) if memory is None \
+        self.memory = (compiled_round.OWN if kind == 2 else compiled_round.SAME) if memory is None \
             else memory
         self.returns = NOTHING if collective in (Collective.REDUCE, Collective.GATHER) \
             and rank != root else OUT
@@ -143,7 +147,7 @@ class Signature(_Known):
 class Gathered(_Known):
     """What a oneshot of one signature across nodes worked out: the agreement's message
     (this rank's record, then x's bytes when they ride: agreement.agree's layout) and the
-    gathered buffer that host/fastround.gathered compares (and folds, when x rode)."""
+    gathered buffer that host/compiled_round.gathered compares (and folds, when x rode)."""
 
     __slots__ = ("code", "row", "ride", "everyone", "parts", "args", "me", "own")
 
@@ -158,7 +162,7 @@ class Gathered(_Known):
         self.everyone = np.empty((comm.size, message.size), np.int64)
         self.args = ([message, MPI.INT64_T], [self.everyone, MPI.INT64_T])
         self.own = kind == 2  # a given out apart from x (else: x's memory)
-        if nbytes > RIDE_BYTES:  # x follows in its own allgather (p2p.every_x)
+        if nbytes > RIDE_BYTES:  # x follows in its own allgather (messages.every_x)
             self.ride = self.parts = None
             return
         self.ride = message[RECORD:].view(np.uint8)[:nbytes]
@@ -166,33 +170,33 @@ class Gathered(_Known):
                       for q in range(comm.size)]
 
 
-def run_gathered(comm, s: Gathered, x, out):
+def run_gathered(ctx: Context, s: Gathered, x, out):
     """run() for a signature across nodes: x into the message (or, larger, after it in an
-    allgather of its own, p2p.every_x, as the full path's),
+    allgather of its own, messages.every_x, as the full path's),
     the allgathers bounded by the call's deadline, then compare and fold."""
     if not (out is None or out is x or (not np.may_share_memory(x, out) if s.own else
                                         _address(out) == _address(x))):
         return ELSEWHERE
-    call = comm._calls + 1
-    waiter = comm._waiter
+    call = ctx.calls + 1
+    waiter = ctx.waiter
     waiter.start(s.name % call)
-    comm._backend.entered(call)
+    ctx.backend.entered(call)
     s.row[0] = call
     if s.ride is not None:
         s.ride[...] = x.reshape(-1).view(np.uint8)
-    req = comm._comm.Iallgather(*s.args)
-    comm._calls = call
+    req = ctx.comm.Iallgather(*s.args)
+    ctx.calls = call
     waiter.until(req.Test, lambda: "waiting for every rank to join the call")
     result = np.empty(x.shape, x.dtype) if out is None else out
     flat = result.reshape(-1).view(s.wire)
-    if fastround.gathered(s.everyone, s.me, s.code, s.fold and s.ride is not None,
-                          flat) == fastround.MISMATCH:
+    if compiled_round.gathered(s.everyone, s.me, s.code, s.fold and s.ride is not None,
+                          flat) == compiled_round.MISMATCH:
         verdict(s.everyone[:, :s.row.size].copy(), s.row.copy(), None, waiter.context)
     parts = s.parts
     if s.ride is None:  # the records agree: every rank posts x's allgather, of one size
-        rows = p2p.every_x(comm._comm, waiter, x, comm._scratch)
+        rows = every_x(ctx.comm, waiter, x, ctx.scratch)
         if s.fold:
-            fastround.folded(rows, s.code, flat)
+            compiled_round.folded(rows, s.code, flat)
             return result
         parts = [row.view(x.dtype) for row in rows]
     if not s.fold:
@@ -209,42 +213,42 @@ class Agreement:
     every peer's with it, nothing else (agreement.agree_shared's NumPy round costs tens of
     microseconds, this one a few). One per communicator, its row rewritten per call
     (Communicator._enter), and one per kept kernel-path signature on its kept record
-    (ring/cuda/fastcall.py)."""
+    (ring/cuda/repeated.py)."""
 
     __slots__ = ("row", "records", "plan")
 
     def __init__(self, ex, record: dict):
         row = mine(record, None)
         self.records = [[ex.record(q, p)[:row.size] for q in range(ex.size)] for p in (0, 1)]
-        self.plan, self.row = fastround.plan(ex.rank, ex.area, Op.SUM, False, ex.bases, row,
+        self.plan, self.row = compiled_round.plan(ex.rank, ex.area, Op.SUM, False, ex.bases, row,
                                              posts=False)
 
 
 NO_DATA = np.empty(0, np.int64)  # x and out of a round that carries no data
 
 
-def agree(comm, a: Agreement, call: int) -> None:
-    """Call number `call`'s agreement on a's record, as agreement.agree_shared (comm:
-    usable, every rank on one node, the call's deadline armed): raises on every rank where
-    a rank's record differs, naming it."""
-    seq = comm._xseq = comm._xseq + 1
-    waiter = comm._waiter
-    status = fastround.call(a.plan, NO_DATA, NO_DATA, call, seq, waiter.spins, waiter.yields,
-                            fastround.ANY)
-    if status != fastround.DONE:
-        _settle(comm, a, status, seq, NO_DATA)
+def agree_compiled(ctx: Context, a: Agreement, call: int) -> None:
+    """Call number `call`'s agreement on a's record, as agreement.agree_shared (every rank
+    on one node, the call's deadline armed): raises on every rank where a rank's record
+    differs, naming it."""
+    seq = ctx.exchange.next_round()
+    waiter = ctx.waiter
+    status = compiled_round.call(a.plan, NO_DATA, NO_DATA, call, seq, waiter.spins, waiter.yields,
+                            compiled_round.ANY)
+    if status != compiled_round.DONE:
+        _settle(ctx, a, status, seq, NO_DATA)
 
 
-def _settle(comm, s: Signature | Agreement, status: int, seq: int, out) -> None:
+def _settle(ctx: Context, s: Signature | Agreement, status: int, seq: int, out) -> None:
     """The rest of compiled round seq that returned WAITING or MISMATCH, the call's deadline
     armed: the peers waited for in Python (a timeout names who is late), then compared; a
     difference raises agreement.verdict's error, as the full path's agreement does."""
-    if status == fastround.WAITING:
-        comm._wait_round(seq)
-        status = fastround.finish(s.plan, out, seq)
-    if status == fastround.MISMATCH:
+    if status == compiled_round.WAITING:
+        ctx.wait_round(seq)
+        status = compiled_round.finish(s.plan, out, seq)
+    if status == compiled_round.MISMATCH:
         records = s.records[seq & 1]
-        verdict(np.stack([r.copy() for r in records]), s.row, None, comm._waiter.context)
+        verdict(np.stack([r.copy() for r in records]), s.row, None, ctx.waiter.context)
 
 
 def _address(a: np.ndarray) -> int:
@@ -304,7 +308,7 @@ def in_place(k):
 def learnt_key(c, x, out, k, rank: int):
     """Where a oneshot call `c` (call.Call, just run on the full path by rank `rank`) is
     kept: (key, memory, delta), memory and delta what out's memory must be on later calls
-    (fastround's ANY / OWN / SAME; None: by the key's kind, the all-reduce's), or None
+    (compiled_round's ANY / OWN / SAME; None: by the key's kind, the all-reduce's), or None
     where it is not kept (an out that overlaps x without being in place)."""
     if k is None:
         return None
@@ -315,37 +319,36 @@ def learnt_key(c, x, out, k, rank: int):
         return k, None, 0
     reads = collective is not Collective.SCATTER or rank == c.root  # x is read
     if out is None or collective is Collective.BROADCAST or c.result is None or not reads:
-        return k, fastround.ANY, 0
+        return k, compiled_round.ANY, 0
     if c.in_place:
-        return in_place(k), fastround.SAME, _address(out) - _address(x)
-    return k, fastround.OWN, 0
+        return in_place(k), compiled_round.SAME, _address(out) - _address(x)
+    return k, compiled_round.OWN, 0
 
 
-def run(comm, s: Signature | Gathered, x, out):
-    """One call of a known signature (comm: the Communicator, usable, every rank on one
-    node); the result, or the full path's error. ELSEWHERE: out's memory is not what the
+def run(ctx: Context, s: Signature | Gathered, x, out):
+    """One call of a known signature (the communicator usable, every rank on one node); the result, or the full path's error. ELSEWHERE: out's memory is not what the
     signature says (x's, apart from x's); nothing happened, the caller looks further.
     The call's deadline is armed only when it has to wait in Python (a round that completes
     in the compiled poll cannot time out). Across nodes: run_gathered."""
     if type(s) is Gathered:
-        return run_gathered(comm, s, x, out)
-    call = comm._calls + 1
-    seq = comm._xseq + 1
+        return run_gathered(ctx, s, x, out)
+    call = ctx.calls + 1
+    seq = ctx.exchange.seq + 1
     result = out if out is not None else np.empty(s.shape or x.shape, x.dtype) \
         if s.returns == OUT else x  # (where nothing is written: x, never written)
     if s.direct and result.ndim == 1:
         flat_x, flat_out = x, result
     else:
         flat_x, flat_out = x.reshape(-1).view(s.wire), result.reshape(-1).view(s.wire)
-    waiter = comm._waiter
-    status = fastround.call(s.plan, flat_x, flat_out, call, seq, waiter.spins, waiter.yields,
-                            fastround.ANY if out is None or out is x else s.memory)
-    if status >= fastround.ALIASED:
+    waiter = ctx.waiter
+    status = compiled_round.call(s.plan, flat_x, flat_out, call, seq, waiter.spins, waiter.yields,
+                            compiled_round.ANY if out is None or out is x else s.memory)
+    if status >= compiled_round.ALIASED:
         return ELSEWHERE
-    comm._calls, comm._xseq = call, seq
-    if status != fastround.DONE:
+    ctx.calls, ctx.exchange.seq = call, seq
+    if status != compiled_round.DONE:
         waiter.start(s.name % call)
-        _settle(comm, s, status, seq, flat_out)
+        _settle(ctx, s, status, seq, flat_out)
     if not s.fold:
         s.numpy(seq & 1, result.reshape(-1))
     return None if s.returns == NOTHING else result

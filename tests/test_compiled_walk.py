@@ -1,4 +1,4 @@
-"""The compiled ring walk (ring/host/fastring.py) in one process: K threads, one per rank,
+"""The compiled ring walk (ring/host/compiled_walk.py) in one process: K threads, one per rank,
 each walking its plan over buffers laid out as the shared-memory window's (a header with
 the counters, then the slots), with few polls before each walk gives up, so that most
 units are resumed after a wait. Every output is compared bit for bit with the in-process
@@ -12,16 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ring import simulate
-from ring.host import executor, fastring
-from ring.host.reduce import compiled_walk
+from . import simulate
+from ring.host import executor, compiled_walk
+from ring.host.reduce import walk_compiles
 from ring.schedule import Collective, plan, sizes
 from ring.transport.shm import ACKED, HEADER, POSTED
 from ringtypes import DTYPES, FLOATING, Op
 
 from .inputs import make
 
-NATIVE = [dt.name for dt in DTYPES if compiled_walk(dt, Op.SUM)]
+NATIVE = [dt.name for dt in DTYPES if walk_compiles(dt, Op.SUM)]
 COLLECTIVES = [Collective.ALLREDUCE, Collective.REDUCE_SCATTER, Collective.ALLGATHER,
                Collective.BROADCAST, Collective.REDUCE]
 
@@ -35,7 +35,7 @@ def walk_all(collective, inputs, op, chunk_bytes, nslots, root=0, in_place=False
     count, out_n = sizes(collective, inputs[0].size, k)
     plans = [plan(collective, k, r, count, dtype.itemsize, chunk_bytes, 1, root)
              for r in range(k)]
-    slot_bytes = -(-max(plans[0].max_chunk(), 1) * dtype.itemsize // 64) * 64
+    slot_bytes = -(-max(plans[0].max_chunk, 1) * dtype.itemsize // 64) * 64
     segs = [np.zeros(HEADER + nslots * slot_bytes, np.uint8) for _ in range(k)]
     addr = [s.ctypes.data for s in segs]
     head = lambda q, field: addr[q] + field * 8  # noqa: E731
@@ -48,16 +48,16 @@ def walk_all(collective, inputs, op, chunk_bytes, nslots, root=0, in_place=False
     from_out = [()] * k
     if in_place and collective is Collective.ALLTOALL:  # as HostBackend.alltoall_in_place
         xs, from_out = zip(*(executor.in_place(p, a) for p, a in zip(plans, outs)))
-    links = [fastring.link(addr[r] + HEADER, addr[(r + 1) % k] + HEADER, nslots, slot_bytes,
+    links = [compiled_walk.link(addr[r] + HEADER, addr[(r + 1) % k] + HEADER, nslots, slot_bytes,
                            head(r, POSTED), head((r - 1) % k, ACKED), head(r, ACKED),
                            head((r + 1) % k, POSTED)) for r in range(k)]
     errors, said = [], [[] for _ in range(k)]
-    units = [fastring.encode(p, f) for p, f in zip(plans, from_out)]
+    units = [compiled_walk.encode(p, f) for p, f in zip(plans, from_out)]
 
     def step(r):
-        status = fastring.walk(units[r], xs[r], outs[r], links[r], int(op), k, spins, yields)
-        said[r].append((status, int(links[r][fastring.UNIT])))
-        return status == fastring.DONE
+        status = compiled_walk.walk(units[r], xs[r], outs[r], links[r], int(op), k, spins, yields)
+        said[r].append((status, int(links[r][compiled_walk.UNIT])))
+        return status == compiled_walk.DONE
 
     def rank(r):
         try:
@@ -83,8 +83,8 @@ def walk_all(collective, inputs, op, chunk_bytes, nslots, root=0, in_place=False
                 break
         assert all(done), "deadlock"
     for r in range(k):  # every chunk sent was received, and nothing more
-        assert links[r][fastring.SENT] == plans[r].sends
-        assert links[r][fastring.RECEIVED] == plans[r].recvs
+        assert links[r][compiled_walk.SENT] == plans[r].sends
+        assert links[r][compiled_walk.RECEIVED] == plans[r].recvs
     return outs, said
 
 
@@ -113,7 +113,7 @@ def test_walk_matches_the_simulator_bit_for_bit(k, n, chunk, nslots, op, dtype, 
 
 
 OPS = [(dt, op) for dt in NATIVE for op in ("sum", "prod", "min", "max", "avg")
-       if compiled_walk(np.dtype(dt), Op[op.upper()]) and (op != "avg" or np.dtype(dt) in FLOATING)]
+       if walk_compiles(np.dtype(dt), Op[op.upper()]) and (op != "avg" or np.dtype(dt) in FLOATING)]
 
 
 @pytest.mark.parametrize("dtype, op", OPS)
@@ -160,14 +160,14 @@ def test_a_walk_that_cannot_go_on_says_where_and_resumes():
     x = np.arange(12, dtype=np.float64)
     outs, said = walk_all(Collective.BROADCAST, [x, -x], Op.SUM, 8, 2, spins=0, yields=0,
                           threads=False)
-    assert said[0] == [(fastring.WAIT_SEND, u) for u in range(2, 12, 2)] + [(fastring.DONE, 12)]
-    assert said[1] == [(fastring.WAIT_RECV, u) for u in range(2, 12, 2)] + [(fastring.DONE, 12)]
+    assert said[0] == [(compiled_walk.WAIT_SEND, u) for u in range(2, 12, 2)] + [(compiled_walk.DONE, 12)]
+    assert said[1] == [(compiled_walk.WAIT_RECV, u) for u in range(2, 12, 2)] + [(compiled_walk.DONE, 12)]
     assert outs[1].tolist() == x.tolist()
 
 
 def test_which_calls_are_compiled():
     f32, f16 = np.dtype(np.float32), np.dtype(np.float16)
-    assert compiled_walk(f32, Op.SUM) and compiled_walk(np.dtype(np.int8), Op.MIN)
-    assert not compiled_walk(f32, Op.MIN)  # NumPy's NaN / signed-zero choices
-    assert not compiled_walk(f16, Op.SUM)  # half.py's loops
-    assert not compiled_walk(f32, Op.SUM, wire=f16)  # compression
+    assert walk_compiles(f32, Op.SUM) and walk_compiles(np.dtype(np.int8), Op.MIN)
+    assert not walk_compiles(f32, Op.MIN)  # NumPy's NaN / signed-zero choices
+    assert not walk_compiles(f16, Op.SUM)  # half.py's loops
+    assert not walk_compiles(f32, Op.SUM, wire=f16)  # compression

@@ -1,6 +1,6 @@
-"""The fast path's compiled round (ring/host/fastround.py) in one process: K segments laid
+"""The fast path's compiled round (ring/host/compiled_round.py) in one process: K segments laid
 out as the exchange window's (transport/exchange.py), the peers' rounds posted by hand, and
-the result compared bit for bit with oneshot.fold (NumPy's loops, the full path's), a NaN
+the result compared bit for bit with reduce.fold (NumPy's loops, the full path's), a NaN
 with any NaN (same_bits)."""
 
 import warnings
@@ -10,8 +10,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ring.host import fastround
-from ring.oneshot import fold, follow, posts, recipe
+from ring.host import compiled_round
+from ring.host.reduce import fold, follow
+from ring.recipe import posts, recipe
 from ring.schedule import Collective, sizes
 from ring.transport.exchange import HEADER, RECORD
 from ringtypes import DTYPES, FLOATING, REDUCIBLE, Op
@@ -20,7 +21,7 @@ from .inputs import same_bits
 
 CAP = 256  # data bytes per slot here
 AREA = RECORD * 8 + 2 * CAP
-NATIVE = [dt for dt in DTYPES if dt in REDUCIBLE and fastround.wire(dt) == dt]
+NATIVE = [dt for dt in DTYPES if dt in REDUCIBLE and compiled_round.wire(dt) == dt]
 
 
 class Window:
@@ -61,12 +62,12 @@ def run(k, dtype, op, n, seed, seq=5):
     w = Window(k)
     row = np.arange(7, dtype=np.int64)
     fold_here = not (dtype in FLOATING and op in (Op.MIN, Op.MAX))
-    plan, _ = fastround.plan(0, AREA, op, fold_here, w.bases, row)
+    plan, _ = compiled_round.plan(0, AREA, op, fold_here, w.bases, row)
     xs = [values(dtype, n, rng) for _ in range(k)]
     for q in range(1, k):
         w.post(q, seq, row, xs[q])
     out = np.full(n, 7, dtype)
-    status = fastround.call(plan, xs[0], out, 0, seq, 10, 0, fastround.OWN)
+    status = compiled_round.call(plan, xs[0], out, 0, seq, 10, 0, compiled_round.OWN)
     want = np.empty(n, dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -81,7 +82,7 @@ def test_fold_is_numpys_bit_for_bit(k, dtype, op, n, seed):
     if op is Op.AVG and dtype not in FLOATING:
         return  # avg is refused for integers before any round
     status, out, want, w, xs, fold_here = run(k, dtype, op, n, seed)
-    assert status == fastround.DONE
+    assert status == compiled_round.DONE
     assert w.data(0, 5, dtype, n).tobytes() == xs[0].tobytes()  # posted
     assert np.frombuffer(w.segs[0][:8], np.int64)[0] == 5  # round counter
     if fold_here:
@@ -108,7 +109,7 @@ def test_gathered_folds_as_numpy_and_compares_every_record(k, me, dtype, op, n, 
         everyone[q, RECORD:].view(np.uint8)[:xs[q].nbytes] = xs[q].view(np.uint8)
     fold_here = not (dtype in FLOATING and op in (Op.MIN, Op.MAX))
     out = np.full(n, 7, dtype)
-    assert fastround.gathered(everyone, me, int(op), fold_here, out) == fastround.DONE
+    assert compiled_round.gathered(everyone, me, int(op), fold_here, out) == compiled_round.DONE
     want = np.empty(n, dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -117,7 +118,7 @@ def test_gathered_folds_as_numpy_and_compares_every_record(k, me, dtype, op, n, 
     if k > 1:
         q, field = rng.integers(k), rng.integers(RECORD)
         everyone[q, field] += 1
-        assert fastround.gathered(everyone, me, int(op), fold_here, out) == fastround.MISMATCH
+        assert compiled_round.gathered(everyone, me, int(op), fold_here, out) == compiled_round.MISMATCH
 
 
 @settings(max_examples=60, deadline=None)
@@ -133,7 +134,7 @@ def test_folded_folds_the_rows_of_a_oneshot_allgather_as_numpy(k, dtype, op, n, 
     xs = [values(dtype, n, rng) for _ in range(k)]
     rows = np.stack([x.view(np.uint8) for x in xs])
     out = np.full(n, 7, dtype)
-    fastround.folded(rows, int(op), out)
+    compiled_round.folded(rows, int(op), out)
     want = np.empty(n, dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -144,18 +145,18 @@ def test_folded_folds_the_rows_of_a_oneshot_allgather_as_numpy(k, dtype, op, n, 
 def test_a_peer_not_there_is_waiting_and_a_different_record_is_a_mismatch():
     w = Window(3)
     row = np.arange(7, dtype=np.int64)
-    plan, mine = fastround.plan(0, AREA, Op.SUM, True, w.bases, row)
+    plan, mine = compiled_round.plan(0, AREA, Op.SUM, True, w.bases, row)
     x, out = np.ones(4, np.float32), np.empty(4, np.float32)
     w.post(1, 3, row, x)
-    assert fastround.call(plan, x, out, 0, 3, 100, 0, fastround.ANY) == fastround.WAITING  # rank 2 is late
+    assert compiled_round.call(plan, x, out, 0, 3, 100, 0, compiled_round.ANY) == compiled_round.WAITING  # rank 2 is late
     other = row.copy()
     other[4] += 1
     w.post(2, 3, other, x)
-    assert fastround.finish(plan, out, 3) == fastround.MISMATCH
+    assert compiled_round.finish(plan, out, 3) == compiled_round.MISMATCH
     w.post(2, 3, row, x)
-    assert fastround.finish(plan, out, 3) == fastround.DONE and (out == 3).all()
+    assert compiled_round.finish(plan, out, 3) == compiled_round.DONE and (out == 3).all()
     mine[0] = 99  # the caller's call number lives in the plan: now every peer differs
-    assert fastround.finish(plan, out, 3) == fastround.MISMATCH
+    assert compiled_round.finish(plan, out, 3) == compiled_round.MISMATCH
 
 
 def test_the_call_number_is_posted_and_noted_for_the_peers():
@@ -163,10 +164,10 @@ def test_the_call_number_is_posted_and_noted_for_the_peers():
     at plan's ENTERED address (the backend header the peers' timeout messages read)."""
     w = Window(2)
     noted = np.zeros(1, np.int64)
-    plan, mine = fastround.plan(0, AREA, Op.SUM, True, w.bases, np.zeros(5, np.int64),
+    plan, mine = compiled_round.plan(0, AREA, Op.SUM, True, w.bases, np.zeros(5, np.int64),
                                 entered=noted.ctypes.data)
     x = np.ones(3, np.int32)
-    assert fastround.call(plan, x, x, 41, 7, 5, 2, fastround.ANY) == fastround.WAITING
+    assert compiled_round.call(plan, x, x, 41, 7, 5, 2, compiled_round.ANY) == compiled_round.WAITING
     assert mine[0] == 41 and noted[0] == 41
     posted = w.segs[0][w.slot(0, 7):w.slot(0, 7) + 40].view(np.int64)
     assert posted.tolist() == [41, 0, 0, 0, 0]
@@ -176,30 +177,30 @@ def test_the_call_number_is_posted_and_noted_for_the_peers():
 def test_out_memory_not_the_signatures_is_seen_before_posting():
     w = Window(2)
     row = np.arange(7, dtype=np.int64)
-    plan, _ = fastround.plan(0, AREA, Op.SUM, True, w.bases, row)
+    plan, _ = compiled_round.plan(0, AREA, Op.SUM, True, w.bases, row)
     big = np.ones(9, np.float64)
-    assert fastround.call(plan, big[:8], big[:8], 0, 1, 10, 0, fastround.OWN) == fastround.ALIASED
-    assert fastround.call(plan, big[:8], big[:8].copy(), 0, 1, 10, 0, fastround.SAME) == fastround.APART
-    for memory, status in ((fastround.OWN, fastround.OVERLAP), (fastround.SAME, fastround.APART)):
-        assert fastround.call(plan, big[:8], big[1:], 0, 1, 10, 0, memory) == status
-        assert fastround.call(plan, big[1:], big[:8], 0, 1, 10, 0, memory) == status
+    assert compiled_round.call(plan, big[:8], big[:8], 0, 1, 10, 0, compiled_round.OWN) == compiled_round.ALIASED
+    assert compiled_round.call(plan, big[:8], big[:8].copy(), 0, 1, 10, 0, compiled_round.SAME) == compiled_round.APART
+    for memory, status in ((compiled_round.OWN, compiled_round.OVERLAP), (compiled_round.SAME, compiled_round.APART)):
+        assert compiled_round.call(plan, big[:8], big[1:], 0, 1, 10, 0, memory) == status
+        assert compiled_round.call(plan, big[1:], big[:8], 0, 1, 10, 0, memory) == status
     assert np.frombuffer(w.segs[0][:8], np.int64)[0] == 0  # nothing posted
-    assert fastround.call(plan, big[:8], big[:8], 0, 1, 10, 0, fastround.SAME) == fastround.WAITING
+    assert compiled_round.call(plan, big[:8], big[:8], 0, 1, 10, 0, compiled_round.SAME) == compiled_round.WAITING
     assert np.frombuffer(w.segs[0][:8], np.int64)[0] == 1
-    assert fastround.call(plan, big[:4], big[4:8], 0, 2, 10, 0, fastround.OWN) == fastround.WAITING
+    assert compiled_round.call(plan, big[:4], big[4:8], 0, 2, 10, 0, compiled_round.OWN) == compiled_round.WAITING
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float16)], ids=str)
 def test_sixteen_bit_floats_post_their_bits(dtype):
-    """float16 / bfloat16 travel as uint16 (fastround.wire); NumPy's loops fold them."""
-    assert fastround.wire(dtype) == np.uint16
+    """float16 / bfloat16 travel as uint16 (compiled_round.wire); NumPy's loops fold them."""
+    assert compiled_round.wire(dtype) == np.uint16
     w = Window(2)
     row = np.arange(7, dtype=np.int64)
-    plan, _ = fastround.plan(0, AREA, Op.SUM, False, w.bases, row)
+    plan, _ = compiled_round.plan(0, AREA, Op.SUM, False, w.bases, row)
     x = np.array([1.5, -2.0], dtype)
     w.post(1, 1, row, x)
     out = np.zeros(2, np.uint16)
-    assert fastround.call(plan, x.view(np.uint16), out, 0, 1, 10, 0, fastround.OWN) == fastround.DONE
+    assert compiled_round.call(plan, x.view(np.uint16), out, 0, 1, 10, 0, compiled_round.OWN) == compiled_round.DONE
     assert w.data(0, 1, dtype, 2).tobytes() == x.tobytes() and (out == 0).all()
 
 
@@ -210,15 +211,15 @@ def test_in_place_at_any_distance_from_x():
     w = Window(2)
     big = np.zeros(6, np.float32)
     for delta, x in ((-12, big[3:]), (0, big), (12, None)):
-        plan, _ = fastround.plan(0, AREA, Op.SUM, True, w.bases, np.zeros(4, np.int64),
+        plan, _ = compiled_round.plan(0, AREA, Op.SUM, True, w.bases, np.zeros(4, np.int64),
                                  segments=[], delta=delta)
         if x is None:
             x, out = big[:3], big[3:]  # out after x: delta 12
         else:
             out = big
-        assert fastround.call(plan, x, out, 0, 1, 10, 0, fastround.SAME) == fastround.WAITING
-        assert fastround.call(plan, big[1:4], big, 0, 3, 10, 0, fastround.SAME) == \
-            fastround.APART
+        assert compiled_round.call(plan, x, out, 0, 1, 10, 0, compiled_round.SAME) == compiled_round.WAITING
+        assert compiled_round.call(plan, big[1:4], big, 0, 3, 10, 0, compiled_round.SAME) == \
+            compiled_round.APART
 
 
 @settings(max_examples=150, deadline=None)
@@ -226,8 +227,8 @@ def test_in_place_at_any_distance_from_x():
        collective=st.sampled_from([c for c in Collective if c is not Collective.BARRIER]),
        per_rank=st.integers(0, 6), seed=st.integers(0, 2**32 - 1), data=st.data())
 def test_a_recipe_followed_compiled_is_numpys(k, dtype, collective, per_rank, seed, data):
-    """Another collective's round (oneshot.recipe in the plan): rank `me` posts x only
-    where it sends, and out is oneshot.follow's, bit for bit."""
+    """Another collective's round (recipe.recipe in the plan): rank `me` posts x only
+    where it sends, and out is reduce.follow's, bit for bit."""
     rng = np.random.default_rng(seed)
     me, root = data.draw(st.integers(0, k - 1)), data.draw(st.integers(0, k - 1))
     op = data.draw(st.sampled_from([o for o in Op if o is not Op.AVG or dtype in FLOATING]))
@@ -239,7 +240,7 @@ def test_a_recipe_followed_compiled_is_numpys(k, dtype, collective, per_rank, se
     fold_here = not (dtype in FLOATING and op in (Op.MIN, Op.MAX))
     w = Window(k)
     row = np.arange(7, dtype=np.int64)
-    plan, _ = fastround.plan(me, AREA, op, fold_here, w.bases, row, segments=segments,
+    plan, _ = compiled_round.plan(me, AREA, op, fold_here, w.bases, row, segments=segments,
                              posts=posts(collective, me, root))
     xs = [values(dtype, n, rng) for _ in range(k)]
     for q in range(k):
@@ -248,7 +249,7 @@ def test_a_recipe_followed_compiled_is_numpys(k, dtype, collective, per_rank, se
     w.data(me, 5, np.dtype(np.uint8), n * dtype.itemsize)[...] = 0xAB
     out = np.full(out_n if collective not in (Collective.ALLREDUCE, Collective.REDUCE) else n,
                   7, dtype)
-    assert fastround.call(plan, xs[me], out, 0, 5, 10, 0, fastround.OWN) == fastround.DONE
+    assert compiled_round.call(plan, xs[me], out, 0, 5, 10, 0, compiled_round.OWN) == compiled_round.DONE
     posted = w.data(me, 5, dtype, n).tobytes()
     assert posted == (xs[me].tobytes() if posts(collective, me, root) else
                       b"\xab" * (n * dtype.itemsize))

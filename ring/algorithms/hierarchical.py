@@ -18,6 +18,8 @@ Reduction order differs from the flat ring's but is fixed, so results are still 
 same on every rank and from run to run. avg divides once, by the whole job's size, at the
 last reduction. Needs equal node sizes and consecutive ranks per node (mpiexec's default
 block placement); `applies()` says whether they hold, and "auto" falls back to the flat ring.
+The rings are made on the first call that runs here (collectively: every rank agreed on
+that call) and kept until the communicator closes.
 """
 
 from __future__ import annotations
@@ -25,8 +27,13 @@ from __future__ import annotations
 from mpi4py import MPI
 
 from ringtypes import Op
-from .schedule import Collective, plan, plan_blocks, split
-from .topology import Topology
+from ..call import Call
+from ..context import Context
+from ..schedule import Collective, plan, plan_blocks, split
+from ..topology import Topology
+from .base import DEVICES, Algorithm
+
+C = Collective
 
 
 def applies(topo: Topology, size: int) -> str | None:
@@ -118,3 +125,37 @@ class Hierarchical:
                 Op.SUM, column, gathered, logical=logical)
         dev.swap_blocks(gathered, out, L, N, b)
         dev.finish()
+
+
+class TwoLevel(Algorithm):
+    name = "hierarchical"
+    walks_ring = True
+    serves = {d: frozenset({C.ALLREDUCE, C.REDUCE_SCATTER, C.ALLGATHER}) for d in DEVICES}
+
+    def why_not(self, ctx: Context, collective: Collective, nbytes: int) -> str | None:
+        if collective.rooted:
+            return f"{collective} runs as a chain along the flat ring only"
+        if collective is C.ALLTOALL:
+            return "alltoall runs on the flat ring only"
+        if "hierarchical.why" not in ctx.kept:  # the layout's answer, kept: it cannot change
+            ctx.kept["hierarchical.why"] = applies(ctx.topo, ctx.size)
+        return ctx.kept["hierarchical.why"]
+
+    def why_not_compressed(self, ctx: Context, collective: Collective,
+                           nbytes: int) -> str | None:
+        """The all-reduce only, where the two-level algorithm runs: its ring across nodes
+        carries the 16-bit wire, the rings inside nodes float32 (their links are memory)."""
+        if collective is C.ALLREDUCE and self.why_not(ctx, collective, nbytes) is None:
+            return None
+        return super().why_not_compressed(ctx, collective, nbytes)
+
+    def run(self, ctx: Context, c: Call, defer: bool = False):
+        rings = ctx.kept.get(self.name)
+        if rings is None:  # collective: every rank agreed on this call
+            ctx.everyone_here("make the two-level rings (hierarchical)")
+            rings = ctx.kept[self.name] = Hierarchical(ctx.comm, ctx.topo, ctx.make_backend)
+        rings.run(c.collective, c.op, c.x, c.out, c.dtype.itemsize, c.chunk_bytes, c.dtype,
+                  wire=c.wire)
+
+
+ALGORITHM = TwoLevel()

@@ -1,6 +1,6 @@
 """Ring links that cross nodes, for the cuda device: chunks go over MPI point-to-point,
 staged through pinned host buffers (or straight from device memory when the MPI library is
-CUDA-aware). The ends have the methods of ipc.py's, so enqueue.py's per-chunk code is the
+CUDA-aware). The ends have the methods of ipc.py's, so ring/cuda/enqueue.py's per-chunk code is the
 same on every link; what differs is that MPI needs the host, so the host waits here.
 
     sender    the kernel writes chunk u into device slot k = u % nslots; mark_written
@@ -34,10 +34,13 @@ import numpy as np
 from mpi4py import MPI
 from numba import cuda
 
-from ..transport.mpi import TAG, cancel, reap
+from kernels.driver import event, fired, simulated
+
 from ..wait import Waiter
-from .arrays import SIMULATED
-from .enqueue import Slots, event, fired
+from .mpi import TAG, cancel, reap
+from .slots import Slots
+
+SIMULATED = simulated()
 
 ENV_AWARE = "RING_CUDA_AWARE_MPI"
 

@@ -1,9 +1,9 @@
-"""p2p.py's buffers kept between calls (Scratch): naive, ps and tree receive into memory a
+"""transport/messages.py's buffers kept between calls (Scratch): naive, ps and tree receive into memory a
 communicator keeps, so a call's time is its messages' and its fold's, not page faults."""
 
 import numpy as np
 
-from ring.p2p import Scratch, _buffer, _own
+from ring.transport.messages import Scratch, buffer, own
 
 
 def test_a_buffer_is_kept_and_grows_only_when_it_must():
@@ -24,12 +24,12 @@ def test_a_buffer_is_kept_and_grows_only_when_it_must():
 
 def test_without_scratch_each_call_allocates():
     like = np.zeros(5, np.int16)
-    assert _buffer(None, 0, like).size == 5 and _buffer(None, 0, like, 2).dtype == np.int16
+    assert buffer(None, 0, like).size == 5 and buffer(None, 0, like, 2).dtype == np.int16
 
 
 def test_own_input_is_copied_only_when_out_is_its_memory():
     s = Scratch()
     x = np.arange(6.0)
-    assert _own(s, 0, x, np.empty(6)) is x  # apart: read in place
-    mine = _own(s, 0, x, x)  # in place: out is written while x is read
+    assert own(s, 0, x, np.empty(6)) is x  # apart: read in place
+    mine = own(s, 0, x, x)  # in place: out is written while x is read
     assert not np.may_share_memory(mine, x) and mine.tolist() == x.tolist()

@@ -1,0 +1,74 @@
+"""twoshot (all-reduce, one node): every rank posts x as oneshot does; then rank r reduces
+block r (schedule.split(n, K)) of all K into its result area, a second round says so, and
+every rank copies the K reduced blocks. Each rank reads 2n elements instead of oneshot's
+K n.
+
+On the host the posts ride in the agreement's round (transport/exchange.py's ROUND1, the
+results in its ROUND2); on the cuda device the data sit in the GPU areas every rank maps
+(ring/cuda/areas.py), the rounds go through the host's window. Element e is reduced in rank
+order, ((x[0] op x[1]) op ...) op x[K-1]: the same bits as oneshot, naive and ps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..call import Call
+from ..context import Context
+from ..host.reduce import fold
+from ..schedule import Collective, split
+from ..transport.exchange import ROUND2
+from .base import ALLREDUCE, Algorithm
+from .oneshot import ONE_NODE, on_gpu, too_big
+
+WAITING = "to post its reduced block (twoshot)"
+
+
+class Twoshot(Algorithm):
+    name = "twoshot"
+    serves = {"host": ALLREDUCE, "cuda": ALLREDUCE}
+
+    def why_not(self, ctx: Context, collective: Collective, nbytes: int) -> str | None:
+        why = super().why_not(ctx, collective, nbytes)
+        if why:
+            return why
+        if ctx.exchange is None:
+            return ONE_NODE
+        return too_big(collective, nbytes, ctx.size)
+
+    def rides(self, ctx: Context) -> bool:
+        return ctx.device == "host"
+
+    def posts(self, ctx: Context, c: Call):
+        return c.x if c.count else None
+
+    def run(self, ctx: Context, c: Call, defer: bool = False):
+        ex = ctx.exchange
+        n, k, me = c.count, ex.size, ex.rank
+        b = split(n, k)
+        lo, hi = b[me], b[me + 1]
+        if ctx.device == "cuda":
+            seq = ex.next_round()
+            areas, storage = on_gpu(ctx, c, seq)
+            dev = ctx.backend
+            dev.fold(lambda q: areas.view(q, seq, areas.DATA, storage, lo, hi), c.op, k,
+                     areas.view(me, seq, areas.RESULT, storage, 0, hi - lo), c.dtype)
+            dev.finish()
+            ex.post(seq, ROUND2)
+            ex.wait(seq, ROUND2, WAITING)
+            for q in range(k):
+                dev.copy(c.out[b[q]:b[q + 1]],
+                         areas.view(q, seq, areas.RESULT, storage, 0, b[q + 1] - b[q]))
+            dev.finish()
+            return
+        seq, dt = ex.seq, c.out.dtype  # the agreement's round carried the data
+        mine = ex.result(me, seq, dt, hi - lo)
+        with np.errstate(over="ignore", invalid="ignore"):
+            fold(lambda q: ex.data(q, seq, dt, n)[lo:hi], c.op, k, mine)
+        ex.post(seq, ROUND2)
+        ex.wait(seq, ROUND2, WAITING)
+        for q in range(k):
+            c.out[b[q]:b[q + 1]] = ex.result(q, seq, dt, b[q + 1] - b[q])
+
+
+ALGORITHM = Twoshot()

@@ -1,0 +1,85 @@
+"""The algorithm registry (ring/algorithms/): one module per algorithm, each name of
+algorithm= served by exactly one, and every algorithm's refusals as its `serves` says.
+Pure: contexts are stand-ins (no MPI, no device)."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from ring import algorithms
+from ring.algorithms import AUTO, BY_NAME, resolve, why_not
+from ring.options import ALGORITHMS, EXCHANGE_BYTES
+from ring.schedule import Collective
+from ring.topology import Topology
+
+EVERY = [c for c in Collective if c is not Collective.BARRIER]
+
+
+def context(device="host", size=4, nodes=1, exchange=True):
+    """A stand-in Context: `size` ranks on `nodes` equal nodes of consecutive ranks."""
+    per = size // nodes
+    topo = Topology(None, [r // per for r in range(size)], [r % per for r in range(size)])
+    return SimpleNamespace(device=device, size=size, rank=0, topo=topo, kept={},
+                           exchange=SimpleNamespace(cap=EXCHANGE_BYTES) if exchange else None)
+
+
+def test_every_name_has_one_module_in_wire_order():
+    assert list(BY_NAME) == [a for a in ALGORITHMS if a != AUTO]
+    assert [a.code for a in BY_NAME.values()] == list(range(1, len(ALGORITHMS)))
+    modules = {type(a).__module__ for a in BY_NAME.values()}
+    assert modules == {f"ring.algorithms.{n}" for n in BY_NAME}
+
+
+@pytest.mark.parametrize("device", ["host", "cuda"])
+@pytest.mark.parametrize("name", list(BY_NAME))
+def test_an_algorithm_refuses_what_it_does_not_serve(name, device):
+    """On one node of 4 (where every algorithm can run), small calls: refused exactly where
+    `serves` leaves the collective out (hierarchical needs nodes: asked there on 2)."""
+    ctx = context(device, nodes=2 if name == "hierarchical" else 1,
+                  exchange=name != "hierarchical")
+    alg = BY_NAME[name]
+    for c in EVERY:
+        why = alg.why_not(ctx, c, 64)
+        assert (why is None) == (c in alg.serves[device]), (name, device, c, why)
+
+
+def test_the_shared_memory_algorithms_need_one_node_and_fit_the_window():
+    across = context(exchange=False, nodes=2)
+    one = context()
+    assert why_not(across, "twoshot", Collective.ALLREDUCE, 64) == \
+        "it needs every rank of the communicator on one node"
+    assert why_not(across, "oneshot", Collective.ALLREDUCE, 64) is None  # by MPI (host)
+    assert why_not(context("cuda", exchange=False, nodes=2), "oneshot",
+                   Collective.ALLREDUCE, 64) is not None
+    assert "at most" in why_not(one, "oneshot", Collective.ALLREDUCE, EXCHANGE_BYTES + 1)
+    # an all-gather posts its count / K per rank
+    assert why_not(one, "oneshot", Collective.ALLGATHER, 4 * EXCHANGE_BYTES) is None
+
+
+def test_auto_takes_the_rules_then_the_two_level_then_the_ring():
+    one, two = context(), context(nodes=2, exchange=False)
+    assert resolve(one, AUTO, Collective.ALLREDUCE, 64, [(1 << 20, "oneshot")]) == "oneshot"
+    assert resolve(one, AUTO, Collective.ALLREDUCE, 64, []) == "ring"
+    assert resolve(two, AUTO, Collective.ALLREDUCE, 64, []) == "hierarchical"
+    assert resolve(two, AUTO, Collective.BROADCAST, 64, []) == "ring"
+    # a rule whose algorithm cannot run here is passed over
+    assert resolve(two, AUTO, Collective.ALLREDUCE, 64, [(1 << 20, "twoshot")]) == "hierarchical"
+    with pytest.raises(ValueError, match="'twoshot' cannot run here"):
+        resolve(two, "twoshot", Collective.ALLREDUCE, 64, [])
+    with pytest.raises(ValueError, match="algorithm: expected one of"):
+        resolve(one, "nope", Collective.ALLREDUCE, 64, [])
+
+
+def test_a_compressed_call_runs_where_the_slots_carry_the_wire():
+    one, two = context(), context(nodes=2, exchange=False)
+    assert resolve(one, AUTO, Collective.ALLREDUCE, 64, [], "bf16") == "ring"
+    assert resolve(two, AUTO, Collective.ALLREDUCE, 64, [], "bf16") == "hierarchical"
+    assert resolve(two, AUTO, Collective.REDUCE_SCATTER, 64, [], "bf16") == "ring"
+    with pytest.raises(ValueError, match="cannot run with compression"):
+        resolve(one, "oneshot", Collective.ALLREDUCE, 64, [], "bf16")
+    with pytest.raises(ValueError, match="host device only"):
+        resolve(context("cuda"), AUTO, Collective.ALLREDUCE, 64, [], "bf16")
+
+
+def test_the_registry_is_the_modules():
+    assert algorithms.get("tree") is algorithms.tree.ALGORITHM
