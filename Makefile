@@ -1,4 +1,5 @@
-# make test   create .venv if missing, install the project, run the tests
+# make check  create .venv if missing, install the project, run the quick tier (no mpiexec jobs)
+# make test   the same set-up, then every test (what CI runs)
 # make bench  the same set-up, then the all-reduce sweep against the baselines
 PYTHON ?= python3
 VENV   := .venv
@@ -14,7 +15,7 @@ EXTRAS := test,plot$(if $(filter 12 13,$(CUDA_MAJOR)),$(comma)cuda$(CUDA_MAJOR))
 # No GPU: kernels run under Numba's CUDA simulator.
 NO_GPU := $(if $(CUDA_MAJOR),,NUMBA_ENABLE_CUDASIM=1)
 
-.PHONY: test bench bench-kernels clean
+.PHONY: check test bench bench-kernels clean
 
 # NVVM, NVRTC and ptxas from pip, to compile the kernels without a GPU (tests/test_compile.py,
 # tools/compile_kernels.py); optional: .ci/run makes them, the test skips without them
@@ -28,9 +29,21 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
 	touch $@
 
+# unit, property and single-process tests: the edit loop's tier
+check: $(VENV)/.installed
+	$(NO_GPU) $(PY) -m pytest -m "not mpi" -q
+
+# everything, what CI runs: the fault tests (jobs that mostly wait out a dead peer's
+# timeout, napping) on two pytest-xdist workers beside the rest, which runs in order as one
+# plain pytest run; Numba's caches warmed first, once (tests/warm.py)
 test: $(VENV)/.installed
 	mkdir -p build
-	$(NO_GPU) $(PY) -m pytest --junitxml=build/junit.xml
+	$(NO_GPU) $(PY) -m tests.warm
+	$(NO_GPU) $(PY) -m pytest tests/test_faults.py -n 2 -q -p no:cacheprovider \
+	    --junitxml=build/junit-faults.xml > build/faults.log 2>&1 & faults=$$!; \
+	$(NO_GPU) $(PY) -m pytest --ignore=tests/test_faults.py --junitxml=build/junit.xml; rest=$$?; \
+	wait $$faults; fault=$$?; echo "== tests/test_faults.py (beside the rest):"; \
+	tail -n 25 build/faults.log; [ $$rest -eq 0 ] && [ $$fault -eq 0 ]
 
 bench: $(VENV)/.installed
 	$(NO_GPU) $(MPIEXEC) -n $(NP) $(PY) -m harness allreduce -b 8 -e 64M -f 4 \
