@@ -7,26 +7,9 @@
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d .whl numpy==2.4.6 mpich==5.0.2
 # The sweeps add 64M and their end size (-a) to the -f grid, which steps over both.
-# At most 8 files come back from $OUT: run a few steps per call (results/h100/README.md).
-# A session has 15 minutes of device time, start and idle included. Seen on an H200
-# (2026-11-26, results/h200/README.md): a fresh machine started in ~30 s; kernelshapes with
-# 3 shapes 11 s; cross 29 s; pick of 112 GPU tests (ring.Group kernel/auto, the kernel path
-# at 2 processes, torch on CUDA, the examples) 354 s; kernelsweep at 4 processes reached
-# 512 MiB in 300 s (before the harness tiled its checks); Numba compiles on first use, so
-# a step alone on a fresh machine pays its kernels' compile (the examples: over 60 s).
-# On an H100 (2026-11-26, results/h100/README.md): kernelsweep NPS=4 MAX=1G ITERS=5 94 s;
-# colls MPS=1 MAX=1G ITERS=2 WARM=1 with ring-kernel 38-45 s a collective at NP=4, 27-36 s
-# at NP=2; kernelshapes 7 s; pick of 27 tests 108 s (Numba compiles the persistent kernel
-# per op x dtype x variant in every process, seconds each: most of a GPU test step's time).
-# Later that day (H100): a fresh machine's first call spent ~30 s starting; step inner, one
-# test at 2 processes, 68 s as the call's first step (imports, compiles) and 7 s after it.
-# 2026-11-27 (H100): suite as a fresh machine's first call 406 s with its start (pytest
-# 305 s, 557 tests selected); alone 103 s; a 2-process check_cuda test picked alone 55 s.
-# 2026-11-27 (H200): "suite alone" on a fresh machine 385 s (suite 304, alone 78); on a fresh
-# machine again, 435 s (suite cut at its 340 s limit, alone 86): give suite 480.
-# Later (H200, 7979cb7): "suite alone" on a fresh machine 426 s (suite 331, alone 92), all passed;
-# kernelcache on a fresh machine 58 s; algos NPS=2 ITERS=20 on a fresh machine 28 s, NPS=4 38 s
-# (without MPS); handoff 9 s.
+# At most 8 files come back from $OUT: run a few steps per call. A session has 15 minutes of
+# device time, start and idle included; what each step took on an H100 and an H200:
+# results/gpu-session-timings.md (give a fresh machine's first step its Numba compiles).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
 #        kernelpath autopath inner suite alone kernelprofile kernelshapes kernelbench kernelsweep algos training pick kernelcache handoff all
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
@@ -153,9 +136,9 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   kernelshapes) TAIL=40 step 300 kernelshapes python3 benchmarks/group_bench.py --only-shapes \
                   --kernel-shapes ${SHAPES:-64x512x4x4xgpuxacqrelxsimple,64x512x4x4xgpuxacqrelxll,16x256x4x4xgpuxacqrelxll,64x512x4x4xgpuxfencexsimple} \
                   --json $OUT/group-kernel-shapes-$GPU.json ;;
-  cross)      TAIL=40 step 420 cross python3 benchmarks/group_bench.py --cross --paths ${PATHS:-fused,kernel} \
+  cross)      TAIL=40 step 420 cross python3 benchmarks/group_bench.py --cross --paths ${PATHS:-stream,kernel} \
                   --json $OUT/group-chunk-x-slots-$GPU.json ;;
-  kernelbench) TAIL=40 step 540 groupbench-kernel python3 benchmarks/group_bench.py --quick --paths kernel,fused \
+  kernelbench) TAIL=40 step 540 groupbench-kernel python3 benchmarks/group_bench.py --quick --paths kernel,stream \
                   --json $OUT/group-kernel-$GPU.json ;;
   kernelsweep) nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
               for np in ${NPS:-2 4}; do
