@@ -3,9 +3,8 @@ Numba's on-disk cache: the host's float16 / bfloat16 loops (ring/host/half.py), 
 compiled exchange rounds (ring/host/compiled_round.py) and ring walk
 (ring/host/compiled_walk.py), the int8 loops (ring/training/quantize.py). A fresh clone
 would compile them (~15 s each) in every rank of the first job that uses them, while its
-peers wait (some tests' peers time out at 2 s). Each pytest session calls warm() (quick
-once the cache holds them); `make test` runs `python -m tests.warm` once first, so that its
-two concurrent pytest runs find them compiled."""
+peers wait (some tests' peers time out at 2 s). Each pytest session calls warm() first
+(tests/conftest.py; quick once the cache holds them); `python -m tests.warm` does it alone."""
 
 from __future__ import annotations
 
