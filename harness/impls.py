@@ -20,6 +20,7 @@ import ring
 from ring.algorithms import BY_NAME
 from ringtypes import bfloat16, packed_bytes
 
+from . import nccl_lib
 from .collectives import COLLECTIVES
 from .model import TUNE_NAMES
 
@@ -279,7 +280,8 @@ class Mpi:
 
 
 class Nccl:
-    """NCCL through cupy.cuda.nccl, bootstrapped over MPI (GPU buffers only).
+    """NCCL through cupy.cuda.nccl, bootstrapped over MPI (GPU buffers only), on the
+    nvidia-nccl wheel's library where it is installed (harness/nccl_lib.py).
 
     Several ranks on one GPU: NCCL before 2.30 refuses them ("Duplicate GPU detected"); from
     2.30 NCCL_MULTI_RANK_GPU_ENABLE=1 allows it. With --nccl-hostid each rank gets its own
@@ -295,25 +297,35 @@ class Nccl:
         if bufs.name != "cuda":
             self.unavailable = "NCCL needs GPU buffers (--device cuda)"
             return
+        where = nccl_lib.preload()  # the nvidia-nccl wheel's library (>= 2.30), if there
         import cupy as cp
         from cupy.cuda import nccl
         self.cp, self.nccl = cp, nccl
         version = nccl.get_version()
         vtext = f"{version // 10000}.{version // 100 % 100}.{version % 100}"
+        self.version, self.library = vtext, where
         node = world.Split_type(MPI.COMM_TYPE_SHARED)
-        shared = node.size > cp.cuda.runtime.getDeviceCount()
+        per_gpu = -(-node.size // cp.cuda.runtime.getDeviceCount())
+        shared = per_gpu > 1
         node.Free()
         how = ""
         if shared and version >= self.MULTI_RANK_GPU:
             os.environ["NCCL_MULTI_RANK_GPU_ENABLE"] = "1"
-            how = ", several ranks per GPU (NCCL_MULTI_RANK_GPU_ENABLE=1)"
+            how = ", several ranks per GPU (NCCL_MULTI_RANK_GPU_ENABLE=1"
+            # every rank's blocks resident at once: at 4 ranks under MPS NCCL 2.30.7's own
+            # grid hung at 2 MiB, NCCL_MAX_CTAS=16 ran (an H200); 64 at 2 ranks ran
+            if per_gpu > 2 and "NCCL_MAX_CTAS" not in os.environ:
+                os.environ["NCCL_MAX_CTAS"] = str(max(1, 64 // per_gpu))
+            if "NCCL_MAX_CTAS" in os.environ:
+                how += f", NCCL_MAX_CTAS={os.environ['NCCL_MAX_CTAS']}"
+            how += ")"
         elif shared and hostid:
             os.environ["NCCL_HOSTID"] = f"ring-harness-rank-{world.rank}"
             how = ", ranks sharing a GPU as separate hosts over sockets (NCCL_HOSTID per rank)"
         elif shared:
             self.unavailable = (f"ranks share a GPU and NCCL {vtext} refuses that (needs 2.30 "
                                 "for NCCL_MULTI_RANK_GPU_ENABLE); --nccl-hostid runs it over sockets")
-        self.label = f"nccl {vtext}{how}"
+        self.label = f"nccl {vtext} ({where}){how}"
         ok = self.unavailable is None
         if not all(world.allgather(ok)):
             self.unavailable = self.unavailable or "NCCL is unavailable on another rank"

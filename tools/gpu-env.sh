@@ -11,3 +11,8 @@ export PYTHONPATH=/tmp/site:$PWD
 export PATH=/tmp/mpich/bin:$PATH
 export MPI4PY_LIBMPI=/tmp/mpich/lib/libmpi.so.12
 export PYTHONUNBUFFERED=1
+# NCCL >= 2.30, where a session installed it (tools/nccl_wheel.py): the harness loads it
+# ahead of the image's NCCL (harness/nccl_lib.py)
+[ -f /tmp/nccl230/nvidia/nccl/lib/libnccl.so.2 ] && \
+    export RING_NCCL_LIB=/tmp/nccl230/nvidia/nccl/lib/libnccl.so.2
+return 0 2>/dev/null || true

@@ -7,11 +7,18 @@
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d .whl numpy==2.4.6 mpich==5.0.2
 # The sweeps add 64M and their end size (-a) to the -f grid, which steps over both.
+# NCCL >= 2.30 (the image has 2.28.9; its 216 MB wheel is more than a call carries), here:
+#   python3 tools/nccl_wheel.py fetch        # .nccl/: 5 parts of 50 MB and the sha256
+# then one call per part in quick succession, each carrying .whl and that part (the first
+# also .nccl/<wheel>.sha256):  STEPS=ncclpart bash tools/gpu-session.sh
+# and last:  STEPS="nccl ncclcmp" bash tools/gpu-session.sh  (joins, installs to /tmp/nccl230;
+# gpu-env.sh then points RING_NCCL_LIB at its libnccl.so.2 for every later step and call)
 # At most 8 files come back from $OUT: run a few steps per call. A session has 15 minutes of
 # device time, start and idle included; what each step took on an H100 and an H200:
 # results/gpu-session-timings.md (give a fresh machine's first step its Numba compiles).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
 #        kernelpath autopath inner suite alone kernelprofile kernelshapes kernelbench kernelsweep algos training pick kernelcache handoff all
+#        ncclpart nccl ncclcmp
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
 # GPU or the carried wheels (tests/test_gpu_session.py checks every command that way)
 if [ -n "$DRY" ]; then
@@ -181,5 +188,17 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   --durations=20 ${PICK_K:+-k "$PICK_K"}
               echo quit | nvidia-cuda-mps-control ;;
   all)        step 580 all python3 -m pytest tests -x -q -p no:cacheprovider ;;
+  ncclpart)   step 60 ncclpart python3 tools/nccl_wheel.py keep --from .nccl --to /tmp/nccl-parts ;;
+  nccl)       step 120 nccl python3 tools/nccl_wheel.py install --parts /tmp/nccl-parts --target /tmp/nccl230
+              [ -f /tmp/nccl230/nvidia/nccl/lib/libnccl.so.2 ] && \
+                  export RING_NCCL_LIB=/tmp/nccl230/nvidia/nccl/lib/libnccl.so.2 ;;
+  ncclcmp)    # issue 52's comparison: the ring beside NCCL >= 2.30 with several ranks on the GPU
+              # (its own P2P transport, no --nccl-hostid) and MPI, under MPS, 8 B - 256 MiB
+              nvidia-cuda-mps-control -d > $OUT/mps-nccl.txt 2>&1; echo "== mps start rc=$?"
+              for np in ${NPS:-2 4}; do
+                TAIL=30 step ${SWEEP_LIMIT:-200} ncclcmp-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 4 \
+                  -a 64M,${MAX:-256M} -n ${ITERS:-20} -w 3 --device cuda --impl ring,nccl,mpi \
+                  --json $OUT/allreduce-${np}ranks-nccl230-mps-$GPU.json; done
+              echo quit | nvidia-cuda-mps-control ;;
 esac; done
 echo; echo "== summary (step, exit status, seconds, first result line)"; printf '%s' "$SUMMARY"
