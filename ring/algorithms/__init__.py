@@ -6,6 +6,7 @@ tuner read them from.
     naive, ps     whole buffers as MPI messages (naive.py, ps.py)
     tree          NCCL's double binary tree of MPI messages (tree.py)
     oneshot       one round through node-shared memory, every collective on the host
+                  (oneshot.py)
     twoshot       two rounds: reduce-scatter then all-gather through it (twoshot.py)
 
 "auto" is not an algorithm: it is the tuning table's choice among these (ring/tuning.py).
