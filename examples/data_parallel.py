@@ -7,6 +7,12 @@ that and prints the largest relative difference (float32; only the order of the 
 the matrix products differs).
 
     mpiexec -n 4 python examples/data_parallel.py [--steps 30] [--batch 64] [--device host|cuda]
+        [--accumulate K]
+
+--accumulate K: gradient accumulation, as DDP's no_sync(): each optimizer step takes K
+micro-batches of --batch samples, the first K-1 added up locally with no communication, the
+K-th all-reduced (buckets.no_sync()); the parameters then equal single-process training
+with batches of K x --batch, and the example prints the all-reduces made per optimizer step.
 
 At the end it prints the time per step with the buckets started during the backward pass
 (overlap) and with every bucket started after it, and with bfloat16 on the wire
@@ -17,6 +23,7 @@ the communicator's progress thread, which gains only where a core is free meanwh
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 
@@ -27,7 +34,7 @@ from ring.buckets import GradientBuckets
 
 
 def train(comm, xp, x, y, batch: int, steps: int, overlap: bool, bucket_bytes: int,
-          compression=None, error_feedback=False):
+          compression=None, error_feedback=False, accumulate: int = 1):
     k, r = comm.size, comm.rank
     params = [xp.asarray(p) for p in mlp.init()]
     buckets = GradientBuckets(comm, [xp.empty_like(p) for p in params],
@@ -42,39 +49,59 @@ def train(comm, xp, x, y, batch: int, steps: int, overlap: bool, bucket_bytes: i
         if s == 1:  # the first step compiles what the rest reuse (the GPU's kernels): untimed
             comm.barrier()
             t0 = time.perf_counter()
-        lo = (s * batch) % len(x) + r * share
-        xs, ys = xp.asarray(x[lo:lo + share]), xp.asarray(y[lo:lo + share])
-        # each rank's part of the global mean: its samples' gradient / the global batch
-        mlp.backward(xp, params, xs, ys, 1.0 / batch, grads, buckets.ready if overlap else None)
-        if not overlap:
-            for i in reversed(range(len(grads))):
-                buckets.ready(i)
-        buckets.wait()
+        step = batch * accumulate  # the samples of one optimizer step, every rank's
+        for m in range(accumulate):  # micro-batches: the first accumulate - 1 not all-reduced
+            lo = (s * step) % len(x) + m * batch + r * share
+            xs, ys = xp.asarray(x[lo:lo + share]), xp.asarray(y[lo:lo + share])
+            last = m == accumulate - 1
+            with contextlib.nullcontext() if last else buckets.no_sync():
+                # each rank's part of the global mean: its samples' gradient / the step's
+                # samples, added to the micro-batches' before it
+                mlp.backward(xp, params, xs, ys, 1.0 / step, grads,
+                             buckets.ready if overlap else None, add=m > 0)
+                if not overlap:
+                    for i in reversed(range(len(grads))):
+                        buckets.ready(i)
+                buckets.wait()
         opt.step(params, grads)
-    return params, (time.perf_counter() - t0) / (steps - 1) if t0 is not None else float("nan")
+    calls = buckets.allreduces / steps  # all-reduces per optimizer step, as counted
+    per_step = (time.perf_counter() - t0) / (steps - 1) if t0 is not None else float("nan")
+    return params, per_step, calls, len(buckets.buckets)
 
 
 def main() -> int:
-    args, comm, xp = mlp.start(__doc__, lambda ap: ap.add_argument(
-        "--bucket-bytes", type=int, default=16 << 10))
-    x, y = mlp.data(4 * args.batch)
-    want = mlp.reference(x, y, args.batch, args.steps)
-    times, diff = {}, 0.0
+    def extra(ap):
+        ap.add_argument("--bucket-bytes", type=int, default=16 << 10)
+        ap.add_argument("--accumulate", type=int, default=1,
+                        help="micro-batches per optimizer step (all-reduced once)")
+    args, comm, xp = mlp.start(__doc__, extra)
+    k = args.accumulate
+    if k < 1:
+        raise SystemExit(f"--accumulate: at least 1, got {k}")
+    x, y = mlp.data(4 * args.batch * k)
+    want = mlp.reference(x, y, args.batch * k, args.steps)
+    times, diff, calls = {}, 0.0, set()
     for overlap in (True, False):
-        params, times[overlap] = train(comm, xp, x, y, args.batch, args.steps, overlap,
-                                       args.bucket_bytes)
+        params, times[overlap], per_step, nbuckets = train(
+            comm, xp, x, y, args.batch, args.steps, overlap, args.bucket_bytes, accumulate=k)
+        calls.add(per_step)
         got = mlp.host(xp, params)
         diff = max(diff, mlp.largest_relative_difference(got, want))
     # bfloat16 on the wire: not held to 1e-5 (8 bits of mantissa), its difference printed
-    params, times["bf16"] = train(comm, xp, x, y, args.batch, args.steps, True,
-                                  args.bucket_bytes, "bf16")
+    params, times["bf16"], _, _ = train(comm, xp, x, y, args.batch, args.steps, True,
+                                        args.bucket_bytes, "bf16", accumulate=k)
     bf16_diff = mlp.largest_relative_difference(mlp.host(xp, params), want)
     # int8 with a scale per block and error feedback
-    params, times["int8"] = train(comm, xp, x, y, args.batch, args.steps, True,
-                                  args.bucket_bytes, "int8", error_feedback=True)
+    params, times["int8"], _, _ = train(comm, xp, x, y, args.batch, args.steps, True,
+                                        args.bucket_bytes, "int8", error_feedback=True,
+                                        accumulate=k)
     int8_diff = mlp.largest_relative_difference(mlp.host(xp, params), want)
+    if comm.rank == 0:
+        print(f"all-reduces per optimizer step: {' / '.join(f'{c:g}' for c in sorted(calls))} "
+              f"({nbuckets} buckets, {k} micro-batch{'es' if k > 1 else ''} a step)")
     return mlp.finish(
-        comm, xp, f"data parallel: {comm.size} ranks ({comm.device}), global batch {args.batch}, "
+        comm, xp, f"data parallel: {comm.size} ranks ({comm.device}), global batch "
+              f"{args.batch}{f' x {k} micro-batches' if k > 1 else ''}, "
               f"{args.steps} steps, {sum(p.size for p in got)} parameters",
         diff, f"{times[True] * 1e3:.2f} ms with overlap, {times[False] * 1e3:.2f} ms without "
               f"(all-reduce after the backward pass), {times['bf16'] * 1e3:.2f} ms with overlap "

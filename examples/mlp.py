@@ -29,9 +29,10 @@ def init(seed: int = 1) -> list[np.ndarray]:
     return params
 
 
-def backward(xp, params, x, y, scale: float, grads, ready=None) -> float:
-    """Gradients of sum((f(x) - y)^2) * scale / 2 into `grads` (arrays like params), the last
-    layer's first; ready(i) is called as soon as grads[i] is final. Returns the loss."""
+def backward(xp, params, x, y, scale: float, grads, ready=None, add: bool = False) -> float:
+    """Gradients of sum((f(x) - y)^2) * scale / 2 into `grads` (arrays like params; with
+    add, added to what they hold: gradient accumulation), the last layer's first; ready(i)
+    is called as soon as grads[i] is final. Returns the loss."""
     acts = [x]
     for layer in range(len(params) // 2):
         z = acts[-1] @ params[2 * layer] + params[2 * layer + 1]
@@ -40,8 +41,12 @@ def backward(xp, params, x, y, scale: float, grads, ready=None) -> float:
     loss = float((acts[-1] - y).ravel() @ (acts[-1] - y).ravel()) * scale / 2
     for layer in reversed(range(len(params) // 2)):
         w, b = 2 * layer, 2 * layer + 1
-        xp.matmul(acts[layer].T, delta, out=grads[w])
-        xp.sum(delta, axis=0, out=grads[b])
+        if add:
+            grads[w] += acts[layer].T @ delta
+            grads[b] += xp.sum(delta, axis=0)
+        else:
+            xp.matmul(acts[layer].T, delta, out=grads[w])
+            xp.sum(delta, axis=0, out=grads[b])
         for i in (b, w):
             if ready is not None:
                 ready(i)

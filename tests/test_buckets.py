@@ -3,6 +3,8 @@ DDP's layout (reverse order, a smaller first bucket, one dtype per bucket), buck
 in order whatever order gradients arrive in, unused gradients as zeros, results unpacked.
 The multi-rank runs are the training examples (tests/test_examples.py)."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -89,6 +91,50 @@ def test_unused_gradients_count_as_zeros_and_the_next_step_starts_clean():
     with pytest.raises(ValueError, match="twice"):
         b.ready(1)
         b.ready(1)
+
+
+@pytest.mark.parametrize("as_view", [False, True])
+@pytest.mark.parametrize("compression", [None, "int8"])
+def test_no_sync_accumulates_and_the_next_step_reduces_the_sum_once(as_view, compression):
+    """Gradient accumulation (DDP's no_sync()): k-1 micro-batches inside it start nothing
+    and leave the gradients to the caller, who adds each micro-batch's into them; the next
+    step all-reduces the sum, one all-reduce per bucket (counted by the stand-in, and in
+    `allreduces`), packed or as bucket views, on the float32 wire or int8's."""
+    rec = Recorder(k=2)
+    b = GradientBuckets(rec, grads([8, 8, 8]), first_bucket_bytes=32, bucket_bytes=32,
+                        op="sum", gradient_as_bucket_view=as_view, compression=compression)
+    g = b.grads
+    micro = [np.arange(8, dtype=np.float32) * (m + 1) for m in range(4)]  # 4 micro-batches
+    for m, part in enumerate(micro):
+        with contextlib.nullcontext() if m == 3 else b.no_sync():
+            for i in reversed(range(3)):
+                if m == 0:
+                    g[i][...] = part * (i + 1)
+                else:
+                    g[i] += part * (i + 1)
+                b.ready(i)
+            b.wait()
+        assert len(rec.started) == (3 if m == 3 else 0), m  # nothing until the last one
+    assert b.allreduces == 3 == len(b.buckets)
+    for i in range(3):  # K = 2 identical ranks: twice the accumulated sum
+        want = 2 * sum(micro) * (i + 1)
+        assert np.allclose(g[i], want, rtol=0.02 if compression else 0), (i, g[i], want)
+
+
+def test_no_sync_refuses_a_step_under_way_and_nesting():
+    b = GradientBuckets(Recorder(), grads([4, 4]), first_bucket_bytes=16, bucket_bytes=16)
+    b.ready(0)
+    with pytest.raises(ValueError, match="under way"):
+        with b.no_sync():
+            pass
+    b.wait()
+    with b.no_sync():
+        with pytest.raises(ValueError, match="already inside"):
+            with b.no_sync():
+                pass
+        b.ready(1)
+        with pytest.raises(ValueError, match="twice"):
+            b.ready(1)
 
 
 def test_bad_options():

@@ -19,6 +19,18 @@ def test_training_matches_one_process(example, nprocs):
     check(run(nprocs, [f"examples/{example}.py", "--steps", "20"], timeout=180))
 
 
+@pytest.mark.parametrize("nprocs", [2, 4])
+def test_accumulated_gradients_match_one_process_with_the_whole_batch(nprocs):
+    """--accumulate 4: four micro-batches an optimizer step, three of them not all-reduced
+    (buckets.no_sync()): the parameters equal single-process training with batches four
+    times as large, and each step makes one all-reduce per bucket, as counted."""
+    rc, out = run(nprocs, ["examples/data_parallel.py", "--steps", "20", "--accumulate", "4"],
+                  timeout=180)
+    check((rc, out))
+    m = re.search(r"all-reduces per optimizer step: (\S+) \((\d+) buckets, 4 micro-batches", out)
+    assert m and float(m.group(1)) == int(m.group(2)), out
+
+
 @needs_gpu
 @pytest.mark.parametrize("example", ["data_parallel", "zero"])
 def test_training_on_the_gpu_matches_one_process(example):

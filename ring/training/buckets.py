@@ -50,6 +50,11 @@ as a NumPy view of its memory: keep the same tensor from step to step, as
 optimizer.zero_grad(set_to_none=False) does, or use gradient_as_bucket_view, whose grads
 are tensors again), and GPU arrays (Numba, CuPy, PyTorch CUDA) on the cuda device.
 
+Gradient accumulation, as DDP's no_sync(): `with buckets.no_sync():` around the first k-1
+micro-batches' backward passes (whose gradients the caller adds into `grads`), then one
+ordinary step whose ready() / wait() all-reduce the sum: one all-reduce per bucket per
+optimizer step, the calls counted in `buckets.allreduces`.
+
 Each all-reduce is async_op=True, so it runs behind the backward pass: on the cuda device
 on the GPU's streams, on the host device on the communicator's progress thread
 (ring/progress.py). On the host that saves time only where a core is free while the
@@ -57,6 +62,8 @@ backward pass computes (benchmarks/overlap.py: results/README.md).
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -294,6 +301,8 @@ class GradientBuckets:
                 warm()  # compiled (or loaded) now, not in the first step
             self._int8 = [Int8Reduce(comm, f, int8_exchange, error_feedback)
                           for f in self._flats]
+        self._syncing = True  # False inside no_sync()
+        self.allreduces = 0  # collectives started so far (int8's: its first of each bucket)
         self._reset()
 
     def _reset(self) -> None:
@@ -301,12 +310,31 @@ class GradientBuckets:
         self._marked = [False] * len(self.grads)
         self._works: list = []  # one per started bucket, in bucket order
 
+    @contextmanager
+    def no_sync(self):
+        """Gradient accumulation, as DDP's no_sync(): inside, ready() and wait() start no
+        collective and touch no gradient, so the caller adds each micro-batch's gradients
+        into `grads` itself; the first step after it (ready() ... wait() outside) all-reduces
+        what has accumulated, one all-reduce per bucket. Every rank must skip alike."""
+        if self._syncing is False:
+            raise ValueError("no_sync(): already inside one")
+        if any(self._marked) or self._works:
+            raise ValueError("no_sync(): a step is under way (ready() called, wait() not yet)")
+        self._syncing = False
+        try:
+            yield self
+        finally:
+            self._syncing = True
+            self._reset()
+
     def ready(self, i: int) -> None:
         """Gradient i holds its value: pack it; start every bucket that is complete and
-        whose predecessors have started."""
+        whose predecessors have started. (Inside no_sync(): nothing but the check.)"""
         if self._marked[i]:
             raise ValueError(f"gradient {i} was marked ready twice in one step")
         self._marked[i] = True
+        if not self._syncing:
+            return
         b, off = self._where[i]
         if not self._own[b]:
             v = self._views[i]
@@ -318,6 +346,7 @@ class GradientBuckets:
         while len(self._works) < len(self.buckets) and self._pending[len(self._works)] == 0:
             b = len(self._works)
             flat, wire = self._flats[b], self._wires[b]
+            self.allreduces += 1
             if self._int8:
                 self._works.append(self._int8[b].start())
                 continue
@@ -332,7 +361,11 @@ class GradientBuckets:
 
     def wait(self) -> None:
         """Start what has not started (unready gradients as zeros), wait for every bucket,
-        and unpack the results into the gradients; then the next step may begin."""
+        and unpack the results into the gradients; then the next step may begin. (Inside
+        no_sync(): the micro-batch ends, nothing else.)"""
+        if not self._syncing:
+            self._reset()
+            return
         for i, marked in enumerate(self._marked):
             if not marked:
                 b, off = self._where[i]

@@ -2,6 +2,7 @@
 beside gloo on the same processes: every collective's result, a DDP step's gradients, the
 DDP communication hook, and errors raised on every rank."""
 
+import contextlib
 import os
 import tempfile
 
@@ -238,6 +239,49 @@ def test_ddp_hook_gives_gloos_gradients(gloo):
     theirs = ddp_grads(gloo)
     for a, b, local in zip(ours, theirs, local_grads()):
         same_mean(a, b, local, gloo)
+
+
+def micro_batches(n: int):
+    g = torch.Generator().manual_seed(150 + RANK)
+    return [(torch.randn(6, 8, generator=g), torch.randn(6, 3, generator=g)) for _ in range(n)]
+
+
+def accumulated(m, steps: int, seen: list | None = None):
+    """Gradient accumulation as DDP has it: the first steps - 1 micro-batches' backward
+    passes under m.no_sync() (no communication), the last one's all-reduced. `seen`: the
+    micro-batch at each hook call."""
+    for s, (x, y) in enumerate(micro_batches(steps)):
+        if seen is not None:
+            seen.append(("micro-batch", s))
+        with m.no_sync() if s < steps - 1 else contextlib.nullcontext():
+            torch.nn.functional.mse_loss(m(x), y).backward()
+    return [p.grad.clone() for p in m.parameters()]
+
+
+def test_ddp_no_sync_on_the_hook_reduces_the_accumulated_gradients_once(gloo):
+    """Gradient accumulation on ring's DDP hook: three micro-batches under DDP's no_sync()
+    call no hook, the fourth calls it once per DDP bucket (counted) and all-reduces the
+    accumulated gradients, as gloo's DDP does with the same no_sync()."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    seen = []
+
+    def counting(comm, bucket):
+        seen.append(("hook", bucket.index()))
+        return ring.torch.allreduce_hook(comm, bucket)
+    with ring.Communicator(device="host", timeout=60) as comm:
+        m = DDP(model(), process_group=gloo, bucket_cap_mb=0.0005)
+        m.register_comm_hook(comm, counting)
+        ours = accumulated(m, 4, seen)
+    theirs = accumulated(DDP(model(), process_group=gloo, bucket_cap_mb=0.0005), 4)
+    single = model()  # this rank's own accumulated gradients, without DDP
+    for x, y in micro_batches(4):
+        torch.nn.functional.mse_loss(single(x), y).backward()  # .grad adds up
+    local = [p.grad for p in single.parameters()]
+    hooks = [i for i, (what, _) in enumerate(seen) if what == "hook"]
+    assert hooks and min(hooks) > seen.index(("micro-batch", 3)), seen  # the last one only
+    assert sorted(b for what, b in seen if what == "hook") == list(range(len(hooks)))
+    for a, b, part in zip(ours, theirs, local):
+        same_mean(a, b, part, gloo)
 
 
 @pytest.mark.parametrize("wire", ["bf16", "fp16"])
