@@ -2,7 +2,9 @@
 "fp16", both ways of accumulating: "float32" at each hop inside the all-reduce, "wire"
 summed in the 16-bit type between casts; "int8" with a scale per block, all-gathered or
 all-to-all'd and its sums all-gathered (ring/int8_reduce.py), and with error feedback (the
-default exchange), whose error here is one step's after the previous steps' residual): time against the float32 all-reduce of the same bucket, and the error against
+default exchange), whose error here is one step's after the previous steps' residual);
+"topk" at a density (1%, 0.1%) with error feedback (ring/training/topk.py: each rank's k
+largest as (index, value) pairs, all-gathered; lossy by design): time against the float32 all-reduce of the same bucket, and the error against
 the float32 result. One bucket per size, of one gradient, so all-reduced where it lies
 (no packing copy, as ring.buckets does since a73a4a9; before, a copy in and out of the
 bucket was timed with each wire); op avg; every rank's gradient standard normal (its own
@@ -46,12 +48,15 @@ from ring.buckets import GradientBuckets  # noqa: E402
 from ring.training.int8_reduce import choose  # noqa: E402
 
 WIRES = [(None, None), ("bf16", "float32"), ("bf16", "wire"), ("fp16", "float32"),
-         ("fp16", "wire"), ("int8", "allgather"), ("int8", "alltoall"), ("int8", "feedback")]
+         ("fp16", "wire"), ("int8", "allgather"), ("int8", "alltoall"), ("int8", "feedback"),
+         ("topk", "0.01"), ("topk", "0.001")]
 # (compression, accumulate); int8: (compression, its exchange, or "feedback": the default
 # exchange with error feedback)
 
 
 def options(w) -> dict:
+    if w[0] == "topk":  # the density; with error feedback, as it is trained
+        return {"compression": "topk", "density": float(w[1]), "error_feedback": True}
     if w[0] == "int8":
         return {"compression": "int8", "error_feedback": w[1] == "feedback",
                 "int8_exchange": None if w[1] == "feedback" else w[1]}
@@ -65,6 +70,9 @@ def one_message_share(w, k: int, n: int) -> float:
     all-to-all forwards) and K - 1, (K + 2)/16 (scales left out)."""
     if w[0] in ("bf16", "fp16"):
         return 0.5
+    if w[0] == "topk":  # K - 1 messages of k (index, value) pairs: 8 k bytes each
+        from ring.training.topk import k_of
+        return (k - 1) * 8 * k_of(n, float(w[1])) / (2 * (k - 1) / k * 4 * n) if k > 1 else 0
     if w[0] == "int8":
         exchange = w[1] if w[1] != "feedback" else choose(None, n, k)
         return k / 8 if exchange == "allgather" else (k + 2) / 16
@@ -102,7 +110,7 @@ def main() -> None:
     comm = ring.Communicator(device=a.device, algorithm=a.algorithm, **shape)
     if a.device == "cuda":
         import cupy as xp
-        wires = [w for w in WIRES if w[1] != "float32"]
+        wires = [w for w in WIRES if w[1] != "float32" and w[0] != "topk"]
         finish = xp.cuda.Device().synchronize
     else:
         xp, wires, finish = np, WIRES, (lambda: None)
@@ -148,6 +156,8 @@ def main() -> None:
             err = np.abs(result[w] - ref)
             rows.append({"bytes": nbytes, "wire": w[0] or "float32", "accumulate": w[1],
                          "ms": times[w] * 1e3, "speedup_vs_float32": times[plain] / times[w],
+                         # what one rank sends (and receives) a step, as the wire counts it
+                         "wire_bytes_per_rank": int(one_message_share(w, world.size, n) * moved),
                          "link_one_message_ms": None if link is None else
                          link * 1e3 * one_message_share(w, world.size, n),
                          "link_GBps": None if link is None else moved / link / 1e9,

@@ -7,7 +7,7 @@
 # queue: a ring's send and receive share it). Each run's JSON records the qdisc
 # (meta.loopback_qdisc). Needs CAP_NET_ADMIN (root); the shaping is removed on exit.
 #
-#   [RATES="2gbit 5gbit"] [REPS=5] [TAG=run1] [OUT=dir] bash benchmarks/shaped_links.sh
+#   [RATES="2gbit 5gbit"] [REPS=5] [TAG=run1] [OUT=dir] [WIRES=float32,bf16,topk] bash benchmarks/shaped_links.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-results/host-compression-shaped}
@@ -20,8 +20,8 @@ for rate in ${RATES:-2gbit 5gbit 10gbit 20gbit}; do
   tc qdisc show dev lo
   # 2 nodes of 1 rank, every byte across the shaped link
   RING_NODES=2 MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self $MPIEXEC -n 2 $PY benchmarks/compression.py \
-    --sizes 16M,64M --reps "${REPS:-5}" --wires float32,bf16,fp16 --json "$OUT/k2-$rate-${TAG:-run1}.json"
+    --sizes 16M,64M --reps "${REPS:-5}" --wires "${WIRES:-float32,bf16,fp16}" --json "$OUT/k2-$rate-${TAG:-run1}.json"
   # 2 nodes of 2 ranks: shared memory inside, the shaped link between (two-level all-reduce)
   MPIR_CVAR_NUM_CLIQUES=2 UCX_TLS=tcp,self $MPIEXEC -n 4 $PY benchmarks/compression.py \
-    --sizes 16M,64M --reps "${REPS:-5}" --wires float32,bf16,fp16 --json "$OUT/k4-2x2-$rate-${TAG:-run1}.json"
+    --sizes 16M,64M --reps "${REPS:-5}" --wires "${WIRES:-float32,bf16,fp16}" --json "$OUT/k4-2x2-$rate-${TAG:-run1}.json"
 done

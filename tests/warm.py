@@ -11,8 +11,9 @@ from __future__ import annotations
 
 def warm() -> None:
     from ring.host import compiled_round, compiled_walk, half
-    from ring.training import quantize
+    from ring.training import quantize, topk
     quantize.warm()
+    topk.warm()
     half.warm()
     compiled_round.warm()  # one per dtype
     compiled_walk.warm()  # one per dtype

@@ -29,6 +29,11 @@ float32 result, and "wire" on the cuda device, where the 16-bit wire of the ring
 does not exist yet. Speed and error against the float32 all-reduce, both ways: results/
 (benchmarks/compression.py).
 
+compression="topk", density=d (host device) sends only the d x n values of each bucket
+largest in magnitude, as (index, value) pairs all-gathered and summed in rank order
+(ring/training/topk.py); error_feedback=True keeps what was not sent for the next step, as
+Deep Gradient Compression does. Lossy: it changes the training, not only its rounding.
+
 compression="int8" (any device) rounds each bucket to int8 with a float32 scale per block
 of 4096 values (ring/quantize.py: a quarter of the bytes) and exchanges it
 (ring/int8_reduce.py, `int8_exchange`): "allgather" (every rank sums the K buckets in rank
@@ -71,11 +76,13 @@ from .buffers import copy, empty, zero
 from .int8_reduce import EXCHANGES, Int8Reduce
 from ..options import COMPRESSIONS
 from .tensors import as_array, as_tensor, is_tensor
+from .topk import TopKReduce
 
 FIRST_BUCKET_BYTES = 1 << 20  # DDP's defaults
 BUCKET_BYTES = 25 << 20
 WIRE = COMPRESSIONS  # compression -> the wire dtype
 INT8 = "int8"  # int8 with scales, exchanged by ring/int8_reduce.py
+TOPK = "topk"  # the k largest of each bucket as (index, value) pairs, ring/training/topk.py
 ACCUMULATE = ("float32", "wire")
 
 
@@ -217,18 +224,24 @@ class GradientBuckets:
                  first_bucket_bytes: int = FIRST_BUCKET_BYTES, op: str = "avg",
                  compression: str | None = None, accumulate: str | None = None,
                  error_feedback: bool = False, int8_exchange: str | None = None,
-                 gradient_as_bucket_view: bool = False):
+                 gradient_as_bucket_view: bool = False, density: float | None = None):
         if bucket_bytes <= 0 or first_bucket_bytes <= 0:
             raise ValueError(f"bucket sizes must be positive, got {first_bucket_bytes}, {bucket_bytes}")
         if op not in ("sum", "avg"):
             raise ValueError(f"op: gradients are summed or averaged ('sum', 'avg'), got {op!r}")
-        if compression is not None and compression not in WIRE and compression != INT8:
-            raise ValueError(f"compression: None, 'fp16', 'bf16' or 'int8', got {compression!r}")
-        if compression == INT8 and accumulate is not None:
-            raise ValueError("accumulate: applies to 'fp16' / 'bf16' (int8 sums in float32 "
-                             "after the all-gather)")
-        if error_feedback and compression != INT8:
-            raise ValueError("error_feedback: with compression='int8' only")
+        if compression is not None and compression not in WIRE and \
+                compression not in (INT8, TOPK):
+            raise ValueError(f"compression: None, 'fp16', 'bf16', 'int8' or 'topk', got "
+                             f"{compression!r}")
+        if compression in (INT8, TOPK) and accumulate is not None:
+            raise ValueError(f"accumulate: applies to 'fp16' / 'bf16' ({compression} sums "
+                             "in float32 after the all-gather)")
+        if error_feedback and compression not in (INT8, TOPK):
+            raise ValueError("error_feedback: with compression='int8' or 'topk' only")
+        if (density is not None) != (compression == TOPK) or \
+                (density is not None and not 0 < density <= 1):
+            raise ValueError(f"density: the fraction of each bucket compression='topk' "
+                             f"sends, 0 < density <= 1, given with it only; got {density!r}")
         if int8_exchange is not None and (compression != INT8 or int8_exchange not in EXCHANGES):
             raise ValueError(f"int8_exchange: None, 'allgather' or 'alltoall' with "
                              f"compression='int8', got {int8_exchange!r}")
@@ -239,7 +252,7 @@ class GradientBuckets:
                              f"{comm.device}); use 'wire'")
         self.comm, self.op, self.grads = comm, op, list(grads)
         self.compression = compression
-        self.accumulate = None if compression in (None, INT8) else \
+        self.accumulate = None if compression in (None, INT8, TOPK) else \
             accumulate or ("float32" if comm.device == "host" else "wire")
         # the dtype of a separate 16-bit copy of each bucket ("wire" only)
         self._wire_dtype = WIRE[compression] if self.accumulate == "wire" else None
@@ -301,6 +314,10 @@ class GradientBuckets:
                 warm()  # compiled (or loaded) now, not in the first step
             self._int8 = [Int8Reduce(comm, f, int8_exchange, error_feedback)
                           for f in self._flats]
+        # top-k: each bucket's selection, message and (error feedback) residual
+        self._topk = None
+        if compression == TOPK:
+            self._topk = [TopKReduce(comm, f, density, error_feedback) for f in self._flats]
         self._syncing = True  # False inside no_sync()
         self.allreduces = 0  # collectives started so far (int8's: its first of each bucket)
         self._reset()
@@ -347,8 +364,8 @@ class GradientBuckets:
             b = len(self._works)
             flat, wire = self._flats[b], self._wires[b]
             self.allreduces += 1
-            if self._int8:
-                self._works.append(self._int8[b].start())
+            if self._int8 or self._topk:
+                self._works.append((self._int8 or self._topk)[b].start())
                 continue
             if wire is None:  # float32, or compressed inside the all-reduce
                 self._works.append(self.comm.allreduce(flat, out=flat, op=self.op, async_op=True,
@@ -376,8 +393,8 @@ class GradientBuckets:
         for reduce in self._int8 or ():  # (the all-to-all exchange's second collective)
             reduce.middle(avg)
         for b, work in enumerate(self._works):
-            if self._int8:
-                self._int8[b].finish(avg)
+            if self._int8 or self._topk:
+                (self._int8 or self._topk)[b].finish(avg)
             else:
                 work.wait()
             if self._wires[b] is not None:

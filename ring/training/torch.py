@@ -337,5 +337,41 @@ def allreduce_fp16_hook(comm, bucket) -> torch.futures.Future[torch.Tensor]:
     return _compress_hook(torch.float16, comm, bucket)
 
 
+class TopKState:
+    """The state of topk_hook: the communicator, the density, error feedback, and each DDP
+    bucket's selection, message and residual (ring/training/topk.py), by bucket index.
+
+        model.register_comm_hook(ring.torch.TopKState(comm, density=0.01), ring.torch.topk_hook)
+    """
+
+    def __init__(self, comm, density: float = 0.01, error_feedback: bool = True):
+        if not 0 < density <= 1:
+            raise ValueError(f"density: 0 < density <= 1, got {density!r}")
+        self.comm, self.density, self.error_feedback = comm, density, error_feedback
+        self.buckets: dict = {}
+
+
+def topk_hook(state: TopKState, bucket) -> torch.futures.Future[torch.Tensor]:
+    """A DDP communication hook: the bucket's k = density x n largest gradients of each rank
+    as (index, value) pairs, all-gathered and averaged (the others zero; with error feedback
+    kept for the next step), as Deep Gradient Compression sends them. CPU tensors only."""
+    from .topk import TopKReduce
+    grads = bucket.buffer()
+    if grads.is_cuda or grads.dtype != torch.float32:
+        raise ValueError(f"topk_hook: float32 CPU gradients only (not yet on CUDA), got "
+                         f"{grads.dtype} on {grads.device}")
+    kept = state.buckets.get(bucket.index())
+    if kept is None or kept.flat.size != grads.numel():
+        kept = state.buckets[bucket.index()] = TopKReduce(
+            state.comm, np.empty(grads.numel(), np.float32), state.density,
+            state.error_feedback)
+    flat = _array(grads).reshape(-1)
+    kept.flat[...] = flat
+    kept.start()
+    kept.finish(avg=True)
+    flat[...] = kept.flat
+    return _ready(grads)
+
+
 if BACKEND.upper() not in dist.Backend._plugins:
     dist.Backend.register_backend(BACKEND, _create, extended_api=True, devices=["cpu", "cuda"])

@@ -1,6 +1,7 @@
 """GradientBuckets on real ranks (host device): the int8 exchanges bit for bit against
 tests/int8_reference.py, every shard shape (whole, short, empty) on 1-4 ranks, with and
-without error feedback, over steps (residuals carried); the default exchange as chosen."""
+without error feedback, over steps (residuals carried); the default exchange as chosen;
+top-k against tests/topk_reference.py likewise."""
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ import ring
 from ring.buckets import GradientBuckets
 
 from ..int8_reference import Int8Bucket
+from ..topk_reference import TopKBucket
 from .conftest import TIMEOUT
 
 SIZES = (9000, 300)  # bucket 0: gradient 1 (300 values), bucket 1: gradient 0 (9000)
@@ -58,3 +60,26 @@ def test_the_default_exchange_sends_fewer_bytes(hcomm):
     want = "alltoall" if hcomm.size >= 3 else "allgather"
     assert b._int8[0].exchange == want == choose(None, 1 << 16, hcomm.size)
     assert choose(None, 300, hcomm.size) == "allgather"  # one block: nothing to shard
+
+
+@pytest.mark.parametrize("feedback", [False, True])
+@pytest.mark.parametrize("op", ["sum", "avg"])
+@pytest.mark.parametrize("density", [0.01, 0.2])
+def test_topk_matches_the_reference(hcomm, density, op, feedback):
+    """Each rank's k largest (index, value) pairs all-gathered and summed in rank order,
+    bit for bit the reference's, over steps (the residual carried with feedback)."""
+    from ring.training.topk import k_of
+    k, r = hcomm.size, hcomm.rank
+    grads = [np.zeros(n, np.float32) for n in SIZES]
+    b = GradientBuckets(hcomm, grads, op=op, compression="topk", density=density,
+                        error_feedback=feedback, first_bucket_bytes=4 * SIZES[1])
+    refs = [TopKBucket(SIZES[i], k, k_of(SIZES[i], density), feedback) for i in (1, 0)]
+    for step in range(3):
+        everyone = [values(q, step) for q in range(k)]
+        for i in (1, 0):
+            grads[i][...] = everyone[r][i]
+            b.ready(i)
+        b.wait()
+        for bucket, i in enumerate((1, 0)):
+            want = refs[bucket].step([everyone[q][i] for q in range(k)], op == "avg")
+            assert grads[i].tobytes() == want.tobytes(), (step, i)

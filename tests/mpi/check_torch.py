@@ -284,6 +284,34 @@ def test_ddp_no_sync_on_the_hook_reduces_the_accumulated_gradients_once(gloo):
         same_mean(a, b, part, gloo)
 
 
+@pytest.mark.parametrize("density", [0.1, 1.0])
+def test_topk_hook_averages_each_ranks_largest_gradients(gloo, density):
+    """ring.torch.topk_hook: DDP's bucket gradients become the average of every rank's k
+    largest (index, value) pairs, as tests/topk_reference.py computes them from every
+    rank's own gradients (all-gathered over gloo); at density 1 the plain average."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from ..topk_reference import TopKBucket
+    with ring.Communicator(device="host", timeout=60) as comm:
+        m = DDP(model(), process_group=gloo, bucket_cap_mb=1)  # one bucket
+        state = ring.torch.TopKState(comm, density=density, error_feedback=False)
+        m.register_comm_hook(state, ring.torch.topk_hook)
+        x, y = batch()
+        torch.nn.functional.mse_loss(m(x), y).backward()
+        ours = [p.grad.clone() for p in m.parameters()]
+    mine = torch.cat([g.reshape(-1) for g in local_grads()])
+    everyone = [torch.empty_like(mine) for _ in range(K)]
+    dist.all_gather(everyone, mine, group=gloo)
+    def as_bucket(flat):  # DDP's bucket holds the parameters in reverse order
+        parts = list(torch.split(flat, [g.numel() for g in local_grads()]))
+        return torch.cat(list(reversed(parts))).numpy()
+    from ring.training.topk import k_of
+    ref = TopKBucket(mine.numel(), K, k_of(mine.numel(), density), False)
+    want = ref.step([as_bucket(e) for e in everyone], True)
+    got = as_bucket(torch.cat([g.reshape(-1) for g in ours]))
+    assert got.tobytes() == want.tobytes()
+
+
 @pytest.mark.parametrize("wire", ["bf16", "fp16"])
 def test_compress_hooks_give_torchs_gradients(gloo, wire):
     """ring's bf16 / fp16 hooks against torch's own over gloo (its compress hook, which

@@ -1,0 +1,107 @@
+"""Does training converge with Top-K sparsified gradients? The data-parallel example's model
+(examples/mlp.py: an MLP, momentum SGD, its synthetic data) trained for the same steps with
+dense float32 gradient all-reduces and with compression="topk" at each density, with and
+without error feedback (ring/training/topk.py); the loss over the whole data set after the
+last step, and its ratio to the dense run's. Also each wire's bytes per step (what one rank
+sends), against dense float32's ring and bf16's.
+
+    mpiexec -n K python benchmarks/topk_convergence.py [--steps 200] [--batch 64]
+        [--densities 0.1,0.01,0.001] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from mpi4py import MPI
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import mlp  # noqa: E402
+
+import ring  # noqa: E402
+from ring.buckets import GradientBuckets  # noqa: E402
+
+
+def train(comm, x, y, batch: int, steps: int, bucket_bytes: int, momentum: float, **options):
+    """(parameters after `steps`, bytes one rank sent per step) for one configuration."""
+    k, r = comm.size, comm.rank
+    params = mlp.init()
+    grads = [np.empty_like(p) for p in params]
+    buckets = GradientBuckets(comm, grads, bucket_bytes=bucket_bytes,
+                              first_bucket_bytes=bucket_bytes // 4, op="sum", **options)
+    opt = mlp.Momentum(np, params, mu=momentum)
+    share = batch // k
+    for s in range(steps):
+        lo = (s * batch) % len(x) + r * share
+        mlp.backward(np, params, x[lo:lo + share], y[lo:lo + share], 1.0 / batch, grads,
+                     buckets.ready)
+        buckets.wait()
+        opt.step(params, grads)
+    sizes = [len(b) for b in buckets._flats]
+    if options.get("compression") == "topk":
+        from ring.training.topk import k_of
+        sent = sum((k - 1) * 8 * k_of(n, options["density"]) for n in sizes)
+    else:  # the ring's 2 (K - 1) / K of each bucket, 4 bytes a value (bf16: 2)
+        width = 2 if options.get("compression") == "bf16" else 4
+        sent = sum(2 * (k - 1) * n * width // k for n in sizes)
+    return params, sent
+
+
+def loss(params, x, y) -> float:
+    """Mean squared error over the whole data set (the backward pass's own value)."""
+    grads = [np.empty_like(p) for p in params]
+    return mlp.backward(np, params, x, y, 1.0 / len(x), grads) * 2
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--bucket-bytes", type=int, default=16 << 10)
+    ap.add_argument("--densities", default="0.1,0.01,0.001")
+    ap.add_argument("--momentum", type=float, default=0.9, help="SGD's (the examples': 0.9)")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    world = MPI.COMM_WORLD
+    x, y = mlp.data(16 * a.batch)
+    runs = [("float32", {}), ("bf16", {"compression": "bf16"})]
+    for d in (float(s) for s in a.densities.split(",")):
+        for feedback in (True, False):
+            runs.append((f"topk {d:g}{' feedback' if feedback else ''}",
+                         {"compression": "topk", "density": d, "error_feedback": feedback}))
+    rows = []
+    with ring.Communicator(device="host") as comm:
+        for name, options in runs:
+            params, sent = train(comm, x, y, a.batch, a.steps, a.bucket_bytes, a.momentum,
+                                 **options)
+            rows.append({"wire": name, "final_loss": loss(params, x, y),
+                         "bytes_sent_per_rank_per_step": sent})
+    dense = rows[0]
+    for row in rows:
+        row["loss_vs_dense"] = row["final_loss"] / dense["final_loss"]
+        row["bytes_vs_dense"] = row["bytes_sent_per_rank_per_step"] / \
+            max(1, dense["bytes_sent_per_rank_per_step"])
+    if world.rank:
+        return
+    print(f"{world.size} ranks, {a.steps} steps of {a.batch} samples, momentum {a.momentum:g}, "
+          f"{sum(p.size for p in mlp.init())} parameters; loss over the whole data set")
+    print(f"{'wire':>20} {'final loss':>11} {'vs dense':>9} {'bytes/step':>11} {'vs dense':>9}")
+    for r in rows:
+        print(f"{r['wire']:>20} {r['final_loss']:11.5f} {r['loss_vs_dense']:9.3f} "
+              f"{r['bytes_sent_per_rank_per_step']:11d} {r['bytes_vs_dense']:9.4f}")
+    if a.json:
+        from harness.meta import describe
+        with open(a.json, "w") as f:
+            json.dump({"meta": describe(["mpiexec", "-n", str(world.size), "python", *sys.argv]),
+                       "ranks": world.size, "steps": a.steps, "batch": a.batch,
+                       "momentum": a.momentum, "rows": rows},
+                      f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Top-K sparsified gradients (ring/training/topk.py) in one process: the selection equals
+the definition's (tests/topk_reference.py: a full sort, ties to the lower index) through the
+sampled threshold and its fallback; K ranks' exchanges (a stand-in all-gather) combine to
+the reference's bits at 1-4 ranks, with ties, k = 0 and k = all, empty buckets, over steps
+with the residual carried. On real ranks: tests/mpi/check_buckets.py."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ring.training import topk
+from ring.training.buckets import GradientBuckets
+
+from .topk_reference import TopKBucket, top
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.sampled_from([0, 1, 7, 100, 4096, 9000, 50_000]), density=st.floats(0.0005, 1),
+       ties=st.booleans(), seed=st.integers(0, 2**16))
+def test_the_selection_is_the_definitions(n, density, ties, seed):
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(n).astype(np.float32)
+    if ties:  # few distinct magnitudes, both signs: every cut falls among equals
+        v = (rng.integers(-3, 4, n)).astype(np.float32)
+    k = topk.k_of(n, density)
+    assert topk.select(v, k).tolist() == top(v, k).tolist()
+
+
+def test_a_sample_that_overestimates_falls_back_to_the_exact_threshold():
+    """Large values only where the strided sample does not look: the sample's threshold
+    keeps fewer than k, and the exact k-th magnitude of the bucket takes over."""
+    n = 100_000
+    v = np.zeros(n, np.float32)
+    step = max(1, n // max(topk.SAMPLE_MIN, int(n * topk.SAMPLE_FRACTION)))
+    v[::step] = 1.0  # the sample sees only ones
+    v[1::step][:500] = 5.0  # and misses the 500 largest
+    assert topk.select(v, 1000).tolist() == top(v, 1000).tolist()
+
+
+def test_k_bounds_and_nan():
+    assert topk.k_of(0, 0.01) == 0 and topk.k_of(10, 0.01) == 1 and topk.k_of(10, 1) == 10
+    v = np.array([1, np.nan, -3, 2], np.float32)
+    assert topk.select(v, 2).tolist() == [1, 2]  # a NaN goes, as the dense sum keeps it
+    assert topk.select(v, 0).tolist() == [] and topk.select(v, 9).tolist() == [0, 1, 2, 3]
+
+
+class Group:
+    """K ranks of one process: each rank's allgather waits for every rank's message."""
+
+    def __init__(self, k: int):
+        self.size, self.messages = k, {}
+
+    def comm(self, rank: int):
+        group = self
+
+        class Comm:
+            size, device = group.size, "host"
+
+            def allgather(self_, x, out=None, async_op=False):
+                group.messages[rank] = x.copy()
+
+                class Work:
+                    def wait(self__):
+                        out.reshape(group.size, -1)[...] = [group.messages[q]
+                                                            for q in range(group.size)]
+                return Work()
+        return Comm()
+
+
+@pytest.mark.parametrize("k_ranks", [1, 2, 3, 4])
+@pytest.mark.parametrize("n,density", [(0, 0.1), (1, 0.5), (300, 0.01), (300, 1.0),
+                                       (9000, 0.01), (9000, 0.001)])
+@pytest.mark.parametrize("feedback", [False, True])
+@pytest.mark.parametrize("op", ["sum", "avg"])
+def test_ranks_combine_to_the_references_bits(k_ranks, n, density, feedback, op):
+    group = Group(k_ranks)
+    buckets = [np.zeros(n, np.float32) for _ in range(k_ranks)]
+    reduces = [topk.TopKReduce(group.comm(q), buckets[q], density, feedback)
+               for q in range(k_ranks)]
+    ref = TopKBucket(n, k_ranks, topk.k_of(n, density), feedback)
+    for step in range(3):
+        rng = np.random.default_rng([step, n])
+        given = [(rng.integers(-4, 5, n) * (q + 1)).astype(np.float32)  # ties, overlaps
+                 for q in range(k_ranks)]
+        for q in range(k_ranks):
+            buckets[q][...] = given[q]
+            reduces[q].start()
+        for q in range(k_ranks):
+            reduces[q].finish(op == "avg")
+        want = ref.step(given, op == "avg")
+        for q in range(k_ranks):
+            assert buckets[q].tobytes() == want.tobytes(), (step, q)
+
+
+def test_feedback_delays_nothing_away():
+    """With error feedback, what was sent over the steps plus what is still owed is every
+    step's gradient: nothing is lost, only delayed (one rank, the sum in float64)."""
+    group = Group(1)
+    flat = np.zeros(1000, np.float32)
+    r = topk.TopKReduce(group.comm(0), flat, 0.05, True)
+    sent, given = np.zeros(1000), np.zeros(1000)
+    rng = np.random.default_rng(3)
+    for _ in range(6):
+        g = rng.standard_normal(1000).astype(np.float32)
+        given += g
+        flat[...] = g
+        r.start()
+        r.finish(False)
+        sent += flat
+        assert np.count_nonzero(flat) <= 50
+    assert np.allclose(sent + r.residual, given, atol=1e-4)
+
+
+def test_buckets_take_topk_with_a_density():
+    g = [np.arange(1, 101, dtype=np.float32)]
+
+    class Two:  # two identical ranks
+        size, device = 2, "host"
+
+        def allgather(self, x, out=None, async_op=False):
+            out.reshape(2, -1)[...] = x
+
+            class Work:
+                def wait(self_):
+                    return out
+            return Work()
+    b = GradientBuckets(Two(), g, compression="topk", density=0.1, op="sum")
+    b.ready(0)
+    b.wait()
+    want = np.zeros(100, np.float32)
+    want[90:] = 2 * np.arange(91, 101)
+    assert g[0].tolist() == want.tolist()
+    for bad in [dict(compression="topk"), dict(compression="topk", density=0),
+                dict(density=0.1), dict(compression="int8", density=0.1)]:
+        with pytest.raises(ValueError, match="density"):
+            GradientBuckets(Two(), g, **bad)

@@ -1,0 +1,37 @@
+"""Top-K sparsification by its definition, with plain NumPy and nothing of ring/: the k
+largest magnitudes by a full sort (ties to the lower index), each rank's (index, value)
+pairs summed densely in rank order, error feedback's residual carried step to step."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def top(v: np.ndarray, k: int) -> np.ndarray:
+    """The indices of the k largest |v| (NaN as the largest), ties to the lower index,
+    ascending."""
+    mag = np.abs(v.astype(np.float64))
+    mag[np.isnan(mag)] = np.inf
+    order = np.lexsort((np.arange(v.size), -mag))  # by magnitude down, then index up
+    return np.sort(order[:k])
+
+
+class TopKBucket:
+    """Every rank's residual for one bucket; step() -> the combined result of one step."""
+
+    def __init__(self, n: int, k_ranks: int, k: int, feedback: bool):
+        self.k, self.feedback = k, feedback
+        self.residual = [np.zeros(n, np.float32) for _ in range(k_ranks)]
+
+    def step(self, buckets: list, avg: bool) -> np.ndarray:
+        out = np.zeros(buckets[0].size, np.float32)
+        for q, b in enumerate(buckets):  # rank order
+            v = (self.residual[q] + b) if self.feedback else b.copy()
+            idx = top(v, self.k)
+            out[idx] += v[idx]
+            if self.feedback:
+                self.residual[q] = v
+                self.residual[q][idx] = 0
+        if avg:
+            out /= np.float32(len(buckets))
+        return out
