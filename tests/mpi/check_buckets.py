@@ -28,16 +28,14 @@ def hcomm():
     c.close()
 
 
-@pytest.mark.parametrize("feedback", [False, True])
-@pytest.mark.parametrize("op", ["sum", "avg"])
-@pytest.mark.parametrize("exchange", ["allgather", "alltoall"])
-def test_int8_exchanges_match_the_reference(hcomm, exchange, op, feedback):
-    k, r = hcomm.size, hcomm.rank
+def against_the_reference(comm, refs, op: str, check=None, **options) -> None:
+    """Three steps of GradientBuckets(**options) over SIZES on comm, every rank's values
+    known to every rank: each bucket's result bit for bit refs[bucket].step(...)'s; check
+    (result, every rank's values) looks further."""
+    k, r = comm.size, comm.rank
     grads = [np.zeros(n, np.float32) for n in SIZES]
-    b = GradientBuckets(hcomm, grads, op=op, compression="int8", error_feedback=feedback,
-                        int8_exchange=exchange, first_bucket_bytes=4 * SIZES[1])
+    b = GradientBuckets(comm, grads, op=op, first_bucket_bytes=4 * SIZES[1], **options)
     assert b.buckets == [[1], [0]]
-    refs = [Int8Bucket(SIZES[i], k, exchange, feedback) for i in (1, 0)]
     for step in range(3):
         everyone = [values(q, step) for q in range(k)]
         for i in (1, 0):
@@ -45,12 +43,24 @@ def test_int8_exchanges_match_the_reference(hcomm, exchange, op, feedback):
             b.ready(i)
         b.wait()
         for bucket, i in enumerate((1, 0)):
-            want = refs[bucket].step([everyone[q][i] for q in range(k)], op == "avg")
+            theirs = [everyone[q][i] for q in range(k)]
+            want = refs[bucket].step(theirs, op == "avg")
             assert grads[i].tobytes() == want.tobytes(), (step, i)
-            exact = sum(everyone[q][i].astype(np.float64) for q in range(k))
-            exact /= k if op == "avg" else 1
-            # each rounding within half a step of its block's scale: loose, but not nothing
-            assert np.abs(grads[i] - exact).max() <= 0.05 * np.abs(exact).max() + 1e-6
+            if check is not None:
+                check(grads[i], theirs)
+
+
+@pytest.mark.parametrize("feedback", [False, True])
+@pytest.mark.parametrize("op", ["sum", "avg"])
+@pytest.mark.parametrize("exchange", ["allgather", "alltoall"])
+def test_int8_exchanges_match_the_reference(hcomm, exchange, op, feedback):
+    def near(got, theirs):
+        exact = sum(t.astype(np.float64) for t in theirs) / (len(theirs) if op == "avg" else 1)
+        # each rounding within half a step of its block's scale: loose, but not nothing
+        assert np.abs(got - exact).max() <= 0.05 * np.abs(exact).max() + 1e-6
+    refs = [Int8Bucket(SIZES[i], hcomm.size, exchange, feedback) for i in (1, 0)]
+    against_the_reference(hcomm, refs, op, near, compression="int8", error_feedback=feedback,
+                          int8_exchange=exchange)
 
 
 def test_the_default_exchange_sends_fewer_bytes(hcomm):
@@ -69,17 +79,7 @@ def test_topk_matches_the_reference(hcomm, density, op, feedback):
     """Each rank's k largest (index, value) pairs all-gathered and summed in rank order,
     bit for bit the reference's, over steps (the residual carried with feedback)."""
     from ring.training.topk import k_of
-    k, r = hcomm.size, hcomm.rank
-    grads = [np.zeros(n, np.float32) for n in SIZES]
-    b = GradientBuckets(hcomm, grads, op=op, compression="topk", density=density,
-                        error_feedback=feedback, first_bucket_bytes=4 * SIZES[1])
-    refs = [TopKBucket(SIZES[i], k, k_of(SIZES[i], density), feedback) for i in (1, 0)]
-    for step in range(3):
-        everyone = [values(q, step) for q in range(k)]
-        for i in (1, 0):
-            grads[i][...] = everyone[r][i]
-            b.ready(i)
-        b.wait()
-        for bucket, i in enumerate((1, 0)):
-            want = refs[bucket].step([everyone[q][i] for q in range(k)], op == "avg")
-            assert grads[i].tobytes() == want.tobytes(), (step, i)
+    refs = [TopKBucket(SIZES[i], hcomm.size, k_of(SIZES[i], density), feedback)
+            for i in (1, 0)]
+    against_the_reference(hcomm, refs, op, compression="topk", density=density,
+                          error_feedback=feedback)
