@@ -1,7 +1,9 @@
 """Does training converge with Top-K sparsified gradients? The data-parallel example's model
 (examples/mlp.py: an MLP, momentum SGD, its synthetic data) trained for the same steps with
 dense float32 gradient all-reduces and with compression="topk" at each density, with and
-without error feedback (ring/training/topk.py); the loss over the whole data set after the
+without error feedback, and with error feedback and Deep Gradient Compression's momentum
+correction ("corrected": the ranks keep the velocity, the optimizer steps without momentum;
+ring/training/topk.py); the loss over the whole data set after the
 last step, and its ratio to the dense run's. Also each wire's bytes per step (what one rank
 sends), against dense float32's ring and bf16's.
 
@@ -27,14 +29,16 @@ import ring  # noqa: E402
 from ring.buckets import GradientBuckets  # noqa: E402
 
 
-def train(comm, x, y, batch: int, steps: int, bucket_bytes: int, momentum: float, **options):
+def train(comm, x, y, batch: int, steps: int, bucket_bytes: int, sgd_momentum: float,
+          **options):
     """(parameters after `steps`, bytes one rank sent per step) for one configuration."""
     k, r = comm.size, comm.rank
     params = mlp.init()
     grads = [np.empty_like(p) for p in params]
     buckets = GradientBuckets(comm, grads, bucket_bytes=bucket_bytes,
                               first_bucket_bytes=bucket_bytes // 4, op="sum", **options)
-    opt = mlp.Momentum(np, params, mu=momentum)
+    # DGC's momentum correction: the ranks keep the velocity, the optimizer none
+    opt = mlp.Momentum(np, params, mu=0.0 if options.get("momentum") else sgd_momentum)
     share = batch // k
     for s in range(steps):
         lo = (s * batch) % len(x) + r * share
@@ -71,6 +75,10 @@ def main() -> None:
     x, y = mlp.data(16 * a.batch)
     runs = [("float32", {}), ("bf16", {"compression": "bf16"})]
     for d in (float(s) for s in a.densities.split(",")):
+        if a.momentum:  # error feedback with DGC's momentum correction
+            runs.append((f"topk {d:g} corrected", {"compression": "topk", "density": d,
+                                                   "error_feedback": True,
+                                                   "momentum": a.momentum}))
         for feedback in (True, False):
             runs.append((f"topk {d:g}{' feedback' if feedback else ''}",
                          {"compression": "topk", "density": d, "error_feedback": feedback}))

@@ -135,3 +135,27 @@ def test_buckets_take_topk_with_a_density():
                 dict(density=0.1), dict(compression="int8", density=0.1)]:
         with pytest.raises(ValueError, match="density"):
             GradientBuckets(Two(), g, **bad)
+
+
+@pytest.mark.parametrize("k_ranks", [1, 3])
+@pytest.mark.parametrize("density", [0.05, 1.0])
+def test_momentum_correction_is_dgcs(k_ranks, density):
+    """Deep Gradient Compression's momentum correction and factor masking (the reference:
+    u = m u + g, v = v + u, the top of v sent, v and u cleared there), over steps, bit for
+    bit; it goes with error feedback only."""
+    group, n, m = Group(k_ranks), 200, 0.9
+    flats = [np.zeros(n, np.float32) for _ in range(k_ranks)]
+    reduces = [topk.TopKReduce(group.comm(q), flats[q], density, True, momentum=m)
+               for q in range(k_ranks)]
+    ref = TopKBucket(n, k_ranks, topk.k_of(n, density), True, momentum=m)
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        g = [rng.standard_normal(n).astype(np.float32) for _ in range(k_ranks)]
+        for q in range(k_ranks):
+            flats[q][...] = g[q]
+            reduces[q].start()
+        for q in range(k_ranks):
+            reduces[q].finish(False)
+        assert flats[0].tobytes() == ref.step(g, False).tobytes()
+    with pytest.raises(ValueError, match="error_feedback"):
+        topk.TopKReduce(group.comm(0), flats[0], 0.1, False, momentum=m)

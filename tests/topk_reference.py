@@ -19,19 +19,27 @@ def top(v: np.ndarray, k: int) -> np.ndarray:
 class TopKBucket:
     """Every rank's residual for one bucket; step() -> the combined result of one step."""
 
-    def __init__(self, n: int, k_ranks: int, k: int, feedback: bool):
-        self.k, self.feedback = k, feedback
+    def __init__(self, n: int, k_ranks: int, k: int, feedback: bool, momentum: float = 0.0):
+        """momentum: Deep Gradient Compression's momentum correction (Lin et al. 2018,
+        algorithm 4): u = m u + g, v = v + u, send the top of v, clear v and u there."""
+        self.k, self.feedback, self.m = k, feedback, np.float32(momentum)
         self.residual = [np.zeros(n, np.float32) for _ in range(k_ranks)]
+        self.velocity = [np.zeros(n, np.float32) for _ in range(k_ranks)]
 
     def step(self, buckets: list, avg: bool) -> np.ndarray:
         out = np.zeros(buckets[0].size, np.float32)
         for q, b in enumerate(buckets):  # rank order
+            if self.m:
+                self.velocity[q] = self.m * self.velocity[q] + b
+                b = self.velocity[q]
             v = (self.residual[q] + b) if self.feedback else b.copy()
             idx = top(v, self.k)
             out[idx] += v[idx]
             if self.feedback:
                 self.residual[q] = v
                 self.residual[q][idx] = 0
+            if self.m:
+                self.velocity[q][idx] = 0
         if avg:
             out /= np.float32(len(buckets))
         return out

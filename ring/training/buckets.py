@@ -32,7 +32,9 @@ does not exist yet. Speed and error against the float32 all-reduce, both ways: r
 compression="topk", density=d (host device) sends only the d x n values of each bucket
 largest in magnitude, as (index, value) pairs all-gathered and summed in rank order
 (ring/training/topk.py); error_feedback=True keeps what was not sent for the next step, as
-Deep Gradient Compression does. Lossy: it changes the training, not only its rounding.
+Deep Gradient Compression does, and momentum=m is its momentum correction (each rank's own
+velocity accumulated and masked; the optimizer then steps without momentum). Lossy: it
+changes the training, not only its rounding.
 
 compression="int8" (any device) rounds each bucket to int8 with a float32 scale per block
 of 4096 values (ring/quantize.py: a quarter of the bytes) and exchanges it
@@ -224,7 +226,8 @@ class GradientBuckets:
                  first_bucket_bytes: int = FIRST_BUCKET_BYTES, op: str = "avg",
                  compression: str | None = None, accumulate: str | None = None,
                  error_feedback: bool = False, int8_exchange: str | None = None,
-                 gradient_as_bucket_view: bool = False, density: float | None = None):
+                 gradient_as_bucket_view: bool = False, density: float | None = None,
+                 momentum: float = 0.0):
         if bucket_bytes <= 0 or first_bucket_bytes <= 0:
             raise ValueError(f"bucket sizes must be positive, got {first_bucket_bytes}, {bucket_bytes}")
         if op not in ("sum", "avg"):
@@ -238,6 +241,8 @@ class GradientBuckets:
                              "in float32 after the all-gather)")
         if error_feedback and compression not in (INT8, TOPK):
             raise ValueError("error_feedback: with compression='int8' or 'topk' only")
+        if momentum and compression != TOPK:
+            raise ValueError("momentum: the momentum correction of compression='topk' only")
         if (density is not None) != (compression == TOPK) or \
                 (density is not None and not 0 < density <= 1):
             raise ValueError(f"density: the fraction of each bucket compression='topk' "
@@ -317,7 +322,8 @@ class GradientBuckets:
         # top-k: each bucket's selection, message and (error feedback) residual
         self._topk = None
         if compression == TOPK:
-            self._topk = [TopKReduce(comm, f, density, error_feedback) for f in self._flats]
+            self._topk = [TopKReduce(comm, f, density, error_feedback, momentum)
+                          for f in self._flats]
         self._syncing = True  # False inside no_sync()
         self.allreduces = 0  # collectives started so far (int8's: its first of each bucket)
         self._reset()

@@ -21,6 +21,12 @@ each rank sends only the k = density x n values of its bucket largest in magnitu
     feedback    error_feedback=True: what a rank did not send (its bucket plus the last
                 residual, less the values sent) is added to its next step's bucket, so no
                 gradient is lost, only delayed; without it the rest is dropped.
+    momentum    momentum=m (with error feedback): Deep Gradient Compression's momentum
+                correction. A rank keeps its own velocity u = m u + g and accumulates u, not
+                g, into what it owes; what it sends has its velocity cleared too (momentum
+                factor masking). The optimizer then steps without momentum on the sum.
+                Error feedback under an optimizer's own momentum lets the delayed values
+                be amplified by it (results/host-topk.md: training diverged).
 
 Host device only for now (NumPy); the cuda device refuses it by name.
 """
@@ -107,7 +113,8 @@ class TopKReduce:
     """One bucket's top-k all-reduce over communicator `comm` (GradientBuckets'
     compression="topk"): start() selects and starts the all-gather, finish() combines."""
 
-    def __init__(self, comm, flat: np.ndarray, density: float, feedback: bool):
+    def __init__(self, comm, flat: np.ndarray, density: float, feedback: bool,
+                 momentum: float = 0.0):
         if not isinstance(flat, np.ndarray):
             raise ValueError("compression='topk': on the host device only (not yet on "
                              f"{getattr(comm, 'device', 'cuda')})")
@@ -119,6 +126,10 @@ class TopKReduce:
         self.message = np.zeros(2 * self.k, np.int32)
         self.gathered = np.zeros(comm.size * 2 * self.k, np.int32)
         self.residual = np.zeros(flat.size, np.float32) if feedback else None
+        if momentum and not feedback:
+            raise ValueError("momentum: DGC's momentum correction goes with error_feedback")
+        self.momentum = np.float32(momentum)
+        self.velocity = np.zeros(flat.size, np.float32) if momentum else None
         self._work = None
 
     def sent_bytes(self) -> int:
@@ -129,8 +140,12 @@ class TopKReduce:
         """Select this step's pairs (from the bucket plus the residual, with feedback) and
         start the all-gather (async_op)."""
         v = self.flat
+        if self.velocity is not None:  # momentum correction: owe the velocity, not g
+            self.velocity *= self.momentum
+            self.velocity += self.flat
+            v = self.velocity
         if self.residual is not None:
-            self.residual += self.flat  # what is owed: the bucket and everything unsent
+            self.residual += v  # what is owed: the bucket and everything unsent
             v = self.residual
         idx = select(v, self.k)
         k = self.k
@@ -138,6 +153,8 @@ class TopKReduce:
         self.message[k:].view(np.float32)[...] = v[idx]
         if self.residual is not None:
             self.residual[idx] = 0  # sent: no longer owed
+        if self.velocity is not None:
+            self.velocity[idx] = 0  # momentum factor masking
         self._work = self.comm.allgather(self.message, out=self.gathered, async_op=True)
         return self._work
 
