@@ -390,7 +390,7 @@ class Communicator:
             self._broken(e)
             raise
         self.last_algorithm = c.algorithm
-        if self._kfast is not None:
+        if self._kfast is not None and ctx.backend.last_launch is not None:  # kernel path ran
             self._learn_kernel(c, record, x, out, op, root, chunk_bytes, algorithm, dtype)
         if self._fast is not None and c.count and c.algorithm in repeated.KEPT \
                 and not async_op:

@@ -146,7 +146,7 @@ class CudaBackend(DeviceArrays):
             q, why = refusals[0]
             if self.comm.rank == 0:
                 warnings.warn(f"ring: path='kernel' cannot run (rank {q}: {why}); "
-                              f"using the stream path 'stream'", RuntimeWarning, stacklevel=4)
+                              f"using the stream path", RuntimeWarning, stacklevel=4)
             self.path = "stream"
 
     # -- arrays (and flat, empty_like, address, may_overlap from DeviceArrays) ----------
