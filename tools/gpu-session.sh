@@ -8,9 +8,10 @@
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d .whl numpy==2.4.6 mpich==5.0.2
 # The sweeps add 64M and their end size (-a) to the -f grid, which steps over both.
 # NCCL >= 2.30 (the image has 2.28.9; its 216 MB wheel is more than a call carries), here:
-#   python3 tools/nccl_wheel.py fetch        # .nccl/: 5 parts of 50 MB and the sha256
-# then one call per part in quick succession, each carrying .whl and that part (the first
-# also .nccl/<wheel>.sha256):  STEPS=ncclpart bash tools/gpu-session.sh
+#   python3 tools/nccl_wheel.py fetch --part-mb 55   # .nccl/: 4 parts of 55 MB and the sha256
+# then one call per part in quick succession, each carrying only that part (the first also
+# .nccl/<wheel>.sha256; the ~11 MB tree travels beside it, 64 MiB in all), with the command
+#   python3 tools/nccl_wheel.py keep --to /tmp/nccl-parts     (= step ncclpart, without .whl)
 # and last:  STEPS="nccl ncclcmp" bash tools/gpu-session.sh  (joins, installs to /tmp/nccl230;
 # gpu-env.sh then points RING_NCCL_LIB at its libnccl.so.2 for every later step and call)
 # At most 8 files come back from $OUT: run a few steps per call. A session has 15 minutes of

@@ -79,6 +79,8 @@ def main(argv=None) -> None:
     f = sub.add_parser("fetch", help="here: pip download the wheel, split it into parts")
     f.add_argument("--wheel", default=WHEEL)
     f.add_argument("--out", default=".nccl")
+    f.add_argument("--part-mb", type=int, default=PART // 10**6,
+                   help="part size in MB (the call's working tree travels beside it)")
     k = sub.add_parser("keep", help="on the GPU machine: copy the carried parts to --to")
     k.add_argument("--from", dest="src", default=".nccl")
     k.add_argument("--to", default="/tmp/nccl-parts")
@@ -92,7 +94,7 @@ def main(argv=None) -> None:
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
                         "--only-binary=:all:", "-d", str(got), a.wheel], check=True)
         for wheel in got.glob("*.whl"):
-            print("\n".join(str(p) for p in split(wheel, out)))
+            print("\n".join(str(p) for p in split(wheel, out, a.part_mb * 10**6)))
         shutil.rmtree(got)
     elif a.what == "keep":
         to = Path(a.to)
