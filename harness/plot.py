@@ -20,6 +20,15 @@ def _label(meta: dict, many: bool) -> str:
     return f"{meta['ranks']} ranks, {where}: " if many else ""
 
 
+def short(label: str) -> str:
+    """An implementation's label for a legend: its name and version, and the mode NCCL ran in
+    ("nccl 2.30.7 (<library>), several ranks per GPU (...)" -> "nccl 2.30.7, several ranks
+    per GPU"); the JSON's meta keeps the whole label."""
+    head, _, rest = label.partition(" (")
+    mode = rest.split("), ", 1)[1].split(" (")[0] if "), " in rest else ""
+    return f"{head}, {mode}" if mode else head
+
+
 def _size_tick(v: float, _pos=None) -> str:
     """Tick labels at 1, 8, 64 of each unit (8 B, 64 B, 1 KB, 8 KB, ..., 1 GB)."""
     if v < 1:
@@ -81,7 +90,7 @@ def draw(paths: list[str], out: str) -> None:
         labels = meta.get("implementations", {})
         for (impl, coll, dtype, op, inplace), pts in sorted(curves.items()):
             pts.sort()
-            name = f"{prefix}{labels.get(impl, impl)} {coll} {dtype} {op}" + (" in place" if inplace else "")
+            name = f"{prefix}{short(labels.get(impl, impl))} {coll} {dtype} {op}" + (" in place" if inplace else "")
             style = {"marker": "o", "ms": 3, "linestyle": "--" if inplace else "-", "label": name}
             top.plot([p[0] for p in pts], [p[1] for p in pts], **style)
             times.plot([p[0] for p in pts], [p[2] for p in pts], **style)

@@ -234,6 +234,18 @@ def test_tune_writes_a_table_that_auto_reads(device, tmp_path):
             (r["max_bytes"], r["algorithm"]) for r in named]
 
 
+def test_the_plot_legend_keeps_name_version_and_mode():
+    from harness.plot import short
+    assert short("ring (cuda, auto, persistent kernel)") == "ring"
+    assert short("nccl 2.30.7 (RING_NCCL_LIB, /tmp/x/libnccl.so.2), several ranks per GPU "
+                 "(NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL_MAX_CTAS=16)") == \
+        "nccl 2.30.7, several ranks per GPU"
+    assert short("nccl 2.28.9 (system), ranks sharing a GPU as separate hosts over sockets "
+                 "(NCCL_HOSTID per rank)") == \
+        "nccl 2.28.9, ranks sharing a GPU as separate hosts over sockets"
+    assert short("mpi") == "mpi"
+
+
 def test_the_plot_shows_every_ring_variant_over_every_baseline():
     """ring and ring-kernel each over nccl and mpi, out of place: baseline time / ring's;
     a variant over another variant is no speed-up over a baseline."""
