@@ -63,6 +63,10 @@ def parser() -> argparse.ArgumentParser:
                         "list of " + ",".join(ALGORITHMS))
     p.add_argument("--json", metavar="PATH", help="write every result and the run's metadata")
     p.add_argument("--plot", metavar="PNG", help="draw the sweep (needs --json)")
+    p.add_argument("--blocking", action="store_true",
+                   help="ring's cuda calls wait for their result (Communicator(blocking=True)); "
+                        "by default they are stream-ordered and timed as nccl-tests times NCCL: "
+                        "n calls enqueued, one synchronisation")
     p.add_argument("--nccl-hostid", action="store_true",
                    help="ranks sharing a GPU: run NCCL with a distinct NCCL_HOSTID per rank "
                         "(its socket transport), labelled so")
@@ -120,7 +124,9 @@ def main(argv=None) -> int:
         from numba import config
         config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
     bufs = buffers.for_rank(args.device, world)
-    impls = [IMPLS[n](world, bufs, **({"hostid": True} if n == "nccl" and args.nccl_hostid else {}))
+    impls = [IMPLS[n](world, bufs, **({"hostid": True} if n == "nccl" and args.nccl_hostid else
+                                       {"blocking": True} if n.startswith("ring") and args.blocking
+                                       else {}))
              for n in names]
     if coll.rooted and not 0 <= args.root < world.size:
         raise SystemExit(f"-r: the root must be a rank (0..{world.size - 1}), got {args.root}")
@@ -144,7 +150,12 @@ def main(argv=None) -> int:
     if rank0:
         print(table.header(impls, world.size, device), flush=True)
         print(roofline.describe(roof), flush=True)
-    about = {**meta.collect(world, impls, sys.argv, device), "rooflines": roof}
+    about = {**meta.collect(world, impls, sys.argv, device), "rooflines": roof,
+             "timing": "each size: warm-up calls, then -n calls back to back and one "
+                       "synchronisation (the buffers' stream; ring: comm.synchronize()), the "
+                       "mean per call, averaged over ranks; ring's cuda calls "
+                       + ("blocking (each waits for its result)" if args.blocking else
+                          "stream-ordered (enqueued; as nccl-tests times NCCL)")}
 
     def save(complete: bool) -> None:
         """The JSON as it stands: rewritten after every size, so that a sweep stopped by a

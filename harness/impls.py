@@ -86,6 +86,9 @@ class Ring:
             if self.comm.device != "host":
                 self.unavailable = f"compression runs on the host device only (not yet on " \
                                    f"{self.comm.device})"
+        if self.comm.device == "cuda" and not compression:
+            self.label = self.label[:-1] + (", blocking calls)" if self.comm.blocking else
+                                            ", stream-ordered calls)")
         if tuning.get("path") == "kernel":
             if self.comm.path != "kernel":
                 self.unavailable = "path='kernel' runs on the cuda device, on one node (MPS when " \
@@ -137,6 +140,7 @@ class Ring:
             c.alltoall(x, out=out, **kw)
 
     def sync(self):
+        self.comm.synchronize()  # the calls left running on the GPU, their errors raised
         self.bufs.sync()
 
     def close(self):

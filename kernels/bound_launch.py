@@ -53,9 +53,11 @@ class BoundLaunch:
         if keep is not None:
             self.args = tuple(keep)
 
-    def __call__(self) -> None:
+    def __call__(self, stream=None) -> None:
+        """Fire the launch: on its own stream, or on `stream` (a cuda.core Stream; the
+        arguments do not depend on the stream they were packed for)."""
         if self._fast is None:
             self.dispatcher[self.griddim, self.blockdim, self.stream](*self.args)
             return
-        launch, stream, config, cukernel, packed = self._fast
-        launch(stream, config, cukernel, *packed)
+        launch, own, config, cukernel, packed = self._fast
+        launch(own if stream is None else stream, config, cukernel, *packed)

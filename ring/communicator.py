@@ -90,7 +90,8 @@ class Communicator:
     def __init__(self, mpi_comm: MPI.Comm | None = None, device: str = "auto", *,
                  timeout: float = 300.0, check: bool = True,
                  chunk_bytes: int | None = None, nslots: int = DEFAULT_SLOTS,
-                 algorithm: str = "auto", path: str = "auto", tuning: str | None = None):
+                 algorithm: str = "auto", path: str = "auto", tuning: str | None = None,
+                 blocking: bool = False):
         base = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
         if not isinstance(base, MPI.Intracomm):
             raise TypeError(f"mpi_comm: expected an mpi4py intracommunicator, got {type(base).__name__}")
@@ -111,6 +112,7 @@ class Communicator:
         self._kfast = None
         self.rank, self.size = self._comm.rank, self._comm.size
         self.check = bool(check)
+        self.blocking = blocking
         self.timeout = float(timeout)
         error = None
         self._chunk_given = chunk_bytes is not None
@@ -124,6 +126,8 @@ class Communicator:
             check_slots(chunk_bytes, nslots)
             check_algorithm(algorithm)
             path = check_path(path)
+            if not isinstance(blocking, bool):
+                raise TypeError(f"blocking: expected True or False, got {blocking!r}")
             table = _tuning.load(tuning, self.device)
         except (TypeError, ValueError) as e:
             error = e
@@ -156,6 +160,7 @@ class Communicator:
         asked = self.path  # as passed: every backend (the two-level rings' too) resolves it
         backend = self._make_backend(self._comm, topo, waiter, asked)
         self.path = backend.path  # as the device resolved it ("auto": kernel or stream)
+        backend.blocking = self.blocking is True
         # Every rank on one node: the agreement (and oneshot / twoshot data) goes through
         # node-shared memory, one round per call; across nodes, an MPI allgather.
         exchange = Exchange(self._comm, EXCHANGE_BYTES, waiter) if topo.nnodes == 1 else None
@@ -227,69 +232,74 @@ class Communicator:
     # -- collectives --------------------------------------------------------------------
     def allreduce(self, x, out=None, op="sum", *, async_op: bool = False,
                   chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None,
-                  compression: str | None = None):
+                  compression: str | None = None, stream=None):
         """Every rank gets the elementwise reduction of all ranks' x, in x's shape.
         dtype="bfloat16" reads uint16 GPU arrays as bfloat16 (CuPy has no bfloat16).
         compression="bf16" | "fp16" (float32 sum / avg, host device; the flat ring, or
         the two-level algorithm with the wire across nodes only): the wire carries 16
         bits, each hop sums in float32 (ring/host/reduce.apply_wire)."""
-        if self._fast and not async_op and compression is None and self._progress.idle():
+        if self._fast and not async_op and compression is None and stream is None \
+                and self._progress.idle():
             k = repeated.key(x, out, op, chunk_bytes, algorithm, dtype)
             if k is not None:
                 result = self._fast_call(k, x, out)
                 if result is not repeated.ELSEWHERE:
                     return result
         return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
-                          0, compression)
+                          0, compression, stream)
 
     def reduce_scatter(self, x, out=None, op="sum", *, async_op: bool = False,
                        chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None,
-                       compression: str | None = None):
+                       compression: str | None = None, stream=None):
         """Rank r gets block r (x.size // size elements, 1-D) of the reduction.
         compression: as allreduce's (the block each rank keeps is summed in float32 and
         not rounded to the wire type)."""
         return self._call(Collective.REDUCE_SCATTER, x, out, op, chunk_bytes, async_op, algorithm,
-                          dtype, 0, compression)
+                          dtype, 0, compression, stream)
 
     def allgather(self, x, out=None, *, async_op: bool = False, chunk_bytes: int | None = None,
-                  algorithm: str | None = None, dtype=None):
+                  algorithm: str | None = None, dtype=None, stream=None):
         """Rank r's x lands at block r of a 1-D result of size * x.size elements."""
         return self._call(Collective.ALLGATHER, x, out, "sum", chunk_bytes, async_op, algorithm,
-                          dtype)
+                          dtype, stream=stream)
 
     def broadcast(self, x, root: int = 0, *, async_op: bool = False,
-                  chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None):
+                  chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None,
+                  stream=None):
         """In place: every rank's x ends as root's x. Returns x."""
         return self._call(Collective.BROADCAST, x, x, "sum", chunk_bytes, async_op, algorithm,
-                          dtype, root)
+                          dtype, root, stream=stream)
 
     def reduce(self, x, out=None, op="sum", root: int = 0, *, async_op: bool = False,
-               chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None):
+               chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None,
+               stream=None):
         """The root gets the elementwise reduction of all ranks' x in out (allocated when
         None, x's shape); the other ranks get None (their out is not touched)."""
         return self._call(Collective.REDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
-                          root)
+                          root, stream=stream)
 
     def gather(self, x, out=None, root: int = 0, *, async_op: bool = False,
-               chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None):
+               chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None,
+               stream=None):
         """The root gets every rank's x, rank r's at block r of a 1-D result of
         size * x.size elements; the other ranks get None (their out is not touched)."""
         return self._call(Collective.GATHER, x, out, "sum", chunk_bytes, async_op, algorithm,
-                          dtype, root)
+                          dtype, root, stream=stream)
 
     def scatter(self, x, out=None, root: int = 0, *, async_op: bool = False,
-                chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None):
+                chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None,
+                stream=None):
         """Rank r gets block r (x.size // size elements, 1-D) of the root's x. x is read at
         the root only: elsewhere it may be None when out is given."""
         return self._call(Collective.SCATTER, x, out, "sum", chunk_bytes, async_op, algorithm,
-                          dtype, root)
+                          dtype, root, stream=stream)
 
     def alltoall(self, x, out=None, *, async_op: bool = False, chunk_bytes: int | None = None,
-                 algorithm: str | None = None, dtype=None):
+                 algorithm: str | None = None, dtype=None, stream=None):
         """Block j of x (x.size // size elements) goes to rank j; block i of the 1-D result
         comes from rank i. out=x is in place."""
         return self._call(Collective.ALLTOALL, x, out, "sum", chunk_bytes, async_op, algorithm,
-                          dtype)
+                          dtype, stream=stream)
 
     def barrier(self) -> None:
         """Returns on every rank once every rank has called it (bounded by timeout)."""
@@ -307,6 +317,22 @@ class Communicator:
         if debug.enabled():
             debug.call({"rank": self.rank, "call": ctx.calls, "collective": "barrier",
                         "algorithm": "mpi"})
+
+    def synchronize(self) -> None:
+        """Wait until every call made so far has finished (on the cuda device: the work
+        enqueued on every stream the calls were ordered on), bounded by the timeout; raise
+        what the GPU found (a ring.TimeoutError naming the call's kernel and the peer it
+        waited for), which breaks the communicator. On the host device calls are
+        synchronous: it returns at once (after the progress thread's calls)."""
+        self._drain()
+        self._usable()
+        ctx = self._ctx
+        ctx.waiter.start(f"synchronize (rank {self.rank})")
+        try:
+            ctx.backend.synchronize()
+        except BaseException as e:
+            self._broken(e)
+            raise
 
     def why_not(self, algorithm: str, collective="allreduce", nbytes: int = 0) -> str | None:
         """Why `algorithm` cannot run `collective` ("allreduce", ... or a Collective) of
@@ -331,15 +357,18 @@ class Communicator:
             self._progress.drain()
 
     def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None, dtype=None,
-              root=0, compression=None):
+              root=0, compression=None, stream=None):
         if self._kfast is not None and compression is None:
             from .cuda import repeated as kept  # (numba: the cuda device only)
             known = self._kfast.get(kept.key(collective, x, out, op, root, chunk_bytes,
                                              algorithm, dtype))
             if known is not None:
-                return self._kernel_call(known, x, out, async_op)
+                h = kept.stream_of(stream, x if x is not None else out)
+                if h is not None:  # (a bad stream: the full path says so on every rank)
+                    return self._kernel_call(known, x, out, async_op, h)
         if (self._fast and collective is not Collective.ALLREDUCE and not async_op
-                and compression is None and self._progress.idle()):  # (allreduce: its own)
+                and compression is None and stream is None
+                and self._progress.idle()):  # (allreduce: its own)
             k = repeated.key_of(collective, x, out, op, root, chunk_bytes, algorithm, dtype)
             if k is not None:
                 result = self._fast_call(k, x, out)
@@ -349,10 +378,10 @@ class Communicator:
             self._usable()
             return Work(None, self._progress.submit(lambda: self._behind(
                 collective, x, out, op, chunk_bytes, False, algorithm, dtype, root,
-                compression)), self)
+                compression, stream)), self)
         self._drain()
         return self._call_now(collective, x, out, op, chunk_bytes, async_op, algorithm, dtype,
-                              root, compression)
+                              root, compression, stream)
 
     def _behind(self, *args):
         """_call_now(*args) on the progress thread: waits that nap, leaving the core to
@@ -361,14 +390,15 @@ class Communicator:
             return self._call_now(*args)
 
     def _call_now(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None,
-                  dtype=None, root=0, compression=None):
+                  dtype=None, root=0, compression=None, stream=None):
         self._usable()
         ctx = self._ctx
         ctx.calls += 1
         name = f"{collective} (call {ctx.calls}, rank {self.rank})"
         record = {"call": ctx.calls, "collective": collective.value}
-        c, error = None, None
+        c, error, h = None, None, None
         try:
+            h = ctx.backend.stream_for(stream, x if x is not None else out)
             c = prepare(ctx.backend, self.size, self.rank, collective, x, out, op,
                         check_chunk(chunk_bytes, self.chunk_bytes), "ring", dtype, root,
                         compression=compression)
@@ -385,6 +415,7 @@ class Communicator:
             if self._kfast is not None:
                 ctx.backend.last_launch = None
             if c.count:
+                ctx.backend.order(h, c.algorithm == "ring")
                 pending = algorithms.get(c.algorithm).run(ctx, c, defer=async_op)
         except BaseException as e:
             self._broken(e)
@@ -418,9 +449,9 @@ class Communicator:
                 known.agreement = repeated.Agreement(self._ctx.exchange, record)
             kept.remember(self._kfast, k, known)
 
-    def _kernel_call(self, known, x, out, async_op: bool = False):
-        """A call of a kept kernel-path signature: agree on its record, fire its launch
-        (with async_op: return a Work whose wait() waits for it)."""
+    def _kernel_call(self, known, x, out, async_op: bool, h: int):
+        """A call of a kept kernel-path signature: agree on its record, fire its launch on
+        stream h (with async_op: return a Work whose wait() waits for it)."""
         self._usable()
         ctx = self._ctx
         ctx.calls += 1
@@ -428,9 +459,11 @@ class Communicator:
         try:
             if self.check and known.agreement is not None:  # the record's compiled round
                 ctx.waiter.start(name)
+                ctx.backend.entered(ctx.calls)
                 repeated.agree_compiled(ctx, known.agreement, ctx.calls)
             else:
                 self._enter(name, dict(known.record, call=ctx.calls), None)
+            ctx.backend.caller = h
             pending = ctx.backend.replay(known.launch, defer=async_op)
         except BaseException as e:
             self._broken(e)

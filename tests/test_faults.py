@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from . import mpirun
-from .gpu import CUDA_OR_SIM, cuda_or_sim
+from .gpu import CUDA_OR_SIM, SIMULATED, cuda_or_sim
 
 pytestmark = pytest.mark.mpi
 
@@ -82,9 +82,10 @@ def test_only_this_processs_jobs_count_as_left_behind():
 
 
 def _report(out: str, r: int) -> str | None:
-    """Rank r's TimeoutError message: from its marker to 'no progress within 2 s'."""
-    m = re.search(rf"rank {r}: SURVIVED TimeoutError: (allreduce \(call \d+, rank {r}\).*?"
-                  r"no progress within 2 s)", out, re.S)
+    """Rank r's TimeoutError message: from its marker to 'no progress within 2 s' (raised
+    in a call, or, for a stream-ordered call on the cuda device, in synchronize())."""
+    m = re.search(rf"rank {r}: SURVIVED TimeoutError: ((allreduce \(call \d+, |synchronize \()"
+                  rf"rank {r}\).*?no progress within 2 s)", out, re.S)
     return m.group(1) if m else None
 
 
@@ -155,15 +156,40 @@ def test_a_rank_dies_in_a_kept_kernel_path_call():
 
 
 @cuda_or_sim
+def test_a_stream_ordered_calls_error_is_raised_by_the_next_call():
+    """path="kernel", calls stream-ordered (the default): the victim dies instead of
+    launching; each survivor's first call returns once enqueued, its kernel times out on
+    the GPU, and the error word is raised by its next call (under the simulator, whose
+    launch has run by then) or by synchronize() after it (on a GPU, where the next call may
+    come before the kernel's timeout), naming the earlier call."""
+    script = "tests/faults/dies_mid_collective.py"
+    rc, out = run(3, [script, "2", "cuda-kernel", "ring", "next"], timeout=120,
+                  mpi_args=["-disable-auto-cleanup"])
+    assert rc not in (0, None), out
+    for r in range(2):
+        m = _report(out, r)
+        assert m, f"rank {r} did not report:\n{out}"
+        assert re.search(r"in call 1 \(enqueued earlier\), " + STUCK["cuda-kernel"], m), m
+        if SIMULATED:
+            assert m.startswith(f"allreduce (call 2, rank {r})"), m
+        assert f"rank {r}: BROKEN" in out
+    assert "NO ERROR" not in out
+    assert _left_behind(script) == []
+
+
+@cuda_or_sim
+@pytest.mark.parametrize("blocking", [False, True], ids=["stream-ordered", "blocking"])
 @pytest.mark.parametrize("nprocs", [1, 2])
-def test_an_error_word_a_work_may_have_left_is_read_by_the_next_call(nprocs):
+def test_an_error_word_a_work_may_have_left_is_read_by_the_next_call(nprocs, blocking):
     """A call whose kernel ends quickly does not read its error word, unless a Work is
     out: a word its kernel wrote makes the next kernel stop at the first wait it has to
     make. Rank 0's word set behind an async call: its next call raises the word's
-    TimeoutError (tests/faults/stale_error_word.py); the others time out waiting for rank
-    0, or finish, where rank 0's chunks were all there before its kernel had to wait."""
+    TimeoutError (tests/faults/stale_error_word.py; stream-ordered: at the synchronize()
+    after it); the others time out waiting for rank 0, or finish, where rank 0's chunks
+    were all there before its kernel had to wait."""
     script = "tests/faults/stale_error_word.py"
-    rc, out = run(nprocs, [script, "2"], timeout=120, mpi_args=["-disable-auto-cleanup"])
+    rc, out = run(nprocs, [script, "2"] + (["blocking"] if blocking else []), timeout=120,
+                  mpi_args=["-disable-auto-cleanup"])
     assert rc not in (0, None), out
     m = _report(out, 0)
     assert m, f"rank 0 did not report:\n{out}"

@@ -29,7 +29,7 @@ from ..topology import Topology
 from ..transport import Kind, ends, ipc, staged
 from ..transport.slots import Slots
 from ..wait import Waiter
-from . import enqueue, kernel_path
+from . import enqueue, kernel_path, streams
 from .areas import Areas, fold_launch
 from .arrays import SIMULATED, DeviceArrays, storage_of
 from .enqueue import ALIGNED, SLOT_PAD, Rank, align, load_kernels, unit
@@ -56,6 +56,14 @@ class CudaBackend(DeviceArrays):
         self.inbound = self.outbound = None
         self.kernel = None  # path="kernel": the persistent kernel's host side
         self.last_launch = None  # the kernel path's latest launch (ring/cuda/repeated.py)
+        # The call's stream (streams.py): a kernel-path launch goes on it and returns (with
+        # blocking, it is waited for); everything else runs on the rank's own streams
+        # after the host has waited for the work already on it (settle)
+        self.caller: int | None = None
+        self.blocking = True
+        self.call = 0
+        self.streams = streams.Streams()
+        self._settled = event()
         self._mapped: list = []
         self.segment = None
         self._areas = None  # oneshot / twoshot's GPU areas (areas.py), made on first use
@@ -206,9 +214,73 @@ class CudaBackend(DeviceArrays):
     def align(collective: Collective, itemsize: int) -> int:
         return align(itemsize) if collective in ALIGNED else 1
 
+    # -- the caller's stream (streams.py) -------------------------------------------------
+    @staticmethod
+    def stream_for(stream, x) -> int:
+        """The handle of the stream a call of these arguments is ordered on."""
+        return streams.of(stream, x)
+
+    def order(self, h: int | None, one_launch: bool) -> None:
+        """The call is ordered on stream h. one_launch: it may be one kernel-path launch,
+        which goes on h itself (run, replay); anything else waits for h here (settle)."""
+        self.caller = h
+        if not (one_launch and self.kernel is not None):
+            self.settle()
+
+    def settle(self) -> None:
+        """Before work on the rank's own streams, under host waits (the stream path, the
+        GPU areas, copies through host memory): wait, under the call's deadline, for the
+        work already on the caller's stream (its inputs written; the kernel-path launches
+        there ended, their errors raised)."""
+        h, self.caller = self.caller, None
+        if h is None or SIMULATED:
+            if h is not None:
+                self._ended(h)
+            return
+        self.streams.record_on(self._settled, h)
+        self.waiter.until(lambda: fired(self._settled),
+                          lambda: "waiting for the work already on the caller's stream")
+        self._ended(h)
+
+    def _ended(self, h: int) -> None:
+        """Raise the error of a kernel-path launch on stream h that has ended, if one had
+        an error (cheap where none can have: KernelPath.check's elapsed); still running:
+        a later call, wait() or synchronize() reads it."""
+        since = self.streams.since.get(h)
+        if since is None or not fired(self.streams.launched[h]):
+            return
+        del self.streams.since[h]
+        alone = self.kernel.unwaited == 0 and not self.streams.since
+        self.kernel.check(self.waiter, time.monotonic() - since[0] if alone else None,
+                          earlier=self._earlier(since[1]))
+
+    def _earlier(self, first: int) -> str:
+        """Which calls a failed kernel-path launch left running may have been."""
+        last = self.streams.last_call
+        return f"call {first}" if first >= last else f"one of calls {first}-{last}"
+
+    def synchronize(self) -> None:
+        """Wait, under the deadline (and the kernel's grace), for every call enqueued so
+        far; raise the error the GPU found, if any."""
+        if self.streams.since:
+            self.waiter.deadline += KERNEL_GRACE_S
+            for h in list(self.streams.since):
+                ev = self.streams.launched[h]
+                self.waiter.until(lambda: fired(ev), lambda: "waiting for the GPU to finish "
+                                  "the calls enqueued (a peer's kernel may be stuck)")
+            first = min(c for _, c in self.streams.since.values())
+            self.streams.since.clear()
+            self.kernel.check(self.waiter, None, earlier=self._earlier(first))
+        Pending(self.rank).wait(self.waiter)
+
     # -- who has arrived (host shared memory only) ---------------------------------------
     def entered(self, call: int) -> None:
-        pass
+        """Call `call` starts (its deadline armed): first raise the error of any launch an
+        earlier call left running that has ended with one (before the call's agreement,
+        which would wait for a peer that is gone)."""
+        self.call = call  # (the call a launch left running belongs to: _earlier)
+        for h in list(self.streams.since):
+            self._ended(h)
 
     def behind(self, call: int) -> list[int]:
         return []
@@ -222,6 +294,8 @@ class CudaBackend(DeviceArrays):
         divisor = plan.size if divisor is None else divisor
         storage = np.dtype(x.dtype)
         name = (logical or storage).name
+        if self.kernel is None:
+            self.settle()
         if self.kernel is not None:  # the whole plan in one launch
             self.last_launch = self.kernel.bind(plan, op, x, out, divisor, name,
                                                 self.waiter.timeout)
@@ -247,17 +321,27 @@ class CudaBackend(DeviceArrays):
         return self.run(plan, op, self.copy_of(a), a, logical=logical, defer=defer)
 
     def replay(self, launch, defer: bool = False):
-        """Fire a bound launch of the kernel path and wait for it under the timeout (with
-        defer: return its Pending)."""
+        """Fire a bound launch of the kernel path: on the call's stream (`caller`), where it
+        is left to run unless blocking; else on the rank's own stream, waited for under the
+        timeout. With defer: return its Pending (a Work's) instead."""
+        h, self.caller = self.caller, None
+        if h is not None:
+            self._ended(h)  # an earlier launch there that failed: its error first
         # every earlier launch seen finished without an error: then this one's word may go
         # unread where it finishes quickly (KernelPath.check)
-        clean = self.kernel.unwaited == 0
-        fired = time.monotonic()
-        launch()
+        clean = self.kernel.unwaited == 0 and not self.streams.since
+        fired_at = time.monotonic()
+        if h is None:
+            launch()
+        else:
+            launch(self.streams.core(h))
+            if not (defer or self.blocking):
+                self.streams.mark(h, fired_at, self.call)
+                return None
         # the kernel's own waits are bounded by the timeout: give it the time to say
         # where it was stuck before the host gives up on it
         pending = Pending(self.rank, self.kernel, self.waiter.timeout + KERNEL_GRACE_S,
-                          reuse=not defer, fired=fired if clean else None)
+                          reuse=not defer, fired=fired_at if clean else None, on=h)
         if defer:
             self.kernel.unwaited += 1
             return pending
@@ -265,8 +349,9 @@ class CudaBackend(DeviceArrays):
         return None
 
     def finish(self) -> None:
-        """Wait, under the timeout, until the GPU has done everything queued so far."""
-        Pending(self.rank).wait(self.waiter)
+        """Wait, under the timeout, until the GPU has done everything queued so far (the
+        kernel path's launches on callers' streams included: their errors raised)."""
+        self.synchronize()
 
     def close(self) -> None:
         self.rank.stream.synchronize()
@@ -300,8 +385,8 @@ class Pending:
     the call is waited for at once, a new one when a Work keeps it."""
 
     def __init__(self, rank: Rank, kernel=None, extra_s: float = 0.0, reuse: bool = False,
-                 fired: float | None = None):
-        """fired: when the kernel's launch was fired (time.monotonic()), for check(); None
+                 fired: float | None = None, on: int | None = None):
+        """on: the stream handle the kernel was launched on (None: the rank's). fired: when the kernel's launch was fired (time.monotonic()), for check(); None
         where its error word must be read whatever the time (deferred: a Work's, counted in
         the kernel path's `unwaited` until waited for)."""
         self.kernel, self.extra_s, self.fired = kernel, extra_s, fired
@@ -311,7 +396,10 @@ class Pending:
             return
         if kernel is not None:
             ev = kernel.done if reuse else event()
-            ev.record(rank.stream)
+            if on is None:
+                ev.record(rank.stream)
+            else:
+                streams.Streams.record_on(ev, on)
             self.marks.append(ev)
             return
         for s in (rank.stream, rank.copy_stream):

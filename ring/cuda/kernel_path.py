@@ -267,8 +267,9 @@ class KernelPath:
                 x if x is self._empty.get(storage) else None)
         return BoundLaunch(kernel, args, self.channels, self.threads, self.stream, keep)
 
-    def check(self, waiter, elapsed: float | None = None) -> None:
-        """After the launch has finished: raise the kernel's timeout, if it had one.
+    def check(self, waiter, elapsed: float | None = None, earlier: str = "") -> None:
+        """After the launch has finished: raise the kernel's timeout, if it had one
+        (earlier: which earlier call's launch, left running on its stream, it was).
         elapsed: the seconds from firing the launch to seeing it finished, where every
         earlier launch was seen finished without an error (None: read the word). A kernel
         writes its error word only when a wait has outlasted the timeout on the GPU's own
@@ -291,6 +292,7 @@ class KernelPath:
                 f"words: a word flagged {need} (one flagged {seen})" if code == WAIT_LL else
                 f"waiting for rank {succ} to free a slot: the chunks of rank {self.rank} it "
                 f"consumed to reach {need} (at {seen})")
-        raise waiter.failure(f"ring kernel channel {int(err[ERR_CHANNEL])}, chunk "
+        raise waiter.failure((f"in {earlier} (enqueued earlier), " if earlier else "") +
+                             f"ring kernel channel {int(err[ERR_CHANNEL])}, chunk "
                              f"{int(err[ERR_CHUNK])} step {int(err[ERR_STEP])}: {what}")
 

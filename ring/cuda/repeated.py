@@ -60,6 +60,17 @@ def where(a):
         return None  # (PyTorch's bfloat16 tensors have no interface: the full path)
 
 
+def stream_of(stream, x) -> int | None:
+    """The handle of the stream a kept call is ordered on (streams.of); None where the
+    stream argument is bad (then the full path raises on this rank, MismatchError on the
+    others)."""
+    from .streams import of
+    try:
+        return of(stream, x)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
 def key(collective: Collective, x, out, op, root, chunk_bytes, algorithm, dtype):
     """The call's signature, or None if it cannot be one."""
     if out is None and collective is not Collective.BROADCAST:

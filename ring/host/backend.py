@@ -180,6 +180,19 @@ class HostBackend:
     def finish(self) -> None:
         """Everything is done when run() returns."""
 
+    synchronize = finish
+
+    @staticmethod
+    def stream_for(stream, x) -> None:
+        """The host device has no streams: its calls are synchronous."""
+        if stream is not None:
+            raise TypeError("stream: the host device has no CUDA streams (its calls are "
+                            "synchronous); pass stream only on device='cuda'")
+
+    @staticmethod
+    def order(h, one_launch: bool) -> None:
+        """Nothing to order on the host."""
+
     def close(self) -> None:
         for end in (self.send, self.recv):
             if end is not None:

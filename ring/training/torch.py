@@ -18,8 +18,10 @@ the first CUDA call, by every rank of the group at once as torch's collectives a
 Collectives on CPU tensors run behind the caller on the host communicator's progress thread
 (ring/progress.py), in call order, so that DDP's bucket all-reduces (and FSDP's gathers and
 reduce-scatters) overlap the compute; a Work completes when its call has run, and wait()
-raises the call's error. On CUDA a call runs to completion before it returns: the torch
-stream is synchronised first, and ring's own stream has finished when the call returns.
+raises the call's error. On CUDA a call is stream-ordered, as NCCL's: ring enqueues it on
+the tensors' current torch stream (no synchronisation of it), the work torch puts on that
+stream later is ordered after it, and the Work is complete on return; an error the GPU
+finds is raised at a later call (or the communicator's synchronize()).
 
 Collectives: all_reduce (SUM, PRODUCT, MIN, MAX, AVG), broadcast, reduce, all_gather,
 all_gather_into_tensor, reduce_scatter, reduce_scatter_tensor, gather, scatter,
@@ -137,9 +139,7 @@ class ProcessGroup(dist.ProcessGroup):
         if kind not in self._comms:
             from ..communicator import Communicator
             self._comms[kind] = Communicator(self._mpi, device=kind, timeout=self._timeout)
-        if kind == "cuda":
-            torch.cuda.current_stream(t.device).synchronize()  # the inputs are written
-        return self._comms[kind]
+        return self._comms[kind]  # (CUDA: ordered on the tensors' current stream)
 
     def _agree(self, error: str | None) -> None:
         """Raise on every rank when any rank found its arguments wrong (checks torch's
@@ -302,9 +302,8 @@ def _create(opts, pg_options=None) -> "ProcessGroup":
 
 
 def _hook_allreduce(comm, t: torch.Tensor, op: str) -> None:
-    """t all-reduced in place by ring.Communicator comm, for a DDP hook."""
-    if t.is_cuda:
-        torch.cuda.current_stream(t.device).synchronize()
+    """t all-reduced in place by ring.Communicator comm, for a DDP hook (CUDA: enqueued on
+    t's current stream, where DDP reads the bucket after it)."""
     x = _array(t)
     comm.allreduce(x, out=x, op=op)
 

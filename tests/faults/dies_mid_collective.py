@@ -2,7 +2,7 @@
 survivor must raise ring.TimeoutError naming the call, the step and the peer, and find the
 communicator broken afterwards.
 
-    dies_mid_collective.py TIMEOUT [host|cuda|cuda-kernel] [ALGORITHM] [async|fast|small]
+    dies_mid_collective.py TIMEOUT [host|cuda|cuda-kernel] [ALGORITHM] [async|fast|small|next]
 
 On 'cuda' the victim dies after enqueuing its fifth chunk for its successor (on a GPU the
 chunks are still in flight on its stream; under Numba's simulator they ran at once). On
@@ -20,7 +20,10 @@ first call makes the two-level rings). With
 every rank makes two calls first, and the victim dies in the third, on the fast path
 (ring/host/repeated.py), after the agreement's allgather and before the data's; with 'cuda-kernel',
 on the kept call (ring/cuda/repeated.py), after the agreement, instead of firing its
-launch."""
+launch. A cuda call on the kernel path returns once its kernel is enqueued (stream-ordered):
+the survivors meet the error in comm.synchronize() after the call, or, with 'next', in
+their next call (under the simulator, whose launches run at once: that call; on a GPU that
+call or the synchronize() after it)."""
 
 import os
 import sys
@@ -36,6 +39,7 @@ algorithm = sys.argv[3] if len(sys.argv) > 3 else "ring"
 behind = len(sys.argv) > 4 and sys.argv[4] == "async"
 fast = len(sys.argv) > 4 and sys.argv[4] == "fast"
 small = len(sys.argv) > 4 and sys.argv[4] == "small"
+again = len(sys.argv) > 4 and sys.argv[4] == "next"
 device, path = ("cuda", "kernel") if device == "cuda-kernel" else (device, "stream")
 comm = ring.Communicator(device=device, timeout=timeout, algorithm=algorithm, path=path,
                          chunk_bytes=4096 if device == "host" else 1024)
@@ -122,6 +126,9 @@ try:
         comm.allreduce(x, async_op=True).wait()
     else:
         comm.allreduce(x, out=out)
+        if again:
+            comm.allreduce(x, out=out)
+        comm.synchronize()  # a stream-ordered call's error, found on the GPU
     say(comm.rank, "NO ERROR")
 except ring.TimeoutError as e:
     say(comm.rank, f"SURVIVED TimeoutError: {e}")

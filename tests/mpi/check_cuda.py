@@ -248,6 +248,99 @@ def test_async_op_returns_work_to_wait_on(gcomm):
     assert np.array_equal(_host(w.wait()), np.repeat(np.arange(k, dtype=np.int32), 5))
 
 
+# -- stream-ordered calls (shared/API.md, "Streams and completion on the cuda device") --
+def _a_stream():
+    """A stream of the arrays' library (under the simulator, whose launches run at once
+    and whose streams have no handle: a made-up handle, for the bookkeeping)."""
+    if SIMULATED:
+        return 7
+    return cp.cuda.Stream(non_blocking=True)
+
+
+def _handle(s) -> int:
+    from ring.cuda.streams import handle
+    return handle(s)
+
+
+def test_a_call_is_left_running_on_the_callers_stream_until_synchronize(gcomm):
+    """The kernel path: a call returns once its launch is on the given stream, which the
+    communicator keeps as one to wait for; synchronize() waits for it. Every other path
+    waits for its GPU work before returning."""
+    k, r = gcomm.size, gcomm.rank
+    s = _a_stream()
+    x = _gpu(np.full(37, r + 1, np.float32))
+    out = _gpu(np.zeros(37, np.float32))
+    got = gcomm.allreduce(x, out=out, stream=s)
+    assert got is out
+    running = gcomm._ctx.backend.streams.since
+    if gcomm.path == "kernel":
+        assert list(running) == [_handle(s)]
+    else:
+        assert not running
+    gcomm.synchronize()
+    assert not gcomm._ctx.backend.streams.since
+    assert np.array_equal(_host(out), np.full(37, k * (k + 1) / 2, np.float32))
+
+
+def test_a_call_is_ordered_after_its_streams_producer(gcomm):
+    """x is written by a slow kernel on stream s, the all-reduce is called with stream=s
+    and read back on s: it must see x as written (and, on a GPU, not the zeros under it)."""
+    k, r = gcomm.size, gcomm.rank
+    n = 301
+    spins = 10 if SIMULATED else 1 << 22
+
+    @cuda.jit
+    def slow_fill(a, v, spins):
+        i = cuda.grid(1)
+        acc = 0
+        for j in range(spins):  # the producer takes its time
+            acc += j & 1
+        if i < a.size:
+            a[i] = v + acc * 0
+
+    s = _a_stream()
+    x = cuda.to_device(np.zeros(n, np.float32))
+    out = cuda.device_array(n, np.float32)
+    nstream = cuda.stream() if SIMULATED else cuda.external_stream(_handle(s))
+    slow_fill[(n + 127) // 128, 128, nstream](x, np.float32(r + 1), spins)
+    gcomm.allreduce(x, out=out, stream=s)
+    got = out.copy_to_host(stream=nstream)
+    nstream.synchronize()
+    gcomm.synchronize()
+    assert np.array_equal(got, np.full(n, k * (k + 1) / 2, np.float32))
+
+
+def test_blocking_calls_wait_for_their_result(world):
+    """Communicator(blocking=True): every call has finished on the GPU when it returns
+    (its errors raised at the call): nothing is left running."""
+    c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH,
+                          blocking=True)
+    x = _gpu(np.full(70, c.rank, np.int32))
+    out = _gpu(np.zeros(70, np.int32))
+    for _ in range(3):  # the full path, then the kept launch
+        c.allreduce(x, out=out, stream=_a_stream())
+        assert not c._ctx.backend.streams.since
+    assert np.array_equal(_host(out), np.full(70, sum(range(c.size)), np.int32))
+    c.close()
+
+
+def test_a_bad_stream_is_refused_on_every_rank(world):
+    """A stream argument that is no stream: TypeError at the call on its rank, and
+    MismatchError on the others, on the full path and on a kept signature's."""
+    for kept in (False, True):
+        c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH)
+        x, out = _gpu(np.ones(8, np.float32)), _gpu(np.zeros(8, np.float32))
+        if kept:
+            c.allreduce(x, out=out)
+        exc = TypeError if c.rank == 0 else ring.MismatchError
+        with pytest.raises(exc, match="stream: expected a CUDA stream" if c.rank == 0 else
+                           r"rank\(s\) \[0\]"):
+            c.allreduce(x, out=out, stream="not a stream" if c.rank == 0 else None)
+        with pytest.raises(ring.CommunicatorError):
+            c.synchronize()
+        c.close()
+
+
 def test_ranks_disagreeing_on_count_all_raise(world):
     c = ring.Communicator(device="cuda", timeout=60)
     with pytest.raises(ring.MismatchError):

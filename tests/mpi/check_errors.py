@@ -47,6 +47,27 @@ def test_async_bad_call_raises_at_wait_on_every_rank():
         ValueError, 0, match="out: needs 8 elements")
 
 
+def test_a_stream_on_the_host_device_is_refused_on_every_rank():
+    """The host device has no streams (its calls are synchronous): stream= is a bad
+    argument there, raised at the call."""
+    expect_everywhere(lambda c: c.allreduce(np.ones(4), stream=0 if c.rank == 0 else None),
+                      TypeError, 0, match="stream: the host device has no CUDA streams")
+
+
+def test_blocking_must_be_a_bool():
+    with pytest.raises(TypeError, match="blocking: expected True or False"):
+        fresh(blocking="yes")
+
+
+def test_synchronize_on_the_host_returns_after_the_calls():
+    c = fresh()
+    w = c.allreduce(np.ones(5), async_op=True)
+    c.synchronize()  # the progress thread's call has run
+    assert w.is_completed()
+    assert np.array_equal(w.wait(), np.full(5, float(c.size)))
+    c.close()
+
+
 def test_non_contiguous_on_one_rank():
     expect_everywhere(
         lambda c: c.allreduce(np.ones(20)[:: 2 if c.rank == c.size - 1 else 1][:10]),

@@ -1,0 +1,105 @@
+"""Which CUDA stream a call on the cuda device is ordered on: the caller's, as NCCL's and
+torch.distributed's collectives are.
+
+A call is ordered after the work already on that stream and the work put on it later is
+ordered after the call. Without a `stream=` argument it is the current stream of the
+arrays' library: torch's `torch.cuda.current_stream()` for tensors, CuPy's
+`cupy.cuda.get_current_stream()` for CuPy arrays, and for Numba's device arrays (which
+have no current stream) Numba's default stream. `stream=` takes any stream object that
+says its handle (the `__cuda_stream__` protocol of cuda.core, CuPy and recent torch;
+torch's `.cuda_stream`; CuPy's `.ptr`; Numba's `.handle`) or the handle as an int.
+
+A stream is known by its handle (an int; 0: the legacy default stream, 2 the per-thread
+one). `Streams` keeps, per handle, what a launch on it needs (cuda.core's Stream) and one
+event, re-recorded after every launch there: whether the work on it has finished.
+Under Numba's simulator every launch has run by the time it returns: handles are kept for
+the bookkeeping only.
+"""
+
+from __future__ import annotations
+
+from kernels.driver import event, simulated
+
+LEGACY, PER_THREAD = 0, 2  # CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
+
+
+def handle(stream) -> int:
+    """The CUstream handle of a stream object or int (TypeError: not a stream)."""
+    if isinstance(stream, bool):
+        raise TypeError(f"stream: expected a CUDA stream or its handle, got {stream!r}")
+    if isinstance(stream, int):
+        if stream < 0:
+            raise ValueError(f"stream: a handle is not negative, got {stream}")
+        return stream
+    protocol = getattr(stream, "__cuda_stream__", None)
+    if protocol is not None:
+        version, h = protocol() if callable(protocol) else protocol
+        return int(h)
+    for attr in ("cuda_stream", "ptr", "handle"):  # torch, CuPy, Numba
+        h = getattr(stream, attr, None)
+        if h is not None:
+            h = getattr(h, "value", h)  # Numba's handle is a ctypes pointer
+            return int(h or 0)
+    raise TypeError(f"stream: expected a CUDA stream (torch, CuPy, Numba, cuda.core) or its "
+                    f"handle, got {type(stream).__name__}")
+
+
+def current(x) -> int:
+    """The handle of the current stream of x's array library (see the module's docstring)."""
+    lib = type(x).__module__.split(".", 1)[0]
+    if lib == "torch":
+        import torch
+        return int(torch.cuda.current_stream(x.device).cuda_stream)
+    if lib == "cupy":
+        import cupy
+        return int(cupy.cuda.get_current_stream().ptr)
+    return numba_default()
+
+
+def numba_default() -> int:
+    """Numba's default stream: the per-thread one where Numba is configured for it."""
+    from numba import config
+    return PER_THREAD if getattr(config, "CUDA_PER_THREAD_DEFAULT_STREAM", False) else LEGACY
+
+
+def of(stream, x) -> int:
+    """The handle a call with these arguments is ordered on."""
+    return current(x) if stream is None else handle(stream)
+
+
+class Streams:
+    """Per stream handle: cuda.core's Stream for a launch there, and the event recorded
+    after the latest launch there (`launched`), with the time of the oldest launch there
+    not yet known to have ended cleanly (`since`)."""
+
+    def __init__(self):
+        self._core: dict[int, object] = {}
+        self.launched: dict[int, object] = {}  # handle -> event after the latest launch
+        self.since: dict[int, tuple[float, int]] = {}  # handle -> (monotonic time, call)
+        self.last_call = 0
+
+    def core(self, h: int):
+        """cuda.core's Stream of handle h (None under the simulator)."""
+        s = self._core.get(h)
+        if s is None and not simulated():
+            from cuda.core import Stream
+            s = self._core[h] = Stream.from_handle(h)
+        return s
+
+    def mark(self, h: int, fired: float, call: int = 0) -> None:
+        """The launch of call `call`, fired at `fired` on stream h: record h's event
+        after it."""
+        ev = self.launched.get(h)
+        if ev is None:
+            ev = self.launched[h] = event()
+        self.record_on(ev, h)
+        self.since.setdefault(h, (fired, call))
+        self.last_call = call
+
+    @staticmethod
+    def record_on(ev, h: int) -> None:
+        """Record event ev on stream h."""
+        if not simulated():
+            from kernels.driver import driver, ok
+            drv = driver()
+            ok(drv.cuEventRecord(ev.handle, drv.CUstream(h)))

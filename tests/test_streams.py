@@ -1,0 +1,77 @@
+"""Which stream a call on the cuda device is ordered on (ring/cuda/streams.py): handles of
+every library's stream objects, and the current stream by the arrays' library."""
+
+import ctypes
+import sys
+import types
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from ring.cuda import streams
+
+
+class Protocol:  # cuda.core, CuPy >= 13, recent torch: (version, handle)
+    def __cuda_stream__(self):
+        return (0, 0x1234)
+
+
+class Torchish:
+    cuda_stream = 0x2345
+
+
+class Cupyish:
+    ptr = 0x3456
+
+
+class Numbaish:
+    handle = ctypes.c_void_p(0x4567)
+
+
+@pytest.mark.parametrize("stream,want", [(0, 0), (2, 2), (0x99, 0x99), (Protocol(), 0x1234),
+                                         (Torchish(), 0x2345), (Cupyish(), 0x3456),
+                                         (Numbaish(), 0x4567)])
+def test_every_librarys_stream_gives_its_handle(stream, want):
+    assert streams.handle(stream) == want
+
+
+def test_the_null_numba_handle_is_the_default_stream():
+    class Null:
+        handle = ctypes.c_void_p(None)
+    assert streams.handle(Null()) == 0
+
+
+@pytest.mark.parametrize("bad", ["s", 1.5, None, True, object()])
+def test_what_is_no_stream_is_a_type_error(bad):
+    with pytest.raises(TypeError, match="stream: expected a CUDA stream"):
+        streams.handle(bad)
+
+
+def test_a_negative_handle_is_a_value_error():
+    with pytest.raises(ValueError, match="stream: a handle is not negative"):
+        streams.handle(-1)
+
+
+def test_numba_arrays_are_ordered_on_numbas_default_stream(monkeypatch):
+    from numba import config
+    x = cuda.to_device(np.zeros(3))
+    monkeypatch.setattr(config, "CUDA_PER_THREAD_DEFAULT_STREAM", False, raising=False)
+    assert streams.of(None, x) == streams.LEGACY
+    monkeypatch.setattr(config, "CUDA_PER_THREAD_DEFAULT_STREAM", True, raising=False)
+    assert streams.of(None, x) == streams.PER_THREAD
+    assert streams.of(Cupyish(), x) == 0x3456  # a given stream wins
+
+
+def test_cupy_and_torch_arrays_are_ordered_on_their_librarys_current_stream(monkeypatch):
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(get_current_stream=lambda: Cupyish())
+    torch = types.ModuleType("torch")
+    seen = []
+    torch.cuda = types.SimpleNamespace(current_stream=lambda d: seen.append(d) or Torchish())
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    CupyArray = type("ndarray", (), {"__module__": "cupy._core.core"})
+    Tensor = type("Tensor", (), {"__module__": "torch", "device": "cuda:1"})
+    assert streams.current(CupyArray()) == 0x3456
+    assert streams.current(Tensor()) == 0x2345 and seen == ["cuda:1"]
