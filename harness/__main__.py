@@ -147,10 +147,17 @@ def main(argv=None) -> int:
     results = []
     # The copy bandwidths to read the sweep against, from the same run (rank 0 alone).
     roof = roofline.measure(world, device, min(roofline.NBYTES, max(args.maxbytes, 16 << 20)))
+    # every rank on one GPU: each figure also against the bytes the collective must move
+    gpus = world.allgather((MPI.Get_processor_name(), getattr(bufs, "gpu", None)))
+    hbm = roofline.hbm_rate(roof) if device == "cuda" and len(set(gpus)) == 1 else None
     if rank0:
-        print(table.header(impls, world.size, device), flush=True)
+        print(table.header(impls, world.size, device, minimum=hbm is not None), flush=True)
         print(roofline.describe(roof), flush=True)
     about = {**meta.collect(world, impls, sys.argv, device), "rooflines": roof,
+             "vs_min": None if hbm is None else
+             "every rank on one GPU: vs_min = the bytes each rank must read (its input) "
+             "and write (its output) once, summed over ranks (all-reduce: 2 K N) / time / "
+             f"the HBM rate read + written ({hbm / 1e9:.1f} GB/s: twice d2d_GBps)",
              "timing": "each size: warm-up calls, then -n calls back to back and one "
                        "synchronisation (the buffers' stream; ring: comm.synchronize()), the "
                        "mean per call, averaged over ranks; ring's cuda calls "
@@ -182,10 +189,14 @@ def main(argv=None) -> int:
                                      args.iters, args.warmup_iters, bool(args.check),
                                      args.root)
                         r.op = op
+                        if hbm is not None and r.time_us > 0:  # (NaN: not run, stays None)
+                            i, o = coll.counts(nbytes, dtype.itemsize, world.size)
+                            r.vs_min = coll.min_bytes(i, o, dtype.itemsize, world.size) / \
+                                (r.time_us * 1e-6) / hbm
                         case[(impl.name, in_place)] = r
                         results.append(r)
                 if rank0:
-                    print(table.row(case, impls), flush=True)
+                    print(table.row(case, impls, minimum=hbm is not None), flush=True)
                 save(complete=False)
     save(complete=True)
     if rank0:

@@ -35,7 +35,8 @@ class CudaBuffers:
     def __init__(self, local_rank: int):
         import cupy as cp
         self.cp = cp
-        cp.cuda.Device(local_rank % cp.cuda.runtime.getDeviceCount()).use()
+        self.gpu = local_rank % cp.cuda.runtime.getDeviceCount()  # (ranks on one GPU: vs_min)
+        cp.cuda.Device(self.gpu).use()
 
     @staticmethod
     def storage(dtype) -> np.dtype:

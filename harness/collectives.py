@@ -74,6 +74,20 @@ class Descriptor:
             return n // nranks, n
         return n, n  # all-to-all: K blocks in and out
 
+    def min_bytes(self, in_count: int, out_count: int, itemsize: int, nranks: int) -> int:
+        """The bytes of memory traffic any implementation must make when every rank shares
+        one GPU: each rank reads its input once and writes its output once, where it has
+        them (the root's only, for the rooted ones; broadcast is in place: the root reads,
+        the others write). All-reduce: 2 K N."""
+        i, o, k = in_count * itemsize, out_count * itemsize, nranks
+        if self.name == "broadcast":
+            return k * i
+        if self.name in ("reduce", "gather"):
+            return k * i + o
+        if self.name == "scatter":
+            return i + k * o
+        return k * (i + o)
+
     def size_bytes(self, in_count: int, out_count: int, itemsize: int) -> int:
         return max(in_count, out_count) * itemsize
 

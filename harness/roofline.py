@@ -105,6 +105,14 @@ def measure(world: MPI.Comm, device: str, nbytes: int = NBYTES) -> dict[str, flo
     return world.bcast(figures, root=0)
 
 
+def hbm_rate(figures: dict[str, float]) -> float | None:
+    """Bytes per second the GPU's memory reads and writes together, from the copy roofline
+    (d2d_GBps is the copy's size over its time: every byte read and written once, so the
+    traffic is twice it); None without one (the host, Numba's simulator)."""
+    d2d = figures.get("d2d_GBps")
+    return 2 * d2d * 1e9 if d2d else None
+
+
 def describe(figures: dict[str, float]) -> str:
     parts = [f"{k[:-5]} {v:.1f} GB/s" for k, v in figures.items()
              if k.endswith("_GBps") and k != "link_GBps"]

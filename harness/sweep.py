@@ -33,6 +33,9 @@ class Result:
     skipped: str | None = None  # why the case did not run
     algo: str | None = None  # the algorithm ring ran (auto picks per size); None: not ring
     error: float | None = None  # compressed wire: max |got - exact| / max |exact|, normal data
+    # every rank on one GPU: the minimum bytes (Descriptor.min_bytes) / time / the run's HBM
+    # rate (read + written, roofline.hbm_rate): the fraction of the memory bound reached
+    vs_min: float | None = None
 
 
 def compression_error(impl, coll: Descriptor, world: MPI.Comm, bufs, in_count: int,

@@ -11,7 +11,8 @@ def _num(v: float, width: int, digits: int) -> str:
     return f"{'n/a':>{width}}" if (v is None or math.isnan(v)) else f"{v:>{width}.{digits}f}"
 
 
-def header(impls: list, ranks: int, device: str) -> str:
+def header(impls: list, ranks: int, device: str, minimum: bool = False) -> str:
+    """minimum: each block has a vs_min column (every rank on one GPU: sweep.Result's)."""
     lines = [f"# ranks: {ranks}  device: {device}  implementations: "
              + ", ".join(f"{i.name} = {i.label}" for i in impls)]
     top = f"#{'':>54}"
@@ -20,9 +21,12 @@ def header(impls: list, ranks: int, device: str) -> str:
     for i in impls:
         algo = _algo(i)
         for place in ("out-of-place", "in-place"):
-            top += f"  {i.name + ' ' + place:^{32 + (13 if algo else 0)}}"
+            top += f"  {i.name + ' ' + place:^{32 + (13 if algo else 0) + (7 if minimum else 0)}}"
             sub += "  " + f"{'time':>8} {'algbw':>7} {'busbw':>7} {'#wrong':>7}"
             units += "  " + f"{'(us)':>8} {'(GB/s)':>7} {'(GB/s)':>7} {'':>7}"
+            if minimum:
+                sub += f" {'vs_min':>6}"
+                units += f" {'(x)':>6}"
             if algo:
                 sub += f" {'algo':>12}"
                 units += f" {'':>12}"
@@ -56,7 +60,7 @@ def _pairs(impls: list):
     return [(r, o) for r in rings for o in others]
 
 
-def row(results: dict[tuple[str, bool], Result], impls: list) -> str:
+def row(results: dict[tuple[str, bool], Result], impls: list, minimum: bool = False) -> str:
     first = next(iter(results.values()))
     line = (f" {first.nbytes:>12} {first.count:>12} {first.dtype:>9} {first.op:>6} "
             f"{first.root:>5}")
@@ -66,6 +70,8 @@ def row(results: dict[tuple[str, bool], Result], impls: list) -> str:
             wrong = "n/a" if r.wrong < 0 else str(r.wrong)
             line += "  " + (f"{_num(r.time_us, 8, 1)} {_num(r.algbw, 7, 2)} "
                             f"{_num(r.busbw, 7, 2)} {wrong:>7}")
+            if minimum:
+                line += f" {_num(r.vs_min, 6, 2)}"
             if _algo(i):
                 line += f" {r.algo or '-':>12}"
             if _err(i):

@@ -506,3 +506,49 @@ def test_sizes_read_as_people_write_them():
     # the plot labels 1, 8 and 64 of each unit and leaves the ticks between them blank
     assert [_size_tick(float(1 << k)) for k in (3, 4, 6, 10, 13, 20, 30)] == \
         ["8 B", "", "64 B", "1 KB", "8 KB", "1 MB", "1 GB"]
+
+
+def test_the_minimum_bytes_each_collective_must_move_on_one_gpu():
+    """Every rank reads its input once and writes its output once (the root's only, for the
+    rooted ones): all-reduce 2 K N, whatever the algorithm."""
+    from harness.collectives import COLLECTIVES
+    k, n = 4, 1 << 20
+    want = {"allreduce": 2 * k * n, "reduce_scatter": k * (n + n // k),
+            "allgather": k * (n // k + n), "alltoall": 2 * k * n, "broadcast": k * n,
+            "reduce": k * n + n, "gather": k * (n // k) + n, "scatter": n + k * (n // k)}
+    for name, coll in COLLECTIVES.items():
+        i, o = coll.counts(n, 4, k)
+        assert coll.min_bytes(i, o, 4, k) == want[name], name
+
+
+def test_vs_min_reads_the_h200_run_as_the_results_say():
+    """The committed H200 run at 4 processes (results/h200/README.md): the ring's 256 MiB
+    all-reduce at 0.34 of the 2N bound, NCCL 2.30.7's at 0.43, against twice the run's
+    copy rate."""
+    import json
+    from harness.collectives import COLLECTIVES
+    from harness.roofline import hbm_rate
+    data = json.load(open("results/h200/allreduce-4ranks-nccl230-mps.json"))
+    hbm = hbm_rate(data["meta"]["rooflines"])
+    assert hbm == pytest.approx(2 * 1622.68e9, rel=1e-3)
+    assert hbm_rate({}) is None
+    coll, n = COLLECTIVES["allreduce"], 256 << 20
+    i, o = coll.counts(n, 4, 4)
+    got = {r["impl"]: coll.min_bytes(i, o, 4, 4) / (r["time_us"] * 1e-6) / hbm
+           for r in data["results"] if r["nbytes"] == n and not r["in_place"]}
+    assert round(got["ring"], 2) == 0.34 and round(got["nccl"], 2) == 0.43
+
+
+def test_the_table_has_a_vs_min_column_when_ranks_share_a_gpu():
+    from harness import table
+    from harness.sweep import Result
+
+    class Impl:
+        name, label = "mpi", "mpi"
+    r = Result("mpi", "allreduce", 1024, 256, "float32", "sum", -1, False, 10.0, 0.1, 0.1,
+               0, vs_min=0.25)
+    rows = {("mpi", False): r, ("mpi", True): r}
+    head = table.header([Impl()], 2, "cuda", minimum=True)
+    assert "vs_min" in head and "vs_min" not in table.header([Impl()], 2, "cuda")
+    line = table.row(rows, [Impl()], minimum=True)
+    assert line.count("0.25") == 2 and "0.25" not in table.row(rows, [Impl()])

@@ -89,6 +89,21 @@ def test_the_kernel_path_moves_what_the_stream_path_does_less_one_read_per_forwa
         assert (twice > 0) == (k > 2)
 
 
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_an_allgathers_own_block_is_read_once_on_the_kernel_path(k):
+    """The all-gather's first step writes the rank's own block into its output and into the
+    successor's slot: the persistent kernel reads it once (3n bytes), the stream path's two
+    copies twice (4n)."""
+    from ring.cuda.enqueue import traffic
+    for r in range(k):
+        p = plan(Collective.ALLGATHER, k, r, 1000 * k, 4, 256, 4)
+        own = sum(4 * (hi - lo) for _, s, lo, hi in p.units
+                  if not s.recv and s.out and s.send)
+        assert own > 0
+        assert traffic(p, 4, "stream") - traffic(p, 4, "kernel") >= own
+        assert traffic(p, 4, "kernel", in_place=True) < traffic(p, 4, "kernel")
+
+
 @settings(max_examples=300, deadline=None)
 @given(cases, st.sampled_from([1, 2, 8, 64]))
 def test_every_rank_of_a_call_takes_the_same_protocol(case, channels):

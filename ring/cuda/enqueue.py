@@ -269,7 +269,11 @@ def traffic(p: Plan, itemsize: int, path: str = "stream", in_place: bool = False
         n = (hi - lo) * itemsize
         if not step.recv:
             local_copy = step.out and not in_place  # skipped when out is the input
-            total += (2 * n if local_copy else 0) + (2 * n if step.send else 0)
+            if path == "kernel":  # one read of x for both writes (out, successor's slot)
+                total += (n if local_copy or step.send else 0) + \
+                    (n if local_copy else 0) + (n if step.send else 0)
+            else:  # two copies, each reading x
+                total += (2 * n if local_copy else 0) + (2 * n if step.send else 0)
         elif step.reduce:
             total += 3 * n
             if step.send:  # the kernel path writes as the stream path does
