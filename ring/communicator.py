@@ -31,6 +31,11 @@ from .transport.exchange import Exchange
 from .wait import Waiter, napping, oversubscribed
 
 
+# the algorithms whose call may be one kernel launch on the caller's stream (cuda: the ring
+# on the kernel path, the one-shot kernel); every other one waits for the stream first
+ONE_LAUNCH = ("ring", "oneshot")
+
+
 class Work:
     """Handle of an asynchronous call (async_op=True), as torch.distributed's.
 
@@ -415,7 +420,7 @@ class Communicator:
             if self._kfast is not None:
                 ctx.backend.last_launch = None
             if c.count:
-                ctx.backend.order(h, c.algorithm == "ring")
+                ctx.backend.order(h, c.algorithm in ONE_LAUNCH)
                 pending = algorithms.get(c.algorithm).run(ctx, c, defer=async_op)
         except BaseException as e:
             self._broken(e)

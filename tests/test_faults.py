@@ -156,6 +156,26 @@ def test_a_rank_dies_in_a_kept_kernel_path_call():
 
 
 @cuda_or_sim
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_a_rank_dies_before_its_one_shot_kernel(nprocs):
+    """path="kernel", oneshot: the one-shot kernel (ring/cuda/oneshot_kernel.py); the
+    victim dies instead of firing it, the survivors' kernels wait for its flagged words,
+    time out, and synchronize() raises what the error word says."""
+    script = "tests/faults/dies_mid_collective.py"
+    rc, out = run(nprocs, [script, "2", "cuda-kernel", "oneshot"], timeout=120,
+                  mpi_args=["-disable-auto-cleanup"])
+    assert rc not in (0, None), out
+    for r in range(nprocs - 1):
+        m = _report(out, r)
+        assert m, f"rank {r} did not report:\n{out}"
+        assert re.search(rf"one-shot kernel block \d+: waiting for element \d+ from rank "
+                         rf"{nprocs - 1} flagged 2 \(one flagged 0\)", m), m
+        assert f"rank {r}: BROKEN" in out
+    assert "NO ERROR" not in out
+    assert _left_behind(script) == []
+
+
+@cuda_or_sim
 def test_a_stream_ordered_calls_error_is_raised_by_the_next_call():
     """path="kernel", calls stream-ordered (the default): the victim dies instead of
     launching; each survivor's first call returns once enqueued, its kernel times out on

@@ -8,9 +8,13 @@ where the ring's 2(K-1) synchronised steps cost more than its bytes.
                      (ring/host/repeated.py) do the same in one compiled call.
     host, across     an all-reduce only: every rank's x by one MPI allgather or, up to
     nodes            RIDE_BYTES, inside the agreement's own allgather, then the fold.
-    cuda, one node   an all-reduce only: x is copied into this rank's GPU area, which every
-                     rank maps (ring/cuda/areas.py); a round of the host's window says it
-                     is there; then one launch folds the K areas into out.
+    cuda, one node   an all-reduce only. Where the kernel path runs and the call fits the
+                     inboxes (ring/cuda/oneshot_kernel.py): one launch on the caller's stream
+                     that writes x into every peer's inbox as flagged words, waits for the
+                     peers' and folds them (stream-ordered, kept for repeated calls). Else:
+                     x is copied into this rank's GPU area, which every rank maps
+                     (ring/cuda/areas.py); a round of the host's window says it is there;
+                     then one launch folds the K areas into out.
 
 An all-reduce reduces element e as ((x[0] op x[1]) op x[2]) ... op x[K-1], in the dtype, and
 avg divides once by K: the same bits on every rank, and the same as naive and ps. A
@@ -91,6 +95,10 @@ class Oneshot(Algorithm):
     def run(self, ctx: Context, c: Call, defer: bool = False):
         ex = ctx.exchange
         if ctx.device == "cuda":
+            ran, pending = ctx.backend.oneshot(
+                c, lambda: ctx.everyone_here("make its one-shot inbox (oneshot)"), defer)
+            if ran:
+                return pending
             seq = ex.next_round()
             areas, storage = on_gpu(ctx, c, seq)
             ctx.backend.fold(lambda q: areas.view(q, seq, areas.DATA, storage, 0, c.count),

@@ -29,12 +29,13 @@ class Areas:
 
     DATA, RESULT = 0, 1
 
-    def __init__(self, comm, cap: int, device: int, waiter):
+    def __init__(self, comm, cap: int, device: int, waiter, slots: int = SLOTS):
+        """slots of cap bytes each (the one-shot kernel's inbox: one)."""
         if SIMULATED:  # collective over comm, every rank on one node
             from ..transport.simipc import Segment
-            self.mine = Segment(comm, SLOTS, cap, waiter)
+            self.mine = Segment(comm, slots, cap, waiter)
         else:
-            self.mine = ipc.Segment(SLOTS, cap)
+            self.mine = ipc.Segment(slots, cap)
         everyone = comm.allgather((device, self.mine.handle()))
         ipc.enable_peer_access(device, [d for d, _ in everyone])
         self.mapped = [self.mine.open(h) for q, (_, h) in enumerate(everyone) if q != comm.rank]

@@ -31,9 +31,10 @@ from ringtypes import Op
 from ..schedule import Plan
 from .arrays import SIMULATED
 from ..transport.ipc import HEADER, MAX_CHANNELS
+from .oneshot_kernel import WAIT_PEER
 from .program import encode
 from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ERR_SEEN,
-                         ERR_STEP, LL_WORDS, UNROLL, WAIT_DATA, WAIT_LL, ring_kernel)
+                         ERR_STEP, ERR_UNIT, LL_WORDS, UNROLL, WAIT_DATA, WAIT_LL, ring_kernel)
 
 # Channels x threads per channel. Under the simulator every thread is a Python thread: two
 # small channels still run the channel split. On a GPU the best measured on an H100 (four
@@ -47,7 +48,7 @@ MOVER = {n: np.dtype(t) for n, t in ((1, np.uint8), (2, np.int16), (4, np.uint32
 BOUND = 64  # launches KernelPath.bind keeps (the oldest goes first)
 
 
-def _memory(a) -> tuple[int, int] | None:
+def memory_of(a) -> tuple[int, int] | None:
     """Where an array's elements are: (address, bytes); None for no array."""
     return None if a is None else (address(a), a.size * a.dtype.itemsize)
 
@@ -230,7 +231,7 @@ class KernelPath:
         A launch is kept for the next call of the same plan, op and dtype on the same memory
         (x's and out's address and size): a repeated call costs a lookup, not the views and
         the argument packing. It keeps this rank's buffers alive, never x or out."""
-        key = (p, op, dtype_name, divisor, timeout_s, _memory(x), _memory(out))
+        key = (p, op, dtype_name, divisor, timeout_s, memory_of(x), memory_of(out))
         bound = self._bound.get(key)
         if bound is None:
             bound = self._bind(p, op, x, out, divisor, dtype_name, timeout_s)
@@ -286,6 +287,11 @@ class KernelPath:
         pred, succ = (self.rank - 1) % self.size, (self.rank + 1) % self.size
         need, seen = int(err[ERR_NEED]), int(err[ERR_SEEN])
         code = err[ERR_CODE]
+        if code == WAIT_PEER:  # the one-shot kernel (oneshot_kernel.py)
+            raise waiter.failure((f"in {earlier} (enqueued earlier), " if earlier else "") +
+                                 f"one-shot kernel block {int(err[ERR_CHANNEL])}: waiting for "
+                                 f"element {int(err[ERR_CHUNK])} from rank "
+                                 f"{int(err[ERR_UNIT])} flagged {need} (one flagged {seen})")
         what = (f"waiting for the chunks posted to rank {self.rank} by rank {pred} to reach "
                 f"{need} (at {seen})" if code == WAIT_DATA else
                 f"waiting for the chunks posted to rank {self.rank} by rank {pred} as LL "

@@ -151,7 +151,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         """Wait until counters[at] >= need: 1, or 0 with the grid's error word written."""
         seen = wait(counters, at, need, timeout_ns, err)
         if seen < need:
-            _fail(err, code, c, i, prog[i, CHUNK], prog[i, STEP], need, seen)
+            fail(err, code, c, i, prog[i, CHUNK], prog[i, STEP], need, seen)
             return 0
         return 1
 
@@ -214,7 +214,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
                         w = ll_wait(inll, wi + e, fin, timeout_ns, err)
                         if (w >> 32) != fin:
                             ok[1] = 0
-                            _fail(err, WAIT_LL, c, i, prog[i, CHUNK], prog[i, STEP],
+                            fail(err, WAIT_LL, c, i, prog[i, CHUNK], prog[i, STEP],
                                   fin, w >> 32)
                             break
                         v = from_bits(w)
@@ -322,7 +322,7 @@ def part(n, c, nch):
 
 
 @cuda.jit(device=True)
-def _fail(err, code, channel, unit, chunk, step, need, seen):
+def fail(err, code, channel, unit, chunk, step, need, seen):
     """Record the first failure of the grid (later ones keep the first)."""
     if cuda.atomic.cas(err, ERR_CODE, 0, code) == 0:
         err[ERR_CHANNEL] = channel

@@ -6,7 +6,8 @@ communicator broken afterwards.
 
 On 'cuda' the victim dies after enqueuing its fifth chunk for its successor (on a GPU the
 chunks are still in flight on its stream; under Numba's simulator they ran at once). On
-'cuda-kernel' (path="kernel") it dies instead of launching its kernel, while the others'
+'cuda-kernel' (path="kernel") it dies instead of launching its kernel (oneshot: the
+one-shot kernel, after a first call made the inboxes), while the others'
 kernels spin on it (with 'small', a call of 64 values, which goes as LL words by default,
 on its LL words). With
 another all-reduce algorithm (host) it dies where that algorithm needs it: oneshot before
@@ -76,8 +77,9 @@ else:
     n = 1 << 6 if small else \
         1 << 14 if algorithm == "ring" else 1 << 8
     x = cuda.to_device(np.ones(n, np.float32))
-if device == "cuda" and algorithm == "twoshot":
-    comm.allreduce(x)  # makes the GPU areas: the victim dies in the next call's rounds
+if device == "cuda" and (algorithm == "twoshot" or (algorithm == "oneshot" and path == "kernel")):
+    comm.allreduce(x)  # makes the GPU areas (the one-shot kernel's inboxes): the victim
+    comm.synchronize()  # dies in the next call's rounds (instead of firing its kernel)
 
 out = None
 if fast and path == "kernel":  # kept signatures need out given (ring/cuda/repeated.py)
@@ -91,6 +93,8 @@ if comm.rank == victim:
     if fast and device == "host":  # the agreement's allgather has completed when its records are compared
         from ring.host import compiled_round
         die_after(compiled_round, "gathered", 0)
+    elif algorithm == "oneshot" and path == "kernel":  # the one-shot kernel, not fired
+        die_after(comm._ctx.backend, "replay", 0)
     elif algorithm == "oneshot" and device == "cuda":
         # after the agreement's round, before its first call makes the GPU areas
         die_after(comm._ctx, "everyone_here", 0)
