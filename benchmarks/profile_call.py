@@ -5,7 +5,10 @@
     ... --path kernel                                       # the persistent kernel's path
 
 Profiles `calls` all-reduces of --count float32 (default 2: 8 bytes) after warm-up and prints rank 0's top functions by
-own time, and the mean wall time per call without the profiler.
+own time, and, without the profiler, the host time to enqueue a call (the calls back to
+back, before the wait: a stream-ordered call's cost to its caller) and the wall time per
+call (the same calls and the one wait after them, as nccl-tests times NCCL). --blocking:
+Communicator(blocking=True), every call waiting for its result.
 """
 
 import argparse
@@ -29,6 +32,7 @@ def main():
     ap.add_argument("--count", type=int, default=2, help="float32 elements per call")
     ap.add_argument("--algorithm", default="auto", help="Communicator's algorithm")
     ap.add_argument("--path", default="stream", help="data path: stream, copy or kernel")
+    ap.add_argument("--blocking", action="store_true", help="Communicator(blocking=True)")
     a = ap.parse_args()
     if a.group:
         g = ring.Group(a.group, path=a.path)
@@ -37,19 +41,21 @@ def main():
         call, rank, what = (lambda: g.allreduce(xs, outs=outs)), 0, f"Group({a.group}, path={a.path})"
         sync = cuda.synchronize
     else:
-        comm = ring.Communicator(device=a.device, algorithm=a.algorithm,
+        comm = ring.Communicator(device=a.device, algorithm=a.algorithm, blocking=a.blocking,
                                  **({"path": a.path} if a.device == "cuda" else {}))
         x = cuda.to_device(np.ones(a.count, np.float32)) if a.device == "cuda" else np.ones(a.count, np.float32)
         out = cuda.device_array(a.count, np.float32) if a.device == "cuda" else np.empty(a.count, np.float32)
         call, rank, what = (lambda: comm.allreduce(x, out=out)), comm.rank, f"Communicator({a.device}, {comm.size} ranks, path={a.path})"
-        sync = cuda.synchronize if a.device == "cuda" else (lambda: None)
+        sync = comm.synchronize
     for _ in range(20):
         call()
     sync()
     t = time.perf_counter()
     for _ in range(a.calls):
         call()
+    queued = time.perf_counter()
     sync()
+    enqueue = (queued - t) / a.calls * 1e6
     wall = (time.perf_counter() - t) / a.calls * 1e6
     prof = cProfile.Profile()
     prof.enable()
@@ -60,7 +66,8 @@ def main():
     if rank == 0:
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(a.top)
-        print(f"# {what}: {4 * a.count}-byte all-reduce ({a.algorithm}), {wall:.1f} us per call (wall, no profiler)")
+        print(f"# {what}: {4 * a.count}-byte all-reduce ({a.algorithm}), {enqueue:.1f} us to "
+              f"enqueue a call, {wall:.1f} us per call with the wait after them (no profiler)")
         print("\n".join(s.getvalue().splitlines()[:a.top + 12]))
 
 

@@ -9,7 +9,8 @@ harness's (the larger of input and output), its rules name it (ring/tuning.py).
 
 For every size and every algorithm that can run here: float32 sum with the agreement
 check on (as users call it), interleaved rounds, each a barrier then enough calls for about
-20 ms, the best round's mean per call (the slowest rank's). The fastest algorithm at each
+20 ms and one comm.synchronize() (on the cuda device the calls are stream-ordered: timed as
+nccl-tests times NCCL), the best round's mean per call (the slowest rank's). The fastest algorithm at each
 measured size wins it; consecutive winners make one rule, up to the last size it won.
 Each algorithm's alpha-beta fit (harness/model.py) and the sizes where the fits cross are
 written beside the rules, to read, not to decide: a fit that spans two regimes would
@@ -54,15 +55,18 @@ def per_call_us(world: MPI.Comm, comm: ring.Communicator, x, out, algorithm: str
         def call():
             fn(x, out=out, algorithm=algorithm)
     call()
+    comm.synchronize()  # (cuda: calls are stream-ordered; each timing ends with the wait)
     world.Barrier()
     t0 = time.perf_counter()
     call()
+    comm.synchronize()
     one = world.allreduce(time.perf_counter() - t0, op=MPI.MAX)
     n = int(min(500, max(3, 0.02 / max(one, 1e-6))))
     world.Barrier()
     t0 = time.perf_counter()
     for _ in range(n):
         call()
+    comm.synchronize()
     return world.allreduce((time.perf_counter() - t0) / n * 1e6, op=MPI.MAX)
 
 

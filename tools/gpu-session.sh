@@ -51,8 +51,15 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   cudanodes)  step 300 cudanodes python3 -m pytest tests/test_mpi.py -q -p no:cacheprovider --durations=0 -k "cuda_device_across${NODES_K:+ and $NODES_K}" ;;
   faults)     step 200 faults python3 -m pytest tests/test_faults.py -q -p no:cacheprovider --durations=0 -k "${FAULTS_K:-cuda}" ;;
   where)      TAIL=8 step 200 where python3 benchmarks/where_time_goes.py --json $OUT/where-time-goes-$GPU.json ;;
-  profile)    TAIL=40 step 90 profile-group python3 benchmarks/profile_call.py --group 4
-              TAIL=40 step 90 profile-comm mpiexec -n 2 python3 benchmarks/profile_call.py ;;
+  profile)    # issue 52's host cost of a kept call: enqueue (stream-ordered) and blocking, under MPS
+              nvidia-cuda-mps-control -d > $OUT/mps-profile.txt 2>&1; echo "== mps start rc=$?"
+              TAIL=40 step 90 profile-group python3 benchmarks/profile_call.py --group 4
+              TAIL=40 step 90 profile-comm mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel --calls 2000
+              TAIL=40 step 90 profile-oneshot mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel \
+                  --algorithm oneshot --calls 2000
+              TAIL=40 step 90 profile-blocking mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel \
+                  --blocking --calls 2000
+              echo quit | nvidia-cuda-mps-control ;;
   groupbench) TAIL=40 step 420 groupbench python3 benchmarks/group_bench.py --quick ${GROUP_RANKS:+--ranks $GROUP_RANKS} \
                   --json $OUT/group${GROUP_RANKS:+-k${GROUP_RANKS//,/-}}-$GPU.json ;;
   lifetime)   step 150 lifetime-group python3 -m pytest tests/test_group.py -q -p no:cacheprovider -k thousand
@@ -194,12 +201,13 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               [ -f /tmp/nccl230/nvidia/nccl/lib/libnccl.so.2 ] && \
                   export RING_NCCL_LIB=/tmp/nccl230/nvidia/nccl/lib/libnccl.so.2 ;;
   ncclcmp)    # issue 52's comparison: the ring beside NCCL >= 2.30 with several ranks on the GPU
-              # (its own P2P transport, no --nccl-hostid) and MPI, under MPS, 8 B - 256 MiB
+              # (its own P2P transport, no --nccl-hostid) and MPI, under MPS, 8 B - 256 MiB;
+              # ring's calls stream-ordered (BLOCKING=1: blocking), the one-shot kernel beside it
               nvidia-cuda-mps-control -d > $OUT/mps-nccl.txt 2>&1; echo "== mps start rc=$?"
               for np in ${NPS:-2 4}; do
                 TAIL=30 step ${SWEEP_LIMIT:-200} ncclcmp-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 4 \
-                  -a 64M,${MAX:-256M} -n ${ITERS:-20} -w 3 --device cuda --impl ring,nccl,mpi \
-                  --json $OUT/allreduce-${np}ranks-nccl230-mps-$GPU.json; done
+                  -a 64M,${MAX:-256M} -n ${ITERS:-20} -w 3 --device cuda --impl ${IMPL:-ring,ring-oneshot,nccl,mpi} \
+                  ${BLOCKING:+--blocking} --json $OUT/allreduce-${np}ranks-nccl230-mps${BLOCKING:+-blocking}-$GPU.json; done
               echo quit | nvidia-cuda-mps-control ;;
 esac; done
 echo; echo "== summary (step, exit status, seconds, first result line)"; printf '%s' "$SUMMARY"
