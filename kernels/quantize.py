@@ -35,13 +35,13 @@ MAX_THREADS = 256  # the shared-memory tree's size: launch.THREADS, or fewer sim
 
 if simulated():
     @cuda.jit(device=True, inline=True)
-    def _mul(a, b):
+    def mul_rn(a, b):
         return a * b  # NumPy float32: rounded on its own already
 else:
     from numba.cuda import libdevice
 
     @cuda.jit(device=True, inline=True)
-    def _mul(a, b):
+    def mul_rn(a, b):
         return libdevice.fmul_rn(a, b)
 
 
@@ -94,7 +94,7 @@ def _quantize(v, residual, feedback, packed, scales):
             r = float32(round(min(max(r, -one27), one27)))  # half to even, as np.rint
             packed[base + i] = uint8(int32(r) & 0xFF)
             if feedback:
-                lost = w - _mul(r, scale)
+                lost = w - mul_rn(r, scale)
                 residual[i] = lost if math.isfinite(lost) else float32(0)
 
 
@@ -108,7 +108,7 @@ def _dequantize_sum(out, gathered, scales, k, msg_bytes, avg):
         for r in range(k):
             row = r * msg_bytes
             q = int32(gathered[row + base + i])
-            part = _mul(float32(q - 256 if q >= 128 else q), scales[row // 4 + b])
+            part = mul_rn(float32(q - 256 if q >= 128 else q), scales[row // 4 + b])
             acc = part if r == 0 else acc + part
         if avg:
             acc = acc / float32(k)

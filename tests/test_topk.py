@@ -159,3 +159,26 @@ def test_momentum_correction_is_dgcs(k_ranks, density):
         assert flats[0].tobytes() == ref.step(g, False).tobytes()
     with pytest.raises(ValueError, match="error_feedback"):
         topk.TopKReduce(group.comm(0), flats[0], 0.1, False, momentum=m)
+
+
+@pytest.mark.parametrize("n,k", [(0, 0), (1, 1), (10, 0), (10, 10), (37, 3), (300, 15),
+                                 (9000, 40)])
+@pytest.mark.parametrize("kind", ["normal", "ties", "nan", "zeros"])
+def test_the_gpus_selection_is_the_hosts(n, k, kind):
+    """select_on_gpu (kernels/topk.py's passes, the host's rules on the sample and the
+    candidates) picks the indices select picks, NaN and ties included (under Numba's
+    simulator without a GPU)."""
+    from numba import cuda
+
+    from ring.training.topk import select, select_on_gpu
+    g = np.random.default_rng([n, k])
+    v = g.standard_normal(n).astype(np.float32)
+    if kind == "ties":
+        v = np.round(v * 2).astype(np.float32)
+    elif kind == "nan" and n:
+        v[g.integers(0, n, 3)] = np.nan
+    elif kind == "zeros":
+        v[:] = 0
+    want = select(v, k)
+    got = select_on_gpu(cuda.to_device(v), k)
+    assert got.dtype == np.int32 and np.array_equal(got, want)

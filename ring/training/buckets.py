@@ -29,7 +29,7 @@ float32 result, and "wire" on the cuda device, where the 16-bit wire of the ring
 does not exist yet. Speed and error against the float32 all-reduce, both ways: results/
 (benchmarks/compression.py).
 
-compression="topk", density=d (host device) sends only the d x n values of each bucket
+compression="topk", density=d (either device) sends only the d x n values of each bucket
 largest in magnitude, as (index, value) pairs all-gathered and summed in rank order
 (ring/training/topk.py); error_feedback=True keeps what was not sent for the next step, as
 Deep Gradient Compression does, and momentum=m is its momentum correction (each rank's own

@@ -28,7 +28,10 @@ each rank sends only the k = density x n values of its bucket largest in magnitu
                 Error feedback under an optimizer's own momentum lets the delayed values
                 be amplified by it (results/host-topk.md: training diverged).
 
-Host device only for now (NumPy); the cuda device refuses it by name.
+On the cuda device (Numba device arrays; kernels/topk.py) the same rules give the same
+bits: the passes over the bucket (the momentum and residual updates, the candidates above
+the threshold, the message, the combine) are kernels; the sample and the candidates (a few
+thousand values) come to the host, which picks the exact k among them.
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ from numba import njit
 SAMPLE_FRACTION = 0.01  # of the bucket sampled for the threshold (DGC: 0.1-1%)
 SAMPLE_MIN = 4096  # values sampled at least (all of a bucket smaller than this)
 MARGIN = 1.25  # the sample's threshold aims at this many times k candidates
+
+
+def _device_zeros(n: int, dtype):
+    from numba import cuda
+    return cuda.to_device(np.zeros(n, dtype))
 
 
 def k_of(n: int, density: float) -> int:
@@ -66,6 +74,29 @@ def _magnitudes(a: np.ndarray) -> np.ndarray:
     return mag
 
 
+def sampling(n: int) -> tuple[int, int]:
+    """(step, size) of the strided sample of a bucket of n the threshold is guessed from:
+    v[::step], size values."""
+    step = max(1, n // max(SAMPLE_MIN, int(n * SAMPLE_FRACTION)))
+    return step, -(-n // step)
+
+
+def guess(sample: np.ndarray, n: int, k: int) -> np.float32:
+    """The threshold that should leave about MARGIN k candidates above it: the matching
+    order statistic of the sample's magnitudes."""
+    want = min(sample.size, int(np.ceil(k / n * sample.size * MARGIN)) + 1)
+    return np.float32(np.partition(sample, sample.size - want)[sample.size - want])
+
+
+def exact(cand: np.ndarray, magnitudes: np.ndarray, k: int) -> np.ndarray:
+    """The k largest of the candidates `cand` (ascending indices) by their magnitudes, ties
+    at the k-th to the lower indices: ascending, int32."""
+    kth = np.partition(magnitudes, magnitudes.size - k)[magnitudes.size - k]
+    above = cand[magnitudes > kth]
+    at = cand[magnitudes == kth][:k - above.size]  # ties: the lower indices
+    return np.sort(np.concatenate([above, at])).astype(np.int32)
+
+
 def select(v: np.ndarray, k: int) -> np.ndarray:
     """The indices of the k largest |v| (NaN as the largest; ties to the lower index),
     ascending, int32."""
@@ -74,24 +105,42 @@ def select(v: np.ndarray, k: int) -> np.ndarray:
         return np.empty(0, np.int32)
     if k >= n:
         return np.arange(n, dtype=np.int32)
-    step = max(1, n // max(SAMPLE_MIN, int(n * SAMPLE_FRACTION)))
-    sample = _magnitudes(v[::step])
-    want = min(sample.size, int(np.ceil(k / n * sample.size * MARGIN)) + 1)
-    guess = np.partition(sample, sample.size - want)[sample.size - want]
+    step, _ = sampling(n)
+    t = guess(_magnitudes(v[::step]), n, k)
     cand = np.empty(max(2 * k, 64), np.int64)
-    count = _above(v, np.float32(guess), cand)
+    count = _above(v, t, cand)
     if count > cand.size:  # the sample underestimated: more candidates than room
         cand = np.empty(count, np.int64)
-        _above(v, np.float32(guess), cand)
+        _above(v, t, cand)
     if count >= k:
         cand = cand[:count]
     else:  # the sample overestimated: the whole bucket's exact threshold
         cand = np.arange(n)
-    cm = _magnitudes(v[cand])
-    kth = np.partition(cm, cm.size - k)[cm.size - k]  # the k-th largest magnitude
-    above = cand[cm > kth]
-    at = cand[cm == kth][:k - above.size]  # ties: the lower indices (cand is ascending)
-    return np.sort(np.concatenate([above, at])).astype(np.int32)
+    return exact(cand, _magnitudes(v[cand]), k)
+
+
+def select_on_gpu(v, k: int) -> np.ndarray:
+    """select's indices for a bucket on the GPU (kernels/topk.py): the passes over the
+    bucket there, the sample and the candidates on the host, chosen by the same rules."""
+    from kernels import topk as gpu
+    n = v.size
+    if k <= 0:
+        return np.empty(0, np.int32)
+    if k >= n:
+        return np.arange(n, dtype=np.int32)
+    step, size = sampling(n)
+    t = guess(gpu.sample(v, step, size), n, k)
+    room = max(2 * k, 64)
+    count, cand = gpu.above(v, t, room)
+    if count > room:
+        count, cand = gpu.above(v, t, count)
+    if count >= k:
+        cand = np.sort(cand.copy_to_host()[:count])
+        from numba import cuda
+        values = gpu.gather(v, cuda.to_device(cand), count)
+    else:
+        cand, values = np.arange(n), v.copy_to_host()
+    return exact(cand, _magnitudes(values), k)
 
 
 def warm() -> None:
@@ -115,21 +164,20 @@ class TopKReduce:
 
     def __init__(self, comm, flat: np.ndarray, density: float, feedback: bool,
                  momentum: float = 0.0):
-        if not isinstance(flat, np.ndarray):
-            raise ValueError("compression='topk': on the host device only (not yet on "
-                             f"{getattr(comm, 'device', 'cuda')})")
         if flat.dtype != np.float32:
             raise TypeError(f"compression='topk': float32 buckets only, got {flat.dtype}")
         self.comm, self.flat = comm, flat
+        self.gpu = not isinstance(flat, np.ndarray)
+        zeros = _device_zeros if self.gpu else np.zeros
         self.k = k_of(flat.size, density)
         # the message: k indices (int32), then k values (float32 bits)
-        self.message = np.zeros(2 * self.k, np.int32)
-        self.gathered = np.zeros(comm.size * 2 * self.k, np.int32)
-        self.residual = np.zeros(flat.size, np.float32) if feedback else None
+        self.message = zeros(2 * self.k, np.int32)
+        self.gathered = zeros(comm.size * 2 * self.k, np.int32)
+        self.residual = zeros(flat.size, np.float32) if feedback else None
         if momentum and not feedback:
             raise ValueError("momentum: DGC's momentum correction goes with error_feedback")
         self.momentum = np.float32(momentum)
-        self.velocity = np.zeros(flat.size, np.float32) if momentum else None
+        self.velocity = zeros(flat.size, np.float32) if momentum else None
         self._work = None
 
     def sent_bytes(self) -> int:
@@ -139,6 +187,8 @@ class TopKReduce:
     def start(self):
         """Select this step's pairs (from the bucket plus the residual, with feedback) and
         start the all-gather (async_op)."""
+        if self.gpu:
+            return self._start_on_gpu()
         v = self.flat
         if self.velocity is not None:  # momentum correction: owe the velocity, not g
             self.velocity *= self.momentum
@@ -158,10 +208,27 @@ class TopKReduce:
         self._work = self.comm.allgather(self.message, out=self.gathered, async_op=True)
         return self._work
 
+    def _start_on_gpu(self):
+        from numba import cuda
+
+        from kernels import topk as gpu
+        gpu.owe(self.flat, self.velocity, self.residual, self.momentum)
+        v = self.residual if self.residual is not None else \
+            self.velocity if self.velocity is not None else self.flat
+        idx = select_on_gpu(v, self.k)
+        if self.k:
+            gpu.pack(self.message, cuda.to_device(idx), v, self.residual, self.velocity)
+        self._work = self.comm.allgather(self.message, out=self.gathered, async_op=True)
+        return self._work
+
     def finish(self, avg: bool) -> None:
         """Wait, and write the combined sum into the bucket."""
         self._work.wait()
         self._work = None
+        if self.gpu:
+            from kernels import topk as gpu
+            gpu.combine(self.flat, self.gathered, self.k, self.comm.size, avg)
+            return
         rows = self.gathered.reshape(self.comm.size, 2 * self.k)
         combine(self.flat, [r[:self.k] for r in rows],
                 [r[self.k:].view(np.float32) for r in rows], avg)

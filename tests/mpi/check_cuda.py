@@ -620,6 +620,40 @@ def test_int8_gradient_buckets_are_the_hosts_bit_for_bit(gcomm, world, op, excha
             assert _host(grads[i]).tobytes() == want.tobytes(), (step, i)
 
 
+@pytest.mark.parametrize("feedback,momentum", [(False, 0.0), (True, 0.0), (True, 0.9)])
+def test_topk_gradient_buckets_match_the_reference_on_the_gpu(gcomm, world, feedback,
+                                                              momentum):
+    """GradientBuckets(compression="topk") on the cuda device (kernels/topk.py): each
+    rank's result the bits of tests/topk_reference.py's definition for the same gradients
+    (a full sort, summed densely in rank order), without and with error feedback and DGC's
+    momentum correction; two buckets (one smaller than the sample), three steps, so that
+    residuals and velocities carry; ties in magnitude in one step."""
+    from ring.buckets import GradientBuckets
+    from ring.training.topk import k_of
+
+    from ..topk_reference import TopKBucket
+    k, r = gcomm.size, gcomm.rank
+    sizes = (300, 37) if SIMULATED else (70000, 5000)
+    density = 0.05
+    grads = [_gpu(np.zeros(n, np.float32)) for n in sizes]
+    b = GradientBuckets(gcomm, grads, op="avg", compression="topk", density=density,
+                        error_feedback=feedback, momentum=momentum,
+                        first_bucket_bytes=4 * sizes[1])
+    refs = [TopKBucket(sizes[i], k, k_of(sizes[i], density), feedback, momentum)
+            for i in (1, 0)]
+    for step in range(3):
+        rng = [np.random.default_rng([q, step]) for q in range(k)]
+        values = [[(np.round(g.standard_normal(n) * 4) if step == 1 else
+                    g.standard_normal(n) * 10).astype(np.float32) for n in sizes] for g in rng]
+        for i in (1, 0):
+            _set(grads[i], values[r][i])
+            b.ready(i)
+        b.wait()
+        for bucket, i in enumerate((1, 0)):
+            want = refs[bucket].step([values[q][i] for q in range(k)], True)
+            assert _host(grads[i]).tobytes() == want.tobytes(), (step, i)
+
+
 def test_gradient_buckets_as_views_on_the_gpu(gcomm, world):
     """gradient_as_bucket_view=True on the cuda device: the gradients are views of the
     buckets' device memory, of the kind given (CuPy on a GPU), shaped as given; what is
