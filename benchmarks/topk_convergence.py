@@ -29,8 +29,16 @@ import ring  # noqa: E402
 from ring.buckets import GradientBuckets  # noqa: E402
 
 
+def density_at(step: int, target: float, warmup: int, start: float = 0.25) -> float:
+    """Deep Gradient Compression's sparsity warm-up: from `start` down to `target`,
+    exponentially, over the first `warmup` steps (DGC: 25%, 6.25%, ... over 4 epochs)."""
+    if step >= warmup or target >= start:
+        return target
+    return start * (target / start) ** (step / warmup)
+
+
 def train(comm, x, y, batch: int, steps: int, bucket_bytes: int, sgd_momentum: float,
-          **options):
+          warmup: int = 0, **options):
     """(parameters after `steps`, bytes one rank sent per step) for one configuration."""
     k, r = comm.size, comm.rank
     params = mlp.init()
@@ -41,6 +49,8 @@ def train(comm, x, y, batch: int, steps: int, bucket_bytes: int, sgd_momentum: f
     opt = mlp.Momentum(np, params, mu=0.0 if options.get("momentum") else sgd_momentum)
     share = batch // k
     for s in range(steps):
+        if warmup and options.get("compression") == "topk":
+            buckets.set_density(density_at(s, options["density"], warmup))
         lo = (s * batch) % len(x) + r * share
         mlp.backward(np, params, x[lo:lo + share], y[lo:lo + share], 1.0 / batch, grads,
                      buckets.ready)
@@ -69,6 +79,9 @@ def main() -> None:
     ap.add_argument("--bucket-bytes", type=int, default=16 << 10)
     ap.add_argument("--densities", default="0.1,0.01,0.001")
     ap.add_argument("--momentum", type=float, default=0.9, help="SGD's (the examples': 0.9)")
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="the corrected runs again with DGC's sparsity warm-up over this many "
+                         "steps (from 25%% down to the density)")
     ap.add_argument("--json")
     a = ap.parse_args()
     world = MPI.COMM_WORLD
@@ -79,6 +92,10 @@ def main() -> None:
             runs.append((f"topk {d:g} corrected", {"compression": "topk", "density": d,
                                                    "error_feedback": True,
                                                    "momentum": a.momentum}))
+            if a.warmup:
+                runs.append((f"topk {d:g} corrected, warm-up {a.warmup}",
+                             {"compression": "topk", "density": d, "error_feedback": True,
+                              "momentum": a.momentum, "warmup": a.warmup}))
         for feedback in (True, False):
             runs.append((f"topk {d:g}{' feedback' if feedback else ''}",
                          {"compression": "topk", "density": d, "error_feedback": feedback}))
@@ -107,7 +124,7 @@ def main() -> None:
         with open(a.json, "w") as f:
             json.dump({"meta": describe(["mpiexec", "-n", str(world.size), "python", *sys.argv]),
                        "ranks": world.size, "steps": a.steps, "batch": a.batch,
-                       "momentum": a.momentum, "rows": rows},
+                       "momentum": a.momentum, "warmup": a.warmup, "rows": rows},
                       f, indent=1)
 
 

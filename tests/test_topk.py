@@ -182,3 +182,52 @@ def test_the_gpus_selection_is_the_hosts(n, k, kind):
     want = select(v, k)
     got = select_on_gpu(cuda.to_device(v), k)
     assert got.dtype == np.int32 and np.array_equal(got, want)
+
+
+def test_set_density_changes_k_from_the_next_step_and_keeps_the_residual():
+    """Deep Gradient Compression's sparsity warm-up: set_density() between steps resizes
+    the message, the residual carries over (what was not sent is still owed)."""
+    g = [np.arange(1, 101, dtype=np.float32)]
+
+    class Two:  # two identical ranks
+        size, device = 2, "host"
+
+        def allgather(self, x, out=None, async_op=False):
+            out.reshape(2, -1)[...] = x
+
+            class Work:
+                def wait(self_):
+                    return out
+            return Work()
+    b = GradientBuckets(Two(), g, compression="topk", density=0.1, op="sum",
+                        error_feedback=True)
+    b.ready(0)
+    b.wait()  # sent 91..100; owes 1..90
+    b.set_density(0.02)
+    assert b._topk[0].k == 2 and b._topk[0].message.size == 4
+    g[0][...] = 0
+    b.ready(0)
+    b.wait()  # owes 1..90: sends the two largest, 89 and 90
+    want = np.zeros(100, np.float32)
+    want[88:90] = 2 * np.array([89, 90])
+    assert g[0].tolist() == want.tolist()
+    b.ready(0)
+    with pytest.raises(ValueError, match="a step is under way"):
+        b.set_density(0.5)
+    b.wait()
+    for bad in (0, 1.5):
+        with pytest.raises(ValueError, match="density"):
+            b.set_density(bad)
+    with pytest.raises(ValueError, match="compression='topk' only"):
+        GradientBuckets(Two(), g, op="sum").set_density(0.1)
+
+
+def test_the_sparsity_warm_up_goes_from_a_quarter_down_to_the_density():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from topk_convergence import density_at
+    assert density_at(0, 0.01, 100) == 0.25
+    assert density_at(50, 0.01, 100) == pytest.approx(0.05)
+    assert density_at(100, 0.01, 100) == density_at(500, 0.01, 100) == 0.01
+    assert density_at(3, 0.5, 100) == 0.5  # a density above the start: no warm-up

@@ -350,6 +350,20 @@ class GradientBuckets:
             self._syncing = True
             self._reset()
 
+    def set_density(self, density: float) -> None:
+        """compression="topk": send `density` of each bucket from the next step on, residuals
+        and velocities kept (Deep Gradient Compression's sparsity warm-up lowers it over the
+        first steps: benchmarks/topk_convergence.py --warmup). Between steps, the same on
+        every rank (the all-gathers' sizes differ otherwise: MismatchError)."""
+        if self._topk is None:
+            raise ValueError("set_density: with compression='topk' only")
+        if not 0 < density <= 1:
+            raise ValueError(f"density: 0 < density <= 1, got {density!r}")
+        if any(self._marked) or self._works:
+            raise ValueError("set_density(): a step is under way (ready() called, wait() not yet)")
+        for t in self._topk:
+            t.set_density(density)
+
     def ready(self, i: int) -> None:
         """Gradient i holds its value: pack it; start every bucket that is complete and
         whose predecessors have started. (Inside no_sync(): nothing but the check.)"""

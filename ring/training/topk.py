@@ -180,6 +180,18 @@ class TopKReduce:
         self.velocity = zeros(flat.size, np.float32) if momentum else None
         self._work = None
 
+    def set_density(self, density: float) -> None:
+        """Send k_of(n, density) values from the next step on (Deep Gradient Compression's
+        sparsity warm-up): the message buffers resized, the residual and velocity kept.
+        Every rank sets the same density at the same step (the all-gather's sizes must
+        agree: otherwise its MismatchError, on every rank)."""
+        k = k_of(self.flat.size, density)
+        if k != self.k:
+            zeros = _device_zeros if self.gpu else np.zeros
+            self.k = k
+            self.message = zeros(2 * k, np.int32)
+            self.gathered = zeros(self.comm.size * 2 * k, np.int32)
+
     def sent_bytes(self) -> int:
         """What this rank puts on the wire per step: its pairs."""
         return self.message.nbytes
