@@ -15,13 +15,25 @@ from .launch import simulated
 
 def core_stream(stream):
     """A cuda.core Stream for a Numba stream, a CuPy stream, or 0 (the default stream)."""
-    from cuda.core import Stream
-
     if hasattr(stream, "__cuda_stream__"):
-        return Stream.from_handle(int(stream.__cuda_stream__()[1]))
+        return core_stream_of(int(stream.__cuda_stream__()[1]))
     handle = getattr(stream, "handle", stream)
     handle = getattr(handle, "value", handle)
-    return Stream.from_handle(int(handle or 0))
+    return core_stream_of(int(handle or 0))
+
+
+def core_stream_of(handle: int):
+    """A cuda.core Stream for a CUstream handle: the legacy (0) and per-thread (2) default
+    streams as cuda.core's own objects for them, any other by from_handle."""
+    from cuda.core import Stream
+
+    if handle in (0, 2):
+        try:
+            from cuda.core._stream import LEGACY_DEFAULT_STREAM, PER_THREAD_DEFAULT_STREAM
+            return LEGACY_DEFAULT_STREAM if handle == 0 else PER_THREAD_DEFAULT_STREAM
+        except ImportError:  # an older cuda.core: its from_handle takes them
+            pass
+    return Stream.from_handle(handle)
 
 
 class BoundLaunch:

@@ -82,8 +82,8 @@ class Streams:
         """cuda.core's Stream of handle h (None under the simulator)."""
         s = self._core.get(h)
         if s is None and not simulated():
-            from cuda.core import Stream
-            s = self._core[h] = Stream.from_handle(h)
+            from kernels.bound_launch import core_stream_of
+            s = self._core[h] = core_stream_of(h)
         return s
 
     def mark(self, h: int, fired: float, call: int = 0) -> None:
