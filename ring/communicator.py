@@ -32,8 +32,9 @@ from .wait import Waiter, napping, oversubscribed
 
 
 # the algorithms whose call may be one kernel launch on the caller's stream (cuda: the ring
-# on the kernel path, the one-shot kernel); every other one waits for the stream first
-ONE_LAUNCH = ("ring", "oneshot")
+# on the kernel path, the one-shot and two-shot kernels); every other one waits for the
+# stream first
+ONE_LAUNCH = ("ring", "oneshot", "twoshot")
 
 
 class Work:

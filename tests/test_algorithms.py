@@ -56,6 +56,18 @@ def test_the_shared_memory_algorithms_need_one_node_and_fit_the_window():
     assert why_not(one, "oneshot", Collective.ALLGATHER, 4 * EXCHANGE_BYTES) is None
 
 
+def test_the_two_shot_kernel_takes_any_size_where_the_kernel_path_runs():
+    """On the cuda device with the persistent kernel's path (every rank of the node
+    co-resident), twoshot runs as its kernel, in rounds of its areas: no size limit; on
+    the stream path the host-driven twoshot keeps the window's."""
+    import types
+    one = context("cuda")
+    assert "at most" in why_not(one, "twoshot", Collective.ALLREDUCE, EXCHANGE_BYTES + 1)
+    one.backend = types.SimpleNamespace(kernel=object())
+    assert why_not(one, "twoshot", Collective.ALLREDUCE, 1 << 30) is None
+    assert why_not(one, "twoshot", Collective.BROADCAST, 64) is not None
+
+
 def test_auto_takes_the_rules_then_the_two_level_then_the_ring():
     one, two = context(), context(nodes=2, exchange=False)
     assert resolve(one, AUTO, Collective.ALLREDUCE, 64, [(1 << 20, "oneshot")]) == "oneshot"

@@ -176,6 +176,25 @@ def test_a_rank_dies_before_its_one_shot_kernel(nprocs):
 
 
 @cuda_or_sim
+def test_a_rank_dies_before_its_two_shot_kernel():
+    """path="kernel", twoshot: the two-shot kernel (ring/cuda/twoshot_kernel.py); the
+    victim dies instead of firing it, the survivors' kernels wait at the first barrier for
+    its staged flag, time out, and synchronize() raises what the error word says."""
+    script = "tests/faults/dies_mid_collective.py"
+    rc, out = run(3, [script, "2", "cuda-kernel", "twoshot"], timeout=120,
+                  mpi_args=["-disable-auto-cleanup"])
+    assert rc not in (0, None), out
+    for r in range(2):
+        m = _report(out, r)
+        assert m, f"rank {r} did not report:\n{out}"
+        assert re.search(r"two-shot kernel block \d+, round 0: waiting for rank 2 to stage "
+                         r"its input \(flag 2, at 1\)", m), m
+        assert f"rank {r}: BROKEN" in out
+    assert "NO ERROR" not in out
+    assert _left_behind(script) == []
+
+
+@cuda_or_sim
 def test_a_stream_ordered_calls_error_is_raised_by_the_next_call():
     """path="kernel", calls stream-ordered (the default): the victim dies instead of
     launching; each survivor's first call returns once enqueued, its kernel times out on

@@ -95,8 +95,9 @@ class Oneshot(Algorithm):
     def run(self, ctx: Context, c: Call, defer: bool = False):
         ex = ctx.exchange
         if ctx.device == "cuda":
-            ran, pending = ctx.backend.oneshot(
-                c, lambda: ctx.everyone_here("make its one-shot inbox (oneshot)"), defer)
+            ran, pending = ctx.backend.one_launch(
+                "oneshot", c, lambda: ctx.everyone_here("make its one-shot inbox (oneshot)"),
+                defer)
             if ran:
                 return pending
             seq = ex.next_round()

@@ -4,8 +4,11 @@ every rank copies the K reduced blocks. Each rank reads 2n elements instead of o
 K n.
 
 On the host the posts ride in the agreement's round (transport/exchange.py's ROUND1, the
-results in its ROUND2); on the cuda device the data sit in the GPU areas every rank maps
-(ring/cuda/areas.py), the rounds go through the host's window. Element e is reduced in rank
+results in its ROUND2). On the cuda device, where the kernel path runs: one launch on the
+caller's stream (ring/cuda/twoshot_kernel.py: x staged into an area every rank maps, each
+rank's block reduced and pushed into every rank's output area, flag barriers between, any
+size in rounds of the areas); elsewhere the data sit in the GPU areas every rank maps
+(ring/cuda/areas.py) and the rounds go through the host's window. Element e is reduced in rank
 order, ((x[0] op x[1]) op ...) op x[K-1]: the same bits as oneshot, naive and ps.
 """
 
@@ -34,6 +37,9 @@ class Twoshot(Algorithm):
             return why
         if ctx.exchange is None:
             return ONE_NODE
+        if ctx.device == "cuda" and getattr(getattr(ctx, "backend", None), "kernel",
+                                            None) is not None:
+            return None  # the two-shot kernel: any size, in rounds of its areas
         return too_big(collective, nbytes, ctx.size)
 
     def rides(self, ctx: Context) -> bool:
@@ -48,6 +54,11 @@ class Twoshot(Algorithm):
         b = split(n, k)
         lo, hi = b[me], b[me + 1]
         if ctx.device == "cuda":
+            ran, pending = ctx.backend.one_launch(
+                "twoshot", c, lambda: ctx.everyone_here("make its two-shot areas (twoshot)"),
+                defer)
+            if ran:
+                return pending
             seq = ex.next_round()
             areas, storage = on_gpu(ctx, c, seq)
             dev = ctx.backend

@@ -29,7 +29,7 @@ from ..topology import Topology
 from ..transport import Kind, ends, ipc, staged
 from ..transport.slots import Slots
 from ..wait import Waiter
-from . import enqueue, kernel_path, oneshot_kernel, streams
+from . import enqueue, kernel_path, oneshot_kernel, streams, twoshot_kernel
 from .repeated import remember
 from .areas import Areas, fold_launch
 from .arrays import SIMULATED, DeviceArrays, storage_of
@@ -68,8 +68,10 @@ class CudaBackend(DeviceArrays):
         self._mapped: list = []
         self.segment = None
         self._areas = None  # oneshot / twoshot's GPU areas (areas.py), made on first use
-        self._oneshot = None  # the one-shot kernel's inboxes (oneshot_kernel.py), on first use
-        self._oneshot_bound: dict = {}
+        # the one-shot and two-shot kernels' areas (oneshot_kernel.py, twoshot_kernel.py),
+        # made on first use, and their bound launches
+        self._launchers: dict = {}
+        self._launches: dict = {}
         size, r = comm.size, comm.rank
         busiest = -(-topo.machine_ranks // ngpu)  # the most ranks one GPU of the node runs
         shape = kernel_path.shape_for(busiest) if path in ("kernel", "auto") else None
@@ -195,32 +197,38 @@ class CudaBackend(DeviceArrays):
             self._areas = Areas(self.comm, cap, self.device, self.waiter)
         return self._areas
 
-    def oneshot(self, c, before, defer: bool = False):
-        """The all-reduce c as the one-shot kernel (oneshot_kernel.py), where the kernel
-        path runs (every rank on this node, co-resident) and c fits its inbox: fired as the
-        kernel path's launches are (on the call's stream, kept for a repeated call): (True,
-        its Pending with defer, else None); (False, None) where it cannot: the caller then
-        takes the host-driven oneshot. The same answer on every rank (the kernel path is chosen by
-        every rank together; the call was agreed). before(): the barrier under the call's
-        deadline that the inboxes' first call makes first."""
-        if self.kernel is None or self.comm.size == 1 or \
-                not oneshot_kernel.fits(c.count, np.dtype(self.storage(c.dtype)).itemsize):
+    def one_launch(self, which: str, c, before, defer: bool = False):
+        """The all-reduce c as the one-shot or the two-shot kernel (which: "oneshot",
+        oneshot_kernel.py; "twoshot", twoshot_kernel.py), where the kernel path runs (every
+        rank on this node, co-resident) and, for the one-shot, c fits its inbox: fired as
+        the kernel path's launches are (on the call's stream, kept for a repeated call):
+        (True, its Pending with defer, else None); (False, None) where it cannot: the
+        caller then takes the host-driven algorithm. The same answer on every rank (the
+        kernel path is chosen by every rank together; the call was agreed). before(): the
+        barrier under the call's deadline that the areas' first call makes first."""
+        if self.kernel is None or self.comm.size == 1 or (which == "oneshot" and not
+                oneshot_kernel.fits(c.count, np.dtype(self.storage(c.dtype)).itemsize)):
             self.settle()
             return False, None
-        if self._oneshot is None:
+        made = self._launchers.get(which)
+        if made is None:
             before()
-            blocks, threads = oneshot_kernel.SHAPE
-            self._oneshot = oneshot_kernel.OneShot(
-                self.comm, self.device, self.waiter, self.kernel.err,
-                min(blocks, self.kernel.channels), min(threads, self.kernel.threads), False,
-                self.rank.stream)
-        key = (c.op, c.dtype.name, c.count, self.waiter.timeout, kernel_path.memory_of(c.x),
-               kernel_path.memory_of(c.out))
-        bound = self._oneshot_bound.get(key)
+            module = oneshot_kernel if which == "oneshot" else twoshot_kernel
+            blocks = min(module.SHAPE[0], self.kernel.channels)
+            threads = min(module.SHAPE[1], self.kernel.threads)
+            made = self._launchers[which] = \
+                oneshot_kernel.OneShot(self.comm, self.device, self.waiter, self.kernel.err,
+                                       blocks, threads, False, self.rank.stream) \
+                if which == "oneshot" else \
+                twoshot_kernel.TwoShot(self.comm, self.device, self.waiter, self.kernel.err,
+                                       blocks, threads, self.rank.stream)
+        key = (which, c.op, c.dtype.name, c.count, self.waiter.timeout,
+               kernel_path.memory_of(c.x), kernel_path.memory_of(c.out))
+        bound = self._launches.get(key)
         if bound is None:
-            bound = self._oneshot.bind(c.op, c.dtype.name, c.x, c.out, c.count, self.comm.size,
-                                       self.waiter.timeout)
-            remember(self._oneshot_bound, key, bound, kernel_path.BOUND)
+            bound = made.bind(c.op, c.dtype.name, c.x, c.out, c.count, self.comm.size,
+                              self.waiter.timeout)
+            remember(self._launches, key, bound, kernel_path.BOUND)
         self.last_launch = bound
         return True, self.replay(bound, defer)
 
@@ -394,9 +402,9 @@ class CudaBackend(DeviceArrays):
         if self._areas is not None:
             self._areas.close()
             self._areas = None
-        if self._oneshot is not None:
-            self._oneshot.close()
-            self._oneshot, self._oneshot_bound = None, {}
+        for made in self._launchers.values():
+            made.close()
+        self._launchers, self._launches = {}, {}
         for m in self._mapped:
             m.close()
         if self.segment is not None:

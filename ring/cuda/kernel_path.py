@@ -32,6 +32,7 @@ from ..schedule import Plan
 from .arrays import SIMULATED
 from ..transport.ipc import HEADER, MAX_CHANNELS
 from .oneshot_kernel import WAIT_PEER
+from .twoshot_kernel import WAIT_STAGED, WAIT_WRITTEN
 from .program import encode
 from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ERR_SEEN,
                          ERR_STEP, ERR_UNIT, LL_WORDS, UNROLL, WAIT_DATA, WAIT_LL, ring_kernel)
@@ -287,6 +288,12 @@ class KernelPath:
         pred, succ = (self.rank - 1) % self.size, (self.rank + 1) % self.size
         need, seen = int(err[ERR_NEED]), int(err[ERR_SEEN])
         code = err[ERR_CODE]
+        if code in (WAIT_STAGED, WAIT_WRITTEN):  # the two-shot kernel (twoshot_kernel.py)
+            what = "stage its input" if code == WAIT_STAGED else "write its reduced block"
+            raise waiter.failure((f"in {earlier} (enqueued earlier), " if earlier else "") +
+                                 f"two-shot kernel block {int(err[ERR_CHANNEL])}, round "
+                                 f"{int(err[ERR_CHUNK])}: waiting for rank "
+                                 f"{int(err[ERR_UNIT])} to {what} (flag {need}, at {seen})")
         if code == WAIT_PEER:  # the one-shot kernel (oneshot_kernel.py)
             raise waiter.failure((f"in {earlier} (enqueued earlier), " if earlier else "") +
                                  f"one-shot kernel block {int(err[ERR_CHANNEL])}: waiting for "

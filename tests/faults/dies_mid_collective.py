@@ -78,6 +78,7 @@ else:
         1 << 14 if algorithm == "ring" else 1 << 8
     x = cuda.to_device(np.ones(n, np.float32))
 if device == "cuda" and (algorithm == "twoshot" or (algorithm == "oneshot" and path == "kernel")):
+    # (path="kernel": the one-shot and two-shot kernels)
     comm.allreduce(x)  # makes the GPU areas (the one-shot kernel's inboxes): the victim
     comm.synchronize()  # dies in the next call's rounds (instead of firing its kernel)
 
@@ -93,7 +94,7 @@ if comm.rank == victim:
     if fast and device == "host":  # the agreement's allgather has completed when its records are compared
         from ring.host import compiled_round
         die_after(compiled_round, "gathered", 0)
-    elif algorithm == "oneshot" and path == "kernel":  # the one-shot kernel, not fired
+    elif algorithm in ("oneshot", "twoshot") and path == "kernel":  # the kernel, not fired
         die_after(comm._ctx.backend, "replay", 0)
     elif algorithm == "oneshot" and device == "cuda":
         # after the agreement's round, before its first call makes the GPU areas
