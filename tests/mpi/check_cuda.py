@@ -571,10 +571,18 @@ def test_ranks_disagreeing_on_the_algorithm_all_raise(world):
 
 @pytest.mark.parametrize("algorithm", ["oneshot", "twoshot"])
 def test_shared_memory_algorithms_refuse_what_their_areas_cannot_hold(world, algorithm):
-    c = ring.Communicator(device="cuda", timeout=60)
+    """The host-driven oneshot and twoshot (the stream path): at most the window's bytes;
+    on the kernel path the two-shot kernel runs any size, in rounds of its areas."""
+    c = ring.Communicator(device="cuda", timeout=60, path="stream")
     too_big = _gpu(np.ones((1 << 18) + 1, np.float32))
     with pytest.raises(ValueError, match=f"'{algorithm}' cannot run here: it carries at most"):
         c.allreduce(too_big, algorithm=algorithm)
+    c.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (on a GPU without MPS it falls back, saying so)
+        c = ring.Communicator(device="cuda", timeout=60, path="kernel")
+    why = c.why_not(algorithm, "allreduce", 64 << 20)
+    assert (why is None) == (algorithm == "twoshot" and c.path == "kernel"), why
     c.close()
 
 
