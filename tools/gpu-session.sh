@@ -19,7 +19,7 @@
 # results/gpu-session-timings.md (give a fresh machine's first step its Numba compiles).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
 #        kernelpath autopath inner suite alone kernelprofile kernelshapes kernelbench kernelsweep algos training pick kernelcache handoff all
-#        ncclpart nccl ncclcmp
+#        ncclpart nccl ncclcmp launches
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
 # GPU or the carried wheels (tests/test_gpu_session.py checks every command that way)
 if [ -n "$DRY" ]; then
@@ -189,6 +189,15 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   handoff)    # one hand-off between two blocks (or two warps), by counter + fences or LL words:
               # what an 8-byte call's ring steps cost before the kernel is changed for it
               TAIL=12 step 120 handoff python3 benchmarks/handoff.py --json $OUT/handoff-$GPU.json ;;
+  launches)   # the calls that are one launch on the caller's stream, first time on a GPU (2026-11-27,
+              # simulator-tested): stream order, blocking, errors at the next call / synchronize,
+              # the one-shot and two-shot kernels (every op x dtype at 2), Top-K's kernels, under MPS
+              nvidia-cuda-mps-control -d > $OUT/mps-launches.txt 2>&1; echo "== mps start rc=$?"
+              LAUNCH_K="cuda_kernel_path and not fence or one_shot or two_shot or stream_ordered"
+              TAIL=30 step ${LAUNCH_LIMIT:-420} launches python3 -m pytest tests/test_mpi.py tests/test_faults.py \
+                  tests/test_topk.py -q -p no:cacheprovider --durations=10 \
+                  -k "$LAUNCH_K or kept_kernel or gpus_selection"
+              echo quit | nvidia-cuda-mps-control ;;
   pick)       # a few chosen checks when a session has minutes for little else: the tests named in
               # PICK (files or node ids), narrowed by PICK_K, under MPS (processes sharing the GPU)
               nvidia-cuda-mps-control -d > $OUT/mps-pick.txt 2>&1; echo "== mps start rc=$?"
