@@ -102,10 +102,15 @@ def test_cuda_kernel_path(nprocs):
               " or uint64-min)) or (gather_scatter and float32) or "
               "(broadcast_and and bfloat16)")
     first = wide if nprocs == 2 else narrow
+    # the one-shot and two-shot kernels (more than one rank): every op x dtype on 2
+    # processes, a cross-section on 3 and 4
+    shots = "every_allreduce_algorithm and (oneshot or twoshot)"
+    if nprocs > 2:
+        shots += " and (float32-sum or bfloat16-avg or int8-prod or float64-max or uint64-min)"
     select = (f"({first}) or scatter_and_allgather or in_place or two_slots or async_op or "
               f"kernel_launch or kept_signature or compiled_round or left_running or "
-              f"ordered_after or blocking_calls or bad_stream or "
-              f"(every_allreduce_algorithm and (oneshot or twoshot))")
+              f"ordered_after or blocking_calls or bad_stream" +
+              (f" or ({shots})" if nprocs > 1 else ""))
     rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420,
                                         env=env, extra=["-k", select])
     assert_inner_passed(rc, out, reports, nprocs)
