@@ -20,7 +20,8 @@ def context(device="host", size=4, nodes=1, exchange=True):
     per = size // nodes
     topo = Topology(None, [r // per for r in range(size)], [r % per for r in range(size)])
     return SimpleNamespace(device=device, size=size, rank=0, topo=topo, kept={},
-                           exchange=SimpleNamespace(cap=EXCHANGE_BYTES) if exchange else None)
+                           exchange=SimpleNamespace(cap=EXCHANGE_BYTES) if exchange else None,
+                           backend=SimpleNamespace(kernel=None))  # (cuda: the stream path)
 
 
 def test_every_name_has_one_module_in_wire_order():
@@ -60,10 +61,9 @@ def test_the_two_shot_kernel_takes_any_size_where_the_kernel_path_runs():
     """On the cuda device with the persistent kernel's path (every rank of the node
     co-resident), twoshot runs as its kernel, in rounds of its areas: no size limit; on
     the stream path the host-driven twoshot keeps the window's."""
-    import types
     one = context("cuda")
     assert "at most" in why_not(one, "twoshot", Collective.ALLREDUCE, EXCHANGE_BYTES + 1)
-    one.backend = types.SimpleNamespace(kernel=object())
+    one.backend.kernel = object()
     assert why_not(one, "twoshot", Collective.ALLREDUCE, 1 << 30) is None
     assert why_not(one, "twoshot", Collective.BROADCAST, 64) is not None
 

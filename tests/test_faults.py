@@ -155,40 +155,30 @@ def test_a_rank_dies_in_a_kept_kernel_path_call():
     assert _left_behind(script) == []
 
 
+# where the survivors of a victim that never fires its one-shot / two-shot kernel say they
+# waited (the second call: flag 2; the first call's flags are 1, the unused parity's 0)
+STUCK_SHOT = {"oneshot": r"one-shot kernel block \d+: waiting for element \d+ from rank "
+                         r"{victim} flagged 2 \(one flagged 0\)",
+              "twoshot": r"two-shot kernel block \d+, round 0: waiting for rank {victim} to "
+                         r"stage its input \(flag 2, at 1\)"}
+
+
 @cuda_or_sim
-@pytest.mark.parametrize("nprocs", [2, 3])
-def test_a_rank_dies_before_its_one_shot_kernel(nprocs):
-    """path="kernel", oneshot: the one-shot kernel (ring/cuda/oneshot_kernel.py); the
-    victim dies instead of firing it, the survivors' kernels wait for its flagged words,
-    time out, and synchronize() raises what the error word says."""
+@pytest.mark.parametrize("algorithm,nprocs", [("oneshot", 2), ("oneshot", 3), ("twoshot", 3)])
+def test_a_rank_dies_before_its_one_shot_or_two_shot_kernel(algorithm, nprocs):
+    """path="kernel": the one-shot kernel (ring/cuda/oneshot_kernel.py) or the two-shot
+    kernel (ring/cuda/twoshot_kernel.py); the victim dies instead of firing it, after a first
+    call made the areas; the survivors' kernels wait for its flagged words (one-shot) or its
+    staged flag at the first barrier (two-shot), time out, and synchronize() raises what the
+    error word says."""
     script = "tests/faults/dies_mid_collective.py"
-    rc, out = run(nprocs, [script, "2", "cuda-kernel", "oneshot"], timeout=120,
+    rc, out = run(nprocs, [script, "2", "cuda-kernel", algorithm], timeout=120,
                   mpi_args=["-disable-auto-cleanup"])
     assert rc not in (0, None), out
     for r in range(nprocs - 1):
         m = _report(out, r)
         assert m, f"rank {r} did not report:\n{out}"
-        assert re.search(rf"one-shot kernel block \d+: waiting for element \d+ from rank "
-                         rf"{nprocs - 1} flagged 2 \(one flagged 0\)", m), m
-        assert f"rank {r}: BROKEN" in out
-    assert "NO ERROR" not in out
-    assert _left_behind(script) == []
-
-
-@cuda_or_sim
-def test_a_rank_dies_before_its_two_shot_kernel():
-    """path="kernel", twoshot: the two-shot kernel (ring/cuda/twoshot_kernel.py); the
-    victim dies instead of firing it, the survivors' kernels wait at the first barrier for
-    its staged flag, time out, and synchronize() raises what the error word says."""
-    script = "tests/faults/dies_mid_collective.py"
-    rc, out = run(3, [script, "2", "cuda-kernel", "twoshot"], timeout=120,
-                  mpi_args=["-disable-auto-cleanup"])
-    assert rc not in (0, None), out
-    for r in range(2):
-        m = _report(out, r)
-        assert m, f"rank {r} did not report:\n{out}"
-        assert re.search(r"two-shot kernel block \d+, round 0: waiting for rank 2 to stage "
-                         r"its input \(flag 2, at 1\)", m), m
+        assert re.search(STUCK_SHOT[algorithm].format(victim=nprocs - 1), m), m
         assert f"rank {r}: BROKEN" in out
     assert "NO ERROR" not in out
     assert _left_behind(script) == []

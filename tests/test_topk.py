@@ -112,19 +112,22 @@ def test_feedback_delays_nothing_away():
     assert np.allclose(sent + r.residual, given, atol=1e-4)
 
 
+class Two:
+    """A communicator of two identical ranks: its all-gather repeats this rank's message."""
+    size, device = 2, "host"
+
+    def allgather(self, x, out=None, async_op=False):
+        out.reshape(2, -1)[...] = x
+
+        class Work:
+            def wait(self_):
+                return out
+        return Work()
+
+
 def test_buckets_take_topk_with_a_density():
     g = [np.arange(1, 101, dtype=np.float32)]
 
-    class Two:  # two identical ranks
-        size, device = 2, "host"
-
-        def allgather(self, x, out=None, async_op=False):
-            out.reshape(2, -1)[...] = x
-
-            class Work:
-                def wait(self_):
-                    return out
-            return Work()
     b = GradientBuckets(Two(), g, compression="topk", density=0.1, op="sum")
     b.ready(0)
     b.wait()
@@ -189,16 +192,6 @@ def test_set_density_changes_k_from_the_next_step_and_keeps_the_residual():
     the message, the residual carries over (what was not sent is still owed)."""
     g = [np.arange(1, 101, dtype=np.float32)]
 
-    class Two:  # two identical ranks
-        size, device = 2, "host"
-
-        def allgather(self, x, out=None, async_op=False):
-            out.reshape(2, -1)[...] = x
-
-            class Work:
-                def wait(self_):
-                    return out
-            return Work()
     b = GradientBuckets(Two(), g, compression="topk", density=0.1, op="sum",
                         error_feedback=True)
     b.ready(0)

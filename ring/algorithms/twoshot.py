@@ -37,8 +37,7 @@ class Twoshot(Algorithm):
             return why
         if ctx.exchange is None:
             return ONE_NODE
-        if ctx.device == "cuda" and getattr(getattr(ctx, "backend", None), "kernel",
-                                            None) is not None:
+        if ctx.device == "cuda" and ctx.backend.kernel is not None:
             return None  # the two-shot kernel: any size, in rounds of its areas
         return too_big(collective, nbytes, ctx.size)
 

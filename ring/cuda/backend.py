@@ -213,15 +213,11 @@ class CudaBackend(DeviceArrays):
         made = self._launchers.get(which)
         if made is None:
             before()
-            module = oneshot_kernel if which == "oneshot" else twoshot_kernel
-            blocks = min(module.SHAPE[0], self.kernel.channels)
-            threads = min(module.SHAPE[1], self.kernel.threads)
-            made = self._launchers[which] = \
-                oneshot_kernel.OneShot(self.comm, self.device, self.waiter, self.kernel.err,
-                                       blocks, threads, False, self.rank.stream) \
-                if which == "oneshot" else \
-                twoshot_kernel.TwoShot(self.comm, self.device, self.waiter, self.kernel.err,
-                                       blocks, threads, self.rank.stream)
+            maker = oneshot_kernel.OneShot if which == "oneshot" else twoshot_kernel.TwoShot
+            made = self._launchers[which] = maker(
+                self.comm, self.device, self.waiter, self.kernel.err,
+                min(maker.SHAPE[0], self.kernel.channels),
+                min(maker.SHAPE[1], self.kernel.threads), self.rank.stream)
         key = (which, c.op, c.dtype.name, c.count, self.waiter.timeout,
                kernel_path.memory_of(c.x), kernel_path.memory_of(c.out))
         bound = self._launches.get(key)
@@ -273,13 +269,12 @@ class CudaBackend(DeviceArrays):
         work already on the caller's stream (its inputs written; the kernel-path launches
         there ended, their errors raised)."""
         h, self.caller = self.caller, None
-        if h is None or SIMULATED:
-            if h is not None:
-                self._ended(h)
+        if h is None:
             return
-        self.streams.record_on(self._settled, h)
-        self.waiter.until(lambda: fired(self._settled),
-                          lambda: "waiting for the work already on the caller's stream")
+        if not SIMULATED:  # (the simulator has run it all already)
+            self.streams.record_on(self._settled, h)
+            self.waiter.until(lambda: fired(self._settled),
+                              lambda: "waiting for the work already on the caller's stream")
         self._ended(h)
 
     def _ended(self, h: int) -> None:
@@ -334,12 +329,11 @@ class CudaBackend(DeviceArrays):
         divisor = plan.size if divisor is None else divisor
         storage = np.dtype(x.dtype)
         name = (logical or storage).name
-        if self.kernel is None:
-            self.settle()
         if self.kernel is not None:  # the whole plan in one launch
             self.last_launch = self.kernel.bind(plan, op, x, out, divisor, name,
                                                 self.waiter.timeout)
             return self.replay(self.last_launch, defer)
+        self.settle()
         if self.inbound is not None:  # None: a ring of one, which neither sends nor receives
             if any(step.reduce for step in plan.steps):
                 load_kernels(op, name, storage, self.rank.stream, self.device)
@@ -429,9 +423,10 @@ class Pending:
 
     def __init__(self, rank: Rank, kernel=None, extra_s: float = 0.0, reuse: bool = False,
                  fired: float | None = None, on: int | None = None):
-        """on: the stream handle the kernel was launched on (None: the rank's). fired: when the kernel's launch was fired (time.monotonic()), for check(); None
-        where its error word must be read whatever the time (deferred: a Work's, counted in
-        the kernel path's `unwaited` until waited for)."""
+        """on: the stream handle the kernel was launched on (None: the rank's). fired: when
+        the kernel's launch was fired (time.monotonic()), for check(); None where its error
+        word must be read whatever the time (deferred: a Work's, counted in the kernel
+        path's `unwaited` until waited for)."""
         self.kernel, self.extra_s, self.fired = kernel, extra_s, fired
         self.deferred = kernel is not None and not reuse  # a Work's: replay(defer=True)
         self.marks = []

@@ -288,16 +288,15 @@ class KernelPath:
         pred, succ = (self.rank - 1) % self.size, (self.rank + 1) % self.size
         need, seen = int(err[ERR_NEED]), int(err[ERR_SEEN])
         code = err[ERR_CODE]
+        said = f"in {earlier} (enqueued earlier), " if earlier else ""
         if code in (WAIT_STAGED, WAIT_WRITTEN):  # the two-shot kernel (twoshot_kernel.py)
             what = "stage its input" if code == WAIT_STAGED else "write its reduced block"
-            raise waiter.failure((f"in {earlier} (enqueued earlier), " if earlier else "") +
-                                 f"two-shot kernel block {int(err[ERR_CHANNEL])}, round "
+            raise waiter.failure(f"{said}two-shot kernel block {int(err[ERR_CHANNEL])}, round "
                                  f"{int(err[ERR_CHUNK])}: waiting for rank "
                                  f"{int(err[ERR_UNIT])} to {what} (flag {need}, at {seen})")
         if code == WAIT_PEER:  # the one-shot kernel (oneshot_kernel.py)
-            raise waiter.failure((f"in {earlier} (enqueued earlier), " if earlier else "") +
-                                 f"one-shot kernel block {int(err[ERR_CHANNEL])}: waiting for "
-                                 f"element {int(err[ERR_CHUNK])} from rank "
+            raise waiter.failure(f"{said}one-shot kernel block {int(err[ERR_CHANNEL])}: "
+                                 f"waiting for element {int(err[ERR_CHUNK])} from rank "
                                  f"{int(err[ERR_UNIT])} flagged {need} (one flagged {seen})")
         what = (f"waiting for the chunks posted to rank {self.rank} by rank {pred} to reach "
                 f"{need} (at {seen})" if code == WAIT_DATA else
@@ -305,7 +304,6 @@ class KernelPath:
                 f"words: a word flagged {need} (one flagged {seen})" if code == WAIT_LL else
                 f"waiting for rank {succ} to free a slot: the chunks of rank {self.rank} it "
                 f"consumed to reach {need} (at {seen})")
-        raise waiter.failure((f"in {earlier} (enqueued earlier), " if earlier else "") +
-                             f"ring kernel channel {int(err[ERR_CHANNEL])}, chunk "
+        raise waiter.failure(f"{said}ring kernel channel {int(err[ERR_CHANNEL])}, chunk "
                              f"{int(err[ERR_CHUNK])} step {int(err[ERR_STEP])}: {what}")
 

@@ -36,7 +36,7 @@ from kernels.spin import sync
 from ringtypes import Op
 
 from .arrays import SIMULATED
-from .persistent import UNSIGNED, fail, part
+from .persistent import UNSIGNED, bits_of, fail, part
 
 # int64 words of one sender's place in an inbox (a call's parity): an element of up to 4
 # bytes takes one, of 8 bytes two. On a GPU 64 K (256 KiB of float32); under the simulator
@@ -57,8 +57,9 @@ def fits(count: int, itemsize: int) -> bool:
 
 
 @lru_cache(maxsize=None)
-def oneshot_kernel(op: Op, dtype_name: str, k: int, gpu_scope: bool):
-    """The compiled kernel for (op, dtype, K ranks, fence scope), compiled on first use:
+def oneshot_kernel(op: Op, dtype_name: str, k: int):
+    """The compiled kernel for (op, dtype, K ranks), compiled on first use (stores and loads
+    at system scope, as the peers may be other GPUs):
     kernel(x, out, mine, peers, seqs, n, me, timeout_ns, div, err); peers: the K inboxes
     (this rank's own at `me`, unused), mine: this rank's."""
     kd = kernel_dtype(dtype_name)
@@ -67,16 +68,10 @@ def oneshot_kernel(op: Op, dtype_name: str, k: int, gpu_scope: bool):
     last = OPS[op](kd)
     mid = OPS[Op.SUM](kd) if op is Op.AVG else last  # avg: sums, then the dividing sum
     w = words_per_element(kd.storage.itemsize)
-    storage_t, elem = kd.numba_type, kd.storage.type
-    bits_t, bits_np = UNSIGNED[kd.storage.itemsize]
-    hand = sync("gpu" if gpu_scope else "sys")
+    elem, bits_t = kd.storage.type, UNSIGNED[kd.storage.itemsize][0]
+    hand = sync("sys")
     store, wait_flag = hand.store, hand.wait_flag
-
-    @cuda.jit(device=True, inline=True)
-    def bits_of(v):
-        tmp = cuda.local.array(1, storage_t)
-        tmp[0] = v
-        return types.int64(tmp.view(bits_np)[0])
+    to_bits = bits_of(kd)
 
     @cuda.jit(device=True, inline=True)
     def value_of(lo, hi):
@@ -106,7 +101,7 @@ def oneshot_kernel(op: Op, dtype_name: str, k: int, gpu_scope: bool):
         mine_at = (seq & 1) * k * room  # this call's parity in an inbox
         e = lo + t
         while e < hi:  # 1. every peer gets this rank's elements, flagged
-            bits = bits_of(x[e])
+            bits = to_bits(x[e])
             at = mine_at + me * room + e * w
             for q in range(k):
                 if q != me:
@@ -142,7 +137,7 @@ def oneshot_kernel(op: Op, dtype_name: str, k: int, gpu_scope: bool):
         if t == 0:
             seqs[b] = seq
 
-    arr = storage_t[::1]
+    arr = kd.numba_type[::1]
     words = types.int64[::1]
     sig = types.void(arr, arr, words, types.UniTuple(words, k), words, types.int64,
                      types.int64, types.int64, types.float64, words)
@@ -154,11 +149,12 @@ class OneShot:
     through it, by every rank of the node at once (collective; every rank agreed on that
     call), kept until close."""
 
-    def __init__(self, comm, device: int, waiter, err, blocks: int, threads: int,
-                 gpu_scope: bool, stream):
+    SHAPE = SHAPE
+
+    def __init__(self, comm, device: int, waiter, err, blocks: int, threads: int, stream):
         from .areas import Areas
         k = comm.size
-        self.k, self.me, self.err, self.gpu_scope = k, comm.rank, err, gpu_scope
+        self.k, self.me, self.err = k, comm.rank, err
         self.blocks, self.threads, self.stream = blocks, threads, stream
         self.areas = Areas(comm, 2 * k * WORDS * 8, device, waiter, slots=1)
         inboxes = [s[0].view(np.int64) for s in self.areas.slots]
@@ -173,7 +169,7 @@ class OneShot:
         """The call as one launch, ready to fire (kernels.bound_launch.BoundLaunch)."""
         from kernels.bound_launch import BoundLaunch
         kd = kernel_dtype(dtype_name)
-        kernel = oneshot_kernel(op, dtype_name, self.k, self.gpu_scope)
+        kernel = oneshot_kernel(op, dtype_name, self.k)
         x, out = x.view(kd.storage), out.view(kd.storage)
         args = (x, out, self.mine, self.peers, self.seqs, n, self.me, int(timeout_s * 1e9),
                 float(divisor), self.err)

@@ -126,16 +126,10 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     wide = unroll == 4
     per_word = 8 // kd.storage.itemsize  # elements in an int64 word of a slot
     # an element's bits in an LL word and back (storage of at most 4 bytes: one a word)
-    elem, storage_t = kd.storage.type, kd.numba_type
-    bits_t, bits_np = UNSIGNED[kd.storage.itemsize]
+    elem, bits_t = kd.storage.type, UNSIGNED[kd.storage.itemsize][0]
     scope = "gpu" if gpu_scope else "sys"
     ll_wait, ll_store = sync(scope).wait_flag, sync(scope).store
-
-    @cuda.jit(device=True, inline=True)
-    def to_bits(v):
-        tmp = cuda.local.array(1, storage_t)
-        tmp[0] = v
-        return types.int64(tmp.view(bits_np)[0])
+    to_bits = bits_of(kd)
 
     @cuda.jit(device=True, inline=True)
     def from_bits(w):
@@ -311,6 +305,19 @@ def ll_base(s, c, slot_words, data_words):
 
 _data_base = cuda.jit(device=True, inline=True)(data_base)
 _ll_base = cuda.jit(device=True, inline=True)(ll_base)
+
+
+def bits_of(kd):
+    """A device function: a value of kd's storage as the int64 of its bits (zero-extended:
+    an LL word's low bits)."""
+    storage_t, bits_np = kd.numba_type, UNSIGNED[kd.storage.itemsize][1]
+
+    @cuda.jit(device=True, inline=True)
+    def to_bits(v):
+        tmp = cuda.local.array(1, storage_t)
+        tmp[0] = v
+        return types.int64(tmp.view(bits_np)[0])
+    return to_bits
 
 
 @cuda.jit(device=True, inline=True)

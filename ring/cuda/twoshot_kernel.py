@@ -65,6 +65,13 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
     store, fence, wait_geq = hand.store, hand.fence, hand.wait_geq
 
     @cuda.jit(device=True, inline=True)
+    def sub(rn, q, b, nb):
+        """[lo, hi) of the round's elements: sub-slice b of block q."""
+        qlo, qhi = part(rn, q, k)
+        lo, hi = part(qhi - qlo, b, nb)
+        return qlo + lo, qlo + hi
+
+    @cuda.jit(device=True, inline=True)
     def barrier(flags, me, kind, b, nb, seq, timeout_ns, err, j):
         """Thread 0: flag (kind, me, b) = seq in every peer's flags, then wait for every
         peer's (kind, q, b): 1, or 0 with the error word written."""
@@ -94,28 +101,22 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
             r0 = j * cap
             rn = min(cap, n - r0)
             for q in range(k):  # 1. stage sub-slice b of every block
-                qlo, qhi = part(rn, q, k)
-                lo, hi = part(qhi - qlo, b, nb)
-                e = qlo + lo + t
-                while e < qlo + hi:
+                lo, hi = sub(rn, q, b, nb)
+                for e in range(lo + t, hi, nt):
                     ins[me][e] = x[r0 + e]
-                    e += nt
             cuda.syncthreads()
             if t == 0:
                 ok[0] = barrier(flags, me, STAGED, b, nb, seq, timeout_ns, err, j)
             cuda.syncthreads()
             if ok[0] == 0:
                 break
-            qlo, qhi = part(rn, me, k)  # 2. reduce sub-slice b of this rank's block
-            lo, hi = part(qhi - qlo, b, nb)
-            e = qlo + lo + t
-            while e < qlo + hi:
+            lo, hi = sub(rn, me, b, nb)  # 2. reduce sub-slice b of this rank's block
+            for e in range(lo + t, hi, nt):
                 acc = ins[0][e]
                 for q in range(1, k):
                     acc = last(acc, ins[q][e], div) if q == k - 1 else mid(acc, ins[q][e], div)
                 for p in range(k):
                     outs[p][e] = acc
-                e += nt
             cuda.syncthreads()
             if t == 0:
                 ok[0] = barrier(flags, me, WRITTEN, b, nb, seq, timeout_ns, err, j)
@@ -123,12 +124,9 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
             if ok[0] == 0:
                 break
             for q in range(k):  # 3. every block's sub-slice b into out
-                qlo, qhi = part(rn, q, k)
-                lo, hi = part(qhi - qlo, b, nb)
-                e = qlo + lo + t
-                while e < qlo + hi:
+                lo, hi = sub(rn, q, b, nb)
+                for e in range(lo + t, hi, nt):
                     out[r0 + e] = outs[me][e]
-                    e += nt
         cuda.syncthreads()
         if t == 0:
             seqs[b] = seq
@@ -145,6 +143,8 @@ class TwoShot:
     """A communicator's two-shot areas and the kernel's state: made on the first call that
     goes through it, by every rank of the node at once (collective; every rank agreed on
     that call), kept until close."""
+
+    SHAPE = SHAPE
 
     def __init__(self, comm, device: int, waiter, err, blocks: int, threads: int, stream):
         from .areas import Areas

@@ -97,50 +97,87 @@ def exact(cand: np.ndarray, magnitudes: np.ndarray, k: int) -> np.ndarray:
     return np.sort(np.concatenate([above, at])).astype(np.int32)
 
 
-def select(v: np.ndarray, k: int) -> np.ndarray:
+class _OnHost:
+    """select's passes over a NumPy bucket."""
+
+    @staticmethod
+    def sample(v, step: int, size: int) -> np.ndarray:
+        return _magnitudes(v[::step])
+
+    @staticmethod
+    def above(v, t, room: int):
+        cand = np.empty(room, np.int64)
+        return _above(v, t, cand), cand
+
+    @staticmethod
+    def candidates(cand, count: int) -> np.ndarray:
+        return cand[:count]  # in order already
+
+    @staticmethod
+    def values(v, cand: np.ndarray) -> np.ndarray:
+        return v[cand]
+
+    @staticmethod
+    def whole(v) -> np.ndarray:
+        return v
+
+
+class _OnGpu:
+    """select's passes over a bucket on the GPU (kernels/topk.py): the sample and the
+    candidates come to the host."""
+
+    @staticmethod
+    def sample(v, step: int, size: int) -> np.ndarray:
+        from kernels import topk as gpu
+        return gpu.sample(v, step, size)
+
+    @staticmethod
+    def above(v, t, room: int):
+        from kernels import topk as gpu
+        return gpu.above(v, t, room)
+
+    @staticmethod
+    def candidates(cand, count: int) -> np.ndarray:
+        return np.sort(cand.copy_to_host()[:count])  # (the kernel appends in no order)
+
+    @staticmethod
+    def values(v, cand: np.ndarray) -> np.ndarray:
+        from numba import cuda
+
+        from kernels import topk as gpu
+        return gpu.gather(v, cuda.to_device(cand), cand.size)
+
+    @staticmethod
+    def whole(v) -> np.ndarray:
+        return v.copy_to_host()
+
+
+def select(v, k: int, passes=_OnHost) -> np.ndarray:
     """The indices of the k largest |v| (NaN as the largest; ties to the lower index),
-    ascending, int32."""
-    n = v.size
-    if k <= 0:
-        return np.empty(0, np.int32)
-    if k >= n:
-        return np.arange(n, dtype=np.int32)
-    step, _ = sampling(n)
-    t = guess(_magnitudes(v[::step]), n, k)
-    cand = np.empty(max(2 * k, 64), np.int64)
-    count = _above(v, t, cand)
-    if count > cand.size:  # the sample underestimated: more candidates than room
-        cand = np.empty(count, np.int64)
-        _above(v, t, cand)
-    if count >= k:
-        cand = cand[:count]
-    else:  # the sample overestimated: the whole bucket's exact threshold
-        cand = np.arange(n)
-    return exact(cand, _magnitudes(v[cand]), k)
-
-
-def select_on_gpu(v, k: int) -> np.ndarray:
-    """select's indices for a bucket on the GPU (kernels/topk.py): the passes over the
-    bucket there, the sample and the candidates on the host, chosen by the same rules."""
-    from kernels import topk as gpu
+    ascending, int32. passes: where the passes over v run (the host's, or _OnGpu's)."""
     n = v.size
     if k <= 0:
         return np.empty(0, np.int32)
     if k >= n:
         return np.arange(n, dtype=np.int32)
     step, size = sampling(n)
-    t = guess(gpu.sample(v, step, size), n, k)
+    t = guess(passes.sample(v, step, size), n, k)
     room = max(2 * k, 64)
-    count, cand = gpu.above(v, t, room)
-    if count > room:
-        count, cand = gpu.above(v, t, count)
+    count, cand = passes.above(v, t, room)
+    if count > room:  # the sample underestimated: more candidates than room
+        count, cand = passes.above(v, t, count)
     if count >= k:
-        cand = np.sort(cand.copy_to_host()[:count])
-        from numba import cuda
-        values = gpu.gather(v, cuda.to_device(cand), count)
-    else:
-        cand, values = np.arange(n), v.copy_to_host()
+        cand = passes.candidates(cand, count)
+        values = passes.values(v, cand)
+    else:  # the sample overestimated: the whole bucket's exact threshold
+        cand, values = np.arange(n), passes.whole(v)
     return exact(cand, _magnitudes(values), k)
+
+
+def select_on_gpu(v, k: int) -> np.ndarray:
+    """select's indices for a bucket on the GPU (kernels/topk.py): the passes over the
+    bucket there, the sample and the candidates on the host, chosen by the same rules."""
+    return select(v, k, _OnGpu)
 
 
 def warm() -> None:
