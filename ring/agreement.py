@@ -109,3 +109,18 @@ def verdict(everyone: np.ndarray, row: np.ndarray, error: Exception | None, name
             values = ", ".join(f"rank {r}: {_describe(field, int(v))}" for r, v in enumerate(column))
             what = "the collective" if field in ("call", "collective") else field
             raise MismatchError(f"{name}: ranks disagree on {what} ({values})")
+
+
+def refusal(error: Exception | None) -> str | None:
+    """A rank's bad argument as the others are told of it."""
+    return None if error is None else f"{type(error).__name__}: {error}"
+
+
+def raise_refused(said: list, error: Exception | None, what: str) -> None:
+    """After an allgather of every rank's refusal(): raise this rank's own bad argument,
+    or MismatchError naming the first rank that had one; return where none had."""
+    if error is not None:
+        raise error
+    bad = next((q for q, e in enumerate(said) if e is not None), None)
+    if bad is not None:
+        raise MismatchError(f"{what}: rank {bad}'s argument was refused: {said[bad]}")

@@ -14,11 +14,12 @@ as NCCL aborts a communicator after an error.
 
 from __future__ import annotations
 
+import numpy as np
 from mpi4py import MPI
 
 from . import algorithms, debug, devices, fatal, progress
 from . import tuning as _tuning
-from .agreement import agree, agree_shared, mine
+from .agreement import agree, agree_shared, mine, raise_refused, refusal
 from .call import Call, check_chunk, prepare
 from .context import Context
 from .errors import CommunicatorError, MismatchError, TimeoutError
@@ -339,6 +340,42 @@ class Communicator:
         except BaseException as e:
             self._broken(e)
             raise
+
+    def register(self, x) -> bool:
+        """Let every rank's GPU read and write x in place (as ncclCommRegister): the
+        two-shot all-reduce then takes a registered x and out without staging them through
+        its areas. Collective: every rank passes its own buffer, in the same order. True on
+        every rank where every rank's buffer is now mapped by every other rank; False on
+        every rank where one cannot be (the host device; memory that CUDA IPC cannot
+        export; the kernel path not running): never needed for correctness, unregistered
+        buffers are staged. x stays registered until deregister(x) or close(); a buffer
+        freed meanwhile is found out at the next call and staged."""
+        self._drain()
+        self._usable()
+        ctx = self._ctx
+        ctx.waiter.start(f"register (rank {self.rank})")
+        try:
+            ctx.everyone_here("register a buffer")
+            if self.device != "cuda":  # nothing to map: the host's algorithms copy
+                error = None if isinstance(x, np.ndarray) else \
+                    TypeError(f"x: expected a NumPy array, got {type(x).__name__}")
+                raise_refused(ctx.comm.allgather(refusal(error)), error, "register")
+                return False
+            ctx.backend.finish()
+            if self._kfast:
+                self._kfast.clear()  # kept calls bound to stage what may now be registered
+            return ctx.backend.register(x, None)
+        except (TypeError, ValueError):
+            raise
+        except BaseException as e:
+            self._broken(e)
+            raise
+
+    def deregister(self, x) -> bool:
+        """Undo register(x) on this rank (not collective): its later calls stage x. True
+        where x was registered."""
+        self._usable()
+        return self.device == "cuda" and self._ctx.backend.deregister(x)
 
     def why_not(self, algorithm: str, collective="allreduce", nbytes: int = 0) -> str | None:
         """Why `algorithm` cannot run `collective` ("allreduce", ... or a Collective) of

@@ -156,11 +156,13 @@ def test_a_rank_dies_in_a_kept_kernel_path_call():
 
 
 # where the survivors of a victim that never fires its one-shot / two-shot kernel say they
-# waited (the second call: flag 2; the first call's flags are 1, the unused parity's 0)
+# waited (the second call: flag 2; the first call's flags are 1, the unused parity's 0;
+# the two-shot's first call took its flags to 1 (record), 2 (staged), 3 (written): the
+# second's record waits for 4)
 STUCK_SHOT = {"oneshot": r"one-shot kernel block \d+: waiting for element \d+ from rank "
                          r"{victim} flagged 2 \(one flagged 0\)",
               "twoshot": r"two-shot kernel block \d+, round 0: waiting for rank {victim} to "
-                         r"stage its input \(flag 2, at 1\)"}
+                         r"start the call \(flag 4, at 1\)"}
 
 
 @cuda_or_sim
@@ -169,7 +171,7 @@ def test_a_rank_dies_before_its_one_shot_or_two_shot_kernel(algorithm, nprocs):
     """path="kernel": the one-shot kernel (ring/cuda/oneshot_kernel.py) or the two-shot
     kernel (ring/cuda/twoshot_kernel.py); the victim dies instead of firing it, after a first
     call made the areas; the survivors' kernels wait for its flagged words (one-shot) or its
-    staged flag at the first barrier (two-shot), time out, and synchronize() raises what the
+    record at the first barrier (two-shot), time out, and synchronize() raises what the
     error word says."""
     script = "tests/faults/dies_mid_collective.py"
     rc, out = run(nprocs, [script, "2", "cuda-kernel", algorithm], timeout=120,

@@ -88,6 +88,20 @@ def test_cuda_device_processes_sharing_a_gpu(nprocs):
 
 @cuda_or_sim
 @pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [2, 4])
+def test_cuda_registered_buffers(nprocs):
+    """comm.register(x) (ring/cuda/registered.py): the two-shot kernel reads and writes
+    registered buffers in place, at offsets that differ between the ranks; a freed buffer
+    and a new one at its address are never read through a stale mapping; ranks whose calls
+    differ get MismatchError from the kernel's records with the host's agreement off
+    (tests/mpi/check_registered.py)."""
+    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_registered.py", timeout=300,
+                                        env=ENV)
+    assert_inner_passed(rc, out, reports, nprocs)
+
+
+@cuda_or_sim
+@pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
 def test_cuda_kernel_path(nprocs):
     """path="kernel": every collective in one persistent kernel per rank, waiting on

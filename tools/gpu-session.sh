@@ -193,7 +193,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # simulator-tested): stream order, blocking, errors at the next call / synchronize,
               # the one-shot and two-shot kernels (every op x dtype at 2), Top-K's kernels, under MPS
               nvidia-cuda-mps-control -d > $OUT/mps-launches.txt 2>&1; echo "== mps start rc=$?"
-              LAUNCH_K="cuda_kernel_path and not fence or one_shot or two_shot or stream_ordered"
+              LAUNCH_K="cuda_kernel_path and not fence or one_shot or two_shot or stream_ordered or registered"
               TAIL=30 step ${LAUNCH_LIMIT:-420} launches python3 -m pytest tests/test_mpi.py tests/test_faults.py \
                   tests/test_topk.py -q -p no:cacheprovider --durations=10 \
                   -k "$LAUNCH_K or kept_kernel or gpus_selection"

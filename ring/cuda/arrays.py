@@ -41,18 +41,7 @@ def _torch_bits(x):
 def as_device(x, arg: str, dtype=None):
     """(1-D Numba device view of x, logical dtype). TypeError / ValueError name `arg`."""
     x, torch_bits = _torch_bits(x)
-    if SIMULATED:
-        if not hasattr(x, "copy_to_host"):
-            raise TypeError(f"{arg}: expected a device array (under the simulator: "
-                            f"numba.cuda.to_device), got {type(x).__name__}")
-        d = x
-    else:
-        if not hasattr(x, "__cuda_array_interface__"):
-            raise TypeError(f"{arg}: expected a GPU array (__cuda_array_interface__), got "
-                            f"{type(x).__name__}; the 'host' device takes NumPy arrays")
-        d = x if hasattr(x, "device_ctypes_pointer") else cuda.as_cuda_array(x)
-    if not d.is_c_contiguous():
-        raise ValueError(f"{arg}: the array must be contiguous (got strides {d.strides})")
+    d = device_view(x, arg)
     storage = np.dtype(d.dtype)
     asked = torch_bits if torch_bits is not None else dtype
     wanted = None if asked is None else parse_dtype(asked, "dtype")
@@ -67,7 +56,30 @@ def as_device(x, arg: str, dtype=None):
         logical = parse_dtype(storage, arg)
         if dtype is not None and parse_dtype(dtype, "dtype") != logical:
             raise TypeError(f"dtype: {dtype} does not match {arg}'s {storage}")
-    return d.reshape(d.size), logical
+    return d, logical
+
+
+def any_device(x, arg: str):
+    """A contiguous device array of any dtype (PyTorch's bfloat16 / float8 too) as a 1-D
+    Numba device view (comm.register: its bytes are what matter)."""
+    return device_view(_torch_bits(x)[0], arg)
+
+
+def device_view(x, arg: str):
+    """A contiguous device array x as a 1-D Numba device view of its own dtype (any)."""
+    if SIMULATED:
+        if not hasattr(x, "copy_to_host"):
+            raise TypeError(f"{arg}: expected a device array (under the simulator: "
+                            f"numba.cuda.to_device), got {type(x).__name__}")
+        d = x
+    else:
+        if not hasattr(x, "__cuda_array_interface__"):
+            raise TypeError(f"{arg}: expected a GPU array (__cuda_array_interface__), got "
+                            f"{type(x).__name__}; the 'host' device takes NumPy arrays")
+        d = x if hasattr(x, "device_ctypes_pointer") else cuda.as_cuda_array(x)
+    if not d.is_c_contiguous():
+        raise ValueError(f"{arg}: the array must be contiguous (got strides {d.strides})")
+    return d.reshape(d.size)
 
 
 def empty_like_kind(x, n: int, logical):

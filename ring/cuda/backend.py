@@ -29,10 +29,10 @@ from ..topology import Topology
 from ..transport import Kind, ends, ipc, staged
 from ..transport.slots import Slots
 from ..wait import Waiter
-from . import enqueue, kernel_path, oneshot_kernel, streams, twoshot_kernel
+from . import enqueue, kernel_path, oneshot_kernel, registered, streams, twoshot_kernel
 from .repeated import remember
 from .areas import Areas, fold_launch
-from .arrays import SIMULATED, DeviceArrays, storage_of
+from .arrays import SIMULATED, DeviceArrays, any_device, storage_of
 from .enqueue import ALIGNED, SLOT_PAD, Rank, align, load_kernels, unit
 
 # The host waits for a kernel-path call this much longer than the kernel's own bound
@@ -72,6 +72,7 @@ class CudaBackend(DeviceArrays):
         # made on first use, and their bound launches
         self._launchers: dict = {}
         self._launches: dict = {}
+        self.registry = None  # comm.register's (registered.py), made on first use
         size, r = comm.size, comm.rank
         busiest = -(-topo.machine_ranks // ngpu)  # the most ranks one GPU of the node runs
         shape = kernel_path.shape_for(busiest) if path in ("kernel", "auto") else None
@@ -218,15 +219,47 @@ class CudaBackend(DeviceArrays):
                 self.comm, self.device, self.waiter, self.kernel.err,
                 min(maker.SHAPE[0], self.kernel.channels),
                 min(maker.SHAPE[1], self.kernel.threads), self.rank.stream)
+        regs = ()
+        if which == "twoshot":  # registered arrays: read and written in place
+            size = np.dtype(self.storage(c.dtype)).itemsize
+            regs = (registered.find(self.registry, c.x, size),
+                    registered.find(self.registry, c.out, size))
         key = (which, c.op, c.dtype.name, c.count, self.waiter.timeout,
-               kernel_path.memory_of(c.x), kernel_path.memory_of(c.out))
+               kernel_path.memory_of(c.x), kernel_path.memory_of(c.out),
+               *((twoshot_kernel.index(r), r[1]) for r in regs))
         bound = self._launches.get(key)
         if bound is None:
             bound = made.bind(c.op, c.dtype.name, c.x, c.out, c.count, self.comm.size,
-                              self.waiter.timeout)
+                              self.waiter.timeout, *regs)
+            bound.registered = any(r is not None for r, _ in regs)
             remember(self._launches, key, bound, kernel_path.BOUND)
         self.last_launch = bound
         return True, self.replay(bound, defer)
+
+    def register(self, x, error) -> bool:
+        """comm.register(x) (registered.py): collective over the communicator."""
+        if self.registry is None:
+            self.registry = registered.registry()
+        why = None if self.kernel is not None and self.comm.size > 1 else \
+            "the two-shot kernel does not run here"
+        d = None
+        if error is None:
+            try:
+                d = any_device(x, "x")
+            except (TypeError, ValueError) as e:
+                error = e
+        ok = registered.register(self.comm, self.registry, d, self.device, why, error)
+        self._launches.clear()  # bound before: on the areas
+        return ok
+
+    def deregister(self, x) -> bool:
+        """comm.deregister(x): x's registrations dropped on this rank (its later calls
+        stage x; the peers' mappings stay open, registry.PeerMaps)."""
+        d = any_device(x, "x")
+        if not self.registry or not d.size:
+            return False
+        self._launches.clear()
+        return bool(self.registry.remove(self.address(d)))
 
     def through_host(self, c, fn) -> None:
         """fn(x, out) on host copies of the call's arrays, the result copied back: the
@@ -396,6 +429,7 @@ class CudaBackend(DeviceArrays):
         if self._areas is not None:
             self._areas.close()
             self._areas = None
+        self.registry = None
         for made in self._launchers.values():
             made.close()
         self._launchers, self._launches = {}, {}

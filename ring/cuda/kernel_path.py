@@ -28,11 +28,12 @@ from kernels.arrays import address
 from kernels.bound_launch import BoundLaunch
 from .repeated import remember
 from ringtypes import Op
+from ..errors import MismatchError
 from ..schedule import Plan
 from .arrays import SIMULATED
 from ..transport.ipc import HEADER, MAX_CHANNELS
 from .oneshot_kernel import WAIT_PEER
-from .twoshot_kernel import WAIT_STAGED, WAIT_WRITTEN
+from .twoshot_kernel import MISMATCH, WAIT_RECORD, WAIT_STAGED, WAIT_WRITTEN, describe_call
 from .program import encode
 from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ERR_SEEN,
                          ERR_STEP, ERR_UNIT, LL_WORDS, UNROLL, WAIT_DATA, WAIT_LL, ring_kernel)
@@ -289,8 +290,13 @@ class KernelPath:
         need, seen = int(err[ERR_NEED]), int(err[ERR_SEEN])
         code = err[ERR_CODE]
         said = f"in {earlier} (enqueued earlier), " if earlier else ""
-        if code in (WAIT_STAGED, WAIT_WRITTEN):  # the two-shot kernel (twoshot_kernel.py)
-            what = "stage its input" if code == WAIT_STAGED else "write its reduced block"
+        if code == MISMATCH:  # the two-shot kernel's records (twoshot_kernel.py)
+            mine, theirs = (describe_call(v) for v in (need, seen))
+            raise MismatchError(f"{said}two-shot kernel: rank {int(err[ERR_UNIT])} called "
+                                f"all-reduce with {theirs}, rank {self.rank} with {mine}")
+        if code in (WAIT_STAGED, WAIT_WRITTEN, WAIT_RECORD):  # the two-shot kernel
+            what = {WAIT_STAGED: "stage its input", WAIT_WRITTEN: "write its reduced block",
+                    WAIT_RECORD: "start the call"}[int(code)]
             raise waiter.failure(f"{said}two-shot kernel block {int(err[ERR_CHANNEL])}, round "
                                  f"{int(err[ERR_CHUNK])}: waiting for rank "
                                  f"{int(err[ERR_UNIT])} to {what} (flag {need}, at {seen})")

@@ -114,6 +114,8 @@ def learnt(c, record: dict, x, out, launch, rank: int) -> Known | None:
     RING_DEBUG=INFO line is the full path's, marked "path": "fast"."""
     if launch is None or c.wire is not None or not c.count:
         return None
+    if getattr(launch, "registered", False):  # registered memory read in place: looked up
+        return None  # again every call (a buffer freed since is staged: registered.py)
     if c.collective is Collective.ALLTOALL and c.in_place:
         return None
     returns = OUT if c.result is out and out is not None else X if c.result is x else \

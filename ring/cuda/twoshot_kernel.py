@@ -3,28 +3,41 @@ and writes it into every rank's output (a push two-shot: reduce-scatter, then al
 with flag barriers at their ends and none in between).
 
 Every rank's arrays the others read or write are mapped in every rank (CUDA IPC; under
-Numba's simulator MPI shared memory, as ring/cuda/areas.py). Here they are the
-communicator's own areas (x staged into them, the result copied out of them: "staged");
-registered user buffers (issue 53) will be passed in their place, and the two copies go.
-The call runs in rounds of at most CAP elements; in each, thread block b of every rank
-takes sub-slice b of every rank's block (part(): the blocks K-th of the round, the
-sub-slices G-th of a block), so that each wait is between the blocks of one index:
+Numba's simulator MPI shared memory, as ring/cuda/areas.py): the communicator's own areas
+(x staged into them, the result copied out of them), or, where every rank's x (out) lies in
+the same registration (comm.register, ring/cuda/registered.py), the user's buffers
+themselves, read (written) in place at each rank's own offset. The call runs in rounds of
+at most CAP elements (one round where x and out are both in place); in each, thread block b
+of every rank takes sub-slice b of every rank's block (part(): the blocks K-th of the
+round, the sub-slices G-th of a block), so that each wait is between the blocks of one
+index:
 
-  1. stage: x's sub-slices b of every block into this rank's input area; fence; flag
-     STAGED[me][b] = seq in every peer's flags
-  2. reduce: wait for STAGED[q][b] = seq from every peer (bounded: the error word); fold
-     sub-slice b of this rank's block from the K input areas in rank order, ((x0 op x1) op
-     x2) ... op x(K-1), avg dividing once at the end: the same bits on every rank; write it
-     into every rank's output area; fence; flag WRITTEN[me][b] = seq in every peer's flags
-  3. gather: wait for WRITTEN[q][b] = seq from every peer; copy sub-slice b of every block
-     from this rank's output area into out.
+  0. record (once per call): the call (count, dtype, op: call_word), x's and out's
+     registration and offset into every peer's flags; fence; flag RECORD[me][b]; wait for
+     every peer's. A peer whose call differs: MISMATCH in the error word, on every rank
+     (each reads every record), before anything of the call's data is read: the host's
+     agreement need not catch it. x (out) is in place where every record names the same
+     registration for it: the same decision on every rank.
+  1. stage (x not in place): x's sub-slices b of every block into this rank's input area;
+     fence; flag STAGED[me][b] = seq in every peer's flags, and wait for every peer's
+     (bounded: the error word). With x in place, only the flags (the next round's output
+     areas are free once every rank has passed them; with out in place too, no step 1).
+  2. reduce: fold sub-slice b of this rank's block from the K inputs (areas, or the
+     registered x of every rank) in rank order, ((x0 op x1) op x2) ... op x(K-1), avg
+     dividing once at the end: the same bits on every rank; write it into every rank's
+     output area (or registered out); fence; flag WRITTEN[me][b] = seq in every peer's flags
+  3. gather (out not in place): wait for WRITTEN[q][b] = seq from every peer; copy
+     sub-slice b of every block from this rank's output area into out.
 
 Single buffers suffice: a rank's block b overwrites its input area's sub-slices b (round
 s + 1, step 1) only after its step 3 of round s saw every peer's WRITTEN[.][b], which each
 peer's block b wrote after it had read them (step 2); a peer writes this rank's output area
 (round s + 1, step 2) only after this rank's STAGED of round s + 1, set after its step 3 of
-round s. The sequence numbers live on the GPU (`seqs`, per block): the launch never
-changes (kept for repeated calls, capturable in a graph).
+round s. In place, the same two barriers guard the user's buffers: a peer reads this rank's
+x and writes its out only between this rank's RECORD (its kernel started: the stream's
+earlier work on them done) and its WRITTEN (after which nothing of the call touches them).
+The sequence numbers live on the GPU (`seqs`, per block): the launch never changes (kept
+for repeated calls, capturable in a graph).
 """
 
 from __future__ import annotations
@@ -47,15 +60,23 @@ from .persistent import fail, part
 # a few hundred elements runs in several rounds.
 CAP_BYTES = 1 << 10 if SIMULATED else 32 << 20
 SHAPE = (2, 4) if SIMULATED else (16, 512)  # blocks x threads at most (cut by residency)
-WAIT_STAGED, WAIT_WRITTEN = 5, 6  # the error word's codes (ERR_UNIT: the peer)
-STAGED, WRITTEN = 0, 1  # the two kinds of flag
+# the error word's codes (ERR_UNIT: the peer)
+WAIT_STAGED, WAIT_WRITTEN, MISMATCH, WAIT_RECORD = 5, 6, 7, 8
+STAGED, WRITTEN, RECORD = 0, 1, 2  # the kinds of flag: (kind, rank, block) at
+# ((kind * K + rank) * blocks + block); then the records: (rank, block)'s PW words at
+# 3 K blocks + (rank * blocks + block) * PW: [call, x's registration, x's offset in it, out's
+# registration, out's offset] (a registration's index, or -1: staged)
+PW = 8
 
 
 @lru_cache(maxsize=None)
 def twoshot_kernel(op: Op, dtype_name: str, k: int):
-    """The compiled kernel for (op, dtype, K ranks): kernel(x, out, ins, outs, flags, seqs,
-    n, me, cap, timeout_ns, div, err); ins / outs / flags: every rank's input area, output
-    area and flags (this rank's at `me`)."""
+    """The compiled kernel for (op, dtype, K ranks): kernel(x, out, ins, outs, xs, os,
+    flags, seqs, n, me, cap, timeout_ns, div, err, call, rx, ox, ro, oo); ins / outs /
+    flags: every rank's input area, output area and flags (this rank's at `me`); xs / os:
+    every rank's allocation of the registration that holds this rank's x / out (rx / ro: its
+    index, -1 for none: then the areas stand in), ox / oo: x's / out's element offset in it;
+    call: call_word()."""
     kd = kernel_dtype(dtype_name)
     if op is Op.AVG and not kd.floating:
         raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
@@ -84,59 +105,136 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
             if q != me:
                 seen = wait_geq(mine, (kind * k + q) * nb + b, seq, timeout_ns, err)
                 if seen < seq:
-                    fail(err, WAIT_STAGED if kind == STAGED else WAIT_WRITTEN, b, q, j, kind,
-                         seq, seen)
+                    fail(err, WAIT_RECORD if kind == RECORD else
+                         WAIT_STAGED if kind == STAGED else WAIT_WRITTEN, b, q, j, kind, seq,
+                         seen)
                     return 0
         fence()  # acquire: what the peers wrote before their flags
         return 1
 
-    def kernel(x, out, ins, outs, flags, seqs, n, me, cap, timeout_ns, div, err):
+    @cuda.jit(device=True, inline=True)
+    def passed(ok, flags, me, kind, b, nb, seq, timeout_ns, err, j):
+        """Every thread of the block, its writes done: thread 0's barrier(), its verdict."""
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            ok[0] = barrier(flags, me, kind, b, nb, seq, timeout_ns, err, j)
+        cuda.syncthreads()
+        return ok[0]
+
+    @cuda.jit(device=True, inline=True)
+    def record(flags, me, b, nb, seq, timeout_ns, err, call, rx, ox, ro, oo, offx, offo):
+        """Thread 0: this rank's record into every peer's flags (after the flags: the call, which
+        registration x and out are in and where), flagged; every peer's read back: 1, or 0
+        with the error word written (a wait past the timeout; a peer's call not this one:
+        MISMATCH, before anyone has read anything of the call's data)."""
+        for p in range(k):
+            if p != me:
+                pay = 3 * k * nb + ((me * nb + b) * PW)
+                store(flags[p], pay, call)
+                store(flags[p], pay + 1, rx)
+                store(flags[p], pay + 2, ox)
+                store(flags[p], pay + 3, ro)
+                store(flags[p], pay + 4, oo)
+        if barrier(flags, me, RECORD, b, nb, seq, timeout_ns, err, 0) == 0:
+            return 0
+        for q in range(k):
+            pay = 3 * k * nb + ((q * nb + b) * PW)
+            theirs = call if q == me else flags[me][pay]
+            if theirs != call:
+                fail(err, MISMATCH, b, q, 0, RECORD, call, theirs)
+                return 0
+            offx[q] = ox if q == me else flags[me][pay + 2]
+            offo[q] = oo if q == me else flags[me][pay + 4]
+        return 1
+
+    def kernel(x, out, ins, outs, xs, os, flags, seqs, n, me, cap, timeout_ns, div, err,
+               call, rx, ox, ro, oo):
         b, nb = cuda.blockIdx.x, cuda.gridDim.x
         t, nt = cuda.threadIdx.x, cuda.blockDim.x
-        ok = cuda.shared.array(1, types.int64)
-        seq = seqs[b]
-        rounds = (n + cap - 1) // cap
+        ok = cuda.shared.array(3, types.int64)  # went well; x in place; out in place
+        offx = cuda.shared.array(k, types.int64)
+        offo = cuda.shared.array(k, types.int64)
+        seq = seqs[b] + 1
+        if t == 0:  # 0. the record: the call, and where this rank's x and out are
+            ok[0] = record(flags, me, b, nb, seq, timeout_ns, err, call, rx, ox, ro, oo, offx,
+                           offo)
+            inx, ino = rx >= 0, ro >= 0
+            for q in range(k):
+                pay = 3 * k * nb + ((q * nb + b) * PW)
+                if q != me:
+                    inx = inx and flags[me][pay + 1] == rx
+                    ino = ino and flags[me][pay + 3] == ro
+            ok[1], ok[2] = inx, ino
+        cuda.syncthreads()
+        inx, ino = ok[1] != 0, ok[2] != 0
+        step = n if inx and ino else cap  # in place both ways: no area, one round
+        rounds = 0 if ok[0] == 0 else (n + step - 1) // step
         for j in range(rounds):
-            seq += 1
-            r0 = j * cap
-            rn = min(cap, n - r0)
-            for q in range(k):  # 1. stage sub-slice b of every block
-                lo, hi = sub(rn, q, b, nb)
-                for e in range(lo + t, hi, nt):
-                    ins[me][e] = x[r0 + e]
-            cuda.syncthreads()
-            if t == 0:
-                ok[0] = barrier(flags, me, STAGED, b, nb, seq, timeout_ns, err, j)
-            cuda.syncthreads()
-            if ok[0] == 0:
-                break
+            r0 = j * step
+            rn = min(step, n - r0)
+            if not (inx and ino):
+                if not inx:
+                    for q in range(k):  # 1. stage sub-slice b of every block
+                        lo, hi = sub(rn, q, b, nb)
+                        for e in range(lo + t, hi, nt):
+                            ins[me][e] = x[r0 + e]
+                seq += 1
+                if passed(ok, flags, me, STAGED, b, nb, seq, timeout_ns, err, j) == 0:
+                    break
             lo, hi = sub(rn, me, b, nb)  # 2. reduce sub-slice b of this rank's block
             for e in range(lo + t, hi, nt):
-                acc = ins[0][e]
+                acc = xs[0][offx[0] + r0 + e] if inx else ins[0][e]
                 for q in range(1, k):
-                    acc = last(acc, ins[q][e], div) if q == k - 1 else mid(acc, ins[q][e], div)
+                    v = xs[q][offx[q] + r0 + e] if inx else ins[q][e]
+                    acc = last(acc, v, div) if q == k - 1 else mid(acc, v, div)
                 for p in range(k):
-                    outs[p][e] = acc
-            cuda.syncthreads()
-            if t == 0:
-                ok[0] = barrier(flags, me, WRITTEN, b, nb, seq, timeout_ns, err, j)
-            cuda.syncthreads()
-            if ok[0] == 0:
+                    if ino:
+                        os[p][offo[p] + r0 + e] = acc
+                    else:
+                        outs[p][e] = acc
+            seq += 1
+            if passed(ok, flags, me, WRITTEN, b, nb, seq, timeout_ns, err, j) == 0:
                 break
-            for q in range(k):  # 3. every block's sub-slice b into out
-                lo, hi = sub(rn, q, b, nb)
-                for e in range(lo + t, hi, nt):
-                    out[r0 + e] = outs[me][e]
+            if not ino:
+                for q in range(k):  # 3. every block's sub-slice b into out
+                    lo, hi = sub(rn, q, b, nb)
+                    for e in range(lo + t, hi, nt):
+                        out[r0 + e] = outs[me][e]
         cuda.syncthreads()
         if t == 0:
             seqs[b] = seq
 
     arr = kd.numba_type[::1]
     words = types.int64[::1]
-    sig = types.void(arr, arr, types.UniTuple(arr, k), types.UniTuple(arr, k),
-                     types.UniTuple(words, k), words, types.int64, types.int64, types.int64,
-                     types.int64, types.float64, words)
+    i64, ranks = types.int64, types.UniTuple(arr, k)
+    sig = types.void(arr, arr, ranks, ranks, ranks, ranks, types.UniTuple(words, k), words,
+                     i64, i64, i64, i64, types.float64, words, i64, i64, i64, i64, i64)
     return cuda.jit(sig)(kernel)
+
+
+def call_word(op: Op, dtype_name: str, n: int) -> int:
+    """What every rank's record must show for the same call: count, dtype and op."""
+    from ringtypes import DTYPES
+    code = next(i for i, d in enumerate(DTYPES) if d.name == dtype_name)
+    return (n << 16) | (code << 8) | list(Op).index(op)
+
+
+def describe_call(word: int) -> str:
+    """call_word's record in words."""
+    from ringtypes import DTYPES
+    n, code, op = word >> 16, (word >> 8) & 0xFF, word & 0xFF
+    dtype = DTYPES[code].name if code < len(DTYPES) else f"dtype #{code}"
+    return f"count {n}, {dtype}, op {list(Op)[op] if op < len(Op) else op}"
+
+
+def ranks(reg, storage):
+    """Every rank's allocation of a registration, as arrays of storage."""
+    size = np.dtype(storage).itemsize
+    return tuple(v[:v.size - v.size % size].view(storage) for v in reg.views)
+
+
+def index(reg) -> int:
+    return -1 if reg[0] is None else reg[0].index
 
 
 class TwoShot:
@@ -158,18 +256,24 @@ class TwoShot:
         cuda.synchronize()
         comm.Barrier()
 
-    def bind(self, op: Op, dtype_name: str, x, out, n: int, divisor: int, timeout_s: float):
-        """The call as one launch, ready to fire (kernels.bound_launch.BoundLaunch)."""
+    def bind(self, op: Op, dtype_name: str, x, out, n: int, divisor: int, timeout_s: float,
+             xreg=(None, -1), oreg=(None, -1)):
+        """The call as one launch, ready to fire (kernels.bound_launch.BoundLaunch).
+        xreg, oreg: (the registration holding x / out, its element offset in this rank's
+        allocation), or (None, -1) (ring/cuda/registered.py's find)."""
         from kernels.bound_launch import BoundLaunch
         kd = kernel_dtype(dtype_name)
         kernel = twoshot_kernel(op, dtype_name, self.k)
         x, out = x.view(kd.storage), out.view(kd.storage)
         ins = tuple(s[0].view(kd.storage) for s in self.areas.slots)
         outs = tuple(s[1].view(kd.storage) for s in self.areas.slots)
+        xs, os = (ranks(r, kd.storage) if r is not None else a
+                  for (r, _), a in ((xreg, ins), (oreg, outs)))
         cap = CAP_BYTES // kd.storage.itemsize
-        args = (x, out, ins, outs, self.flags, self.seqs, n, self.me, cap,
-                int(timeout_s * 1e9), float(divisor), self.err)
-        keep = (None, None, ins, outs, self.flags, self.seqs, self.err)
+        args = (x, out, ins, outs, xs, os, self.flags, self.seqs, n, self.me, cap,
+                int(timeout_s * 1e9), float(divisor), self.err, call_word(op, dtype_name, n),
+                index(xreg), xreg[1], index(oreg), oreg[1])
+        keep = (None, None, ins, outs, xs, os, self.flags, self.seqs, self.err)
         return BoundLaunch(kernel, args, self.blocks, self.threads, self.stream, keep)
 
     def close(self) -> None:

@@ -220,3 +220,46 @@ def enable_peer_access(device: int, peers: list[int]) -> None:
         except cupy.cuda.runtime.CUDARuntimeError as e:  # already enabled is fine
             if "PeerAccessAlreadyEnabled" not in str(e):
                 raise
+
+
+# -- registered user buffers (registry.py) on a GPU ------------------------------------
+class _Whole:
+    """An allocation as a byte array (__cuda_array_interface__), for Numba's IPC calls."""
+
+    def __init__(self, base: int, size: int):
+        self.__cuda_array_interface__ = {"shape": (size,), "typestr": "|u1", "strides": None,
+                                         "data": (base, False), "version": 3}
+
+
+def describe(ptr: int):
+    """The allocation that holds ptr (registry.Allocation), None where the driver cannot
+    say (not device memory, or memory that legacy IPC cannot export)."""
+    from .registry import Allocation
+    drv = driver()
+    err, base, size = drv.cuMemGetAddressRange(drv.CUdeviceptr(ptr))
+    if err != drv.CUresult.CUDA_SUCCESS:
+        return None
+    err, ident = drv.cuPointerGetAttribute(
+        drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_BUFFER_ID, drv.CUdeviceptr(ptr))
+    if err != drv.CUresult.CUDA_SUCCESS:
+        return None
+    return Allocation(int(base), int(size), int(ident))
+
+
+def whole(alloc):
+    """This rank's own allocation as a byte array."""
+    return cuda.as_cuda_array(_Whole(alloc.base, alloc.size))
+
+
+def export(alloc):
+    """The whole allocation's IPC handle (a peer maps all of it once)."""
+    return whole(alloc).get_ipc_handle()
+
+
+def open_mapping(handle):
+    """(the handle, to close it; the peer's allocation as a byte array)"""
+    return handle, handle.open()
+
+
+def close_mapping(mem) -> None:
+    mem[0].close()

@@ -82,3 +82,69 @@ class Segment(_Memory):
 
     def close(self) -> None:
         self.window.close()
+
+
+# -- registered user buffers (registry.py) under the simulator --------------------------
+# A simulated device array lives in its process's private memory, which no other process
+# can map. Arrays made by shared_array() live in a node-shared window instead: the
+# simulator's stand-in for cudaMalloc'd memory that CUDA IPC can map. describe / export /
+# open answer for them as the driver does on a GPU (ipc.py): the allocation holding a
+# pointer with an ident of its own, a handle that names it, the owner's memory from it.
+_IDENTS = iter(range(1, 1 << 62))
+_OWN: dict[int, tuple] = {}  # my allocations: base -> (Allocation, handle)
+_OPENABLE: dict[tuple, tuple] = {}  # handle -> (window, the owner's rank in it)
+
+
+class SharedArray:
+    """A simulated device array in a node-shared window, made by every rank of comm at
+    once (collective); free() is collective too."""
+
+    def __init__(self, comm: MPI.Comm, count: int, dtype):
+        import numpy as np
+        from .registry import Allocation
+        dtype = np.dtype(dtype)
+        nbytes = max(count * dtype.itemsize, 1)
+        self.window = ShmWindow(comm, 1, nbytes, True, 0)
+        region = self.window.region(comm.rank)
+        base = region.__array_interface__["data"][0]
+        me = (MPI.COMM_WORLD.rank, base)
+        self.handles = comm.allgather(me)
+        for q, h in enumerate(self.handles):
+            _OPENABLE[h] = (self.window, q)
+        self.alloc = Allocation(base, nbytes, next(_IDENTS))
+        _OWN[base] = (self.alloc, me)
+        self.array = FakeCUDAArray(region[:count * dtype.itemsize].view(dtype))
+
+    def free(self) -> None:
+        _OWN.pop(self.alloc.base, None)
+        for h in self.handles:
+            _OPENABLE.pop(h, None)
+        self.window.close()
+
+
+def shared_array(comm: MPI.Comm, count: int, dtype) -> SharedArray:
+    return SharedArray(comm, count, dtype)
+
+
+def describe(ptr: int):
+    return next((a for a, _ in _OWN.values() if a.holds(ptr, 1)), None)
+
+
+def export(alloc):
+    return _OWN[alloc.base][1]
+
+
+def open_mapping(handle):
+    """(nothing to close, the owner's memory as a byte array)"""
+    window, q = _OPENABLE[handle]
+    return None, FakeCUDAArray(window.region(q))
+
+
+def close_mapping(mem) -> None:
+    """Nothing to unmap: the window is the owner's."""
+
+
+def whole(alloc):
+    """This rank's own allocation as a byte array."""
+    window, q = _OPENABLE[_OWN[alloc.base][1]]
+    return FakeCUDAArray(window.region(q))

@@ -1,0 +1,236 @@
+"""comm.register(x) on the cuda device across processes (path="kernel"): the two-shot kernel
+reads registered inputs and writes registered outputs in place (ring/cuda/registered.py,
+ring/cuda/twoshot_kernel.py), bit for bit the rank-order reference; a buffer freed and a new
+one at its address is staged, never read through a stale mapping; ranks whose calls differ
+get MismatchError from the kernel's records, with the host's agreement off.
+
+Under Numba's simulator only memory in a node-shared window can be mapped by the other
+processes (transport/simipc.shared_array, the stand-in for cudaMalloc'd memory); on a GPU
+the buffers are CuPy's (cudaMalloc'd: legacy CUDA IPC exports them)."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import ring
+from ring.cuda import twoshot_kernel
+from ring.cuda.arrays import SIMULATED
+
+from .. import reference
+from ..inputs import make
+from .conftest import assert_ran, same_everywhere
+
+# under the simulator the two-shot's areas hold 256 float32: 301 elements go in 2 rounds
+SIZES = (1, 37, 301) if SIMULATED else (1, 3001, (9 << 20) | 5)
+
+
+class Buffer:
+    """A device buffer every rank's GPU can map (collective: every rank makes one)."""
+
+    def __init__(self, world, n: int, dtype):
+        if SIMULATED:
+            from ring.transport.simipc import shared_array
+            self._shared = shared_array(world, n, dtype)
+            self.array = self._shared.array
+        else:
+            import cupy as cp
+            self._shared, self.array = None, cp.zeros(n, dtype)
+
+    def set(self, a: np.ndarray) -> None:
+        if SIMULATED:
+            self.array.copy_to_device(a)
+        else:
+            self.array.set(a)
+
+    def get(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        a = self.array[lo:hi]
+        return a.copy_to_host() if SIMULATED else a.get()
+
+    def free(self) -> None:
+        if self._shared is not None:
+            self._shared.free()
+        self.array = None
+
+
+@pytest.fixture(scope="module")
+def kcomm():
+    c = ring.Communicator(device="cuda", timeout=60, path="kernel")
+    assert c._ctx.backend.kernel is not None
+    yield c
+    c.close()
+
+
+def _launch_registered(c) -> bool:
+    return bool(getattr(c._ctx.backend.last_launch, "registered", False))
+
+
+def _areas(c):
+    """This rank's two-shot areas, [input, output] (as bytes)."""
+    made = c._ctx.backend._launchers["twoshot"]
+    return made.areas.slots[c.rank][:2]
+
+
+def _clear_areas(c) -> None:
+    if "twoshot" in c._ctx.backend._launchers:  # (made by the first two-shot call)
+        for a in _areas(c):
+            a.copy_to_device(np.zeros(a.size, np.uint8))
+
+
+def _untouched(c) -> list[bool]:
+    """Whether this rank's input and output areas are still all zero."""
+    return [not a.copy_to_host().any() for a in _areas(c)]
+
+
+@pytest.mark.parametrize("dtype,op", [("float32", "sum"), ("float64", "max"), ("int8", "prod"),
+                                      ("bfloat16", "avg")])
+def test_registered_buffers_are_reduced_in_place(kcomm, world, dtype, op):
+    """x and out registered, at offsets that differ between the ranks: in place, every
+    count, in place (out = x) and out; the same bits as the rank-order reference."""
+    k, r = kcomm.size, kcomm.rank
+    bits = np.dtype(np.uint16) if dtype == "bfloat16" else np.dtype(dtype)
+    kw = {"dtype": dtype} if dtype == "bfloat16" else {}
+    top = max(SIZES) + 2 * k
+    xb, ob = Buffer(world, top, bits), Buffer(world, top, bits)
+    assert kcomm.register(xb.array) and kcomm.register(ob.array)
+    for n in SIZES:
+        inputs = [make(q, n, dtype, op=op) for q in range(k)]
+        want = reference.in_rank_order(inputs, op)
+        for in_place in (False, True):
+            lo = r + 1  # each rank's x at its own offset
+            xb.set(np.concatenate([np.zeros(lo, bits), inputs[r].view(bits),
+                                   np.zeros(top - lo - n, bits)]))
+            x = xb.array[lo:lo + n]
+            out = x if in_place else ob.array[2 * r:2 * r + n]
+            _clear_areas(kcomm)
+            world.Barrier()
+            got = kcomm.allreduce(x, out=out, op=op, algorithm="twoshot", **kw)
+            kcomm.synchronize()
+            assert got is out
+            assert_ran("twoshot", "allreduce")
+            assert _launch_registered(kcomm)
+            assert _untouched(kcomm) == [True, True]  # neither staged nor gathered
+            host = (xb.get(lo, lo + n) if in_place else ob.get(2 * r, 2 * r + n))
+            assert host.tobytes() == want.view(bits).tobytes(), (n, in_place)
+            assert same_everywhere(world, host)
+            if in_place:  # around x: untouched
+                assert not xb.get(0, lo).any() and not xb.get(lo + n).any()
+    assert kcomm.deregister(xb.array) and kcomm.deregister(ob.array)
+    assert not kcomm.deregister(xb.array)
+    xb.free()
+    ob.free()
+
+
+def test_one_registered_side_reads_or_writes_in_place_the_other_staged(kcomm, world):
+    """x registered and out not (and the other way round): the registered side in place,
+    the other through the areas, in rounds; the same bits."""
+    k, r = kcomm.size, kcomm.rank
+    n = max(SIZES)
+    inputs = [make(q, n, "float32") for q in range(k)]
+    want = reference.in_rank_order(inputs, "sum")
+    buf = Buffer(world, n, np.float32)
+    assert kcomm.register(buf.array)
+    for x_registered in (True, False):
+        plain = cuda.to_device(inputs[r]) if SIMULATED else __import__("cupy").asarray(inputs[r])
+        if x_registered:
+            buf.set(inputs[r])
+            x, out = buf.array, (cuda.device_array(n, np.float32) if SIMULATED else
+                                 __import__("cupy").empty(n, np.float32))
+        else:
+            x, out = plain, buf.array
+        _clear_areas(kcomm)
+        world.Barrier()
+        got = kcomm.allreduce(x, out=out, algorithm="twoshot")
+        kcomm.synchronize()
+        assert _launch_registered(kcomm)
+        # the registered side did not go through its area, the other did
+        assert _untouched(kcomm) == [x_registered, not x_registered]
+        host = got.copy_to_host() if SIMULATED else got.get()
+        assert host.tobytes() == want.tobytes(), x_registered
+    kcomm.deregister(buf.array)
+    buf.free()
+
+
+def test_a_freed_buffer_is_staged_and_a_new_one_at_its_address_never_read_stale(kcomm, world):
+    """Register a, free it, make b (where the allocator may put it at a's address) and call
+    with b unregistered: staged, right; registered: in place, right. Each rank's mapping of
+    the others' memory is of b, never of a."""
+    k, r = kcomm.size, kcomm.rank
+    n = 37
+    a = Buffer(world, n, np.float32)
+    assert kcomm.register(a.array)
+    a.set(np.full(n, 1000 + r, np.float32))
+    kcomm.allreduce(a.array, out=a.array, algorithm="twoshot")
+    kcomm.synchronize()
+    assert _launch_registered(kcomm)
+    a.free()
+    b = Buffer(world, n, np.float32)
+    inputs = [make(q, n, "float32", seed=3) for q in range(k)]
+    want = reference.in_rank_order(inputs, "sum")
+    for registered in (False, True):
+        if registered:
+            assert kcomm.register(b.array)
+        b.set(inputs[r])
+        kcomm.allreduce(b.array, out=b.array, algorithm="twoshot")
+        kcomm.synchronize()
+        assert _launch_registered(kcomm) == registered
+        assert b.get().tobytes() == want.tobytes(), registered
+    b.free()
+
+
+def test_memory_no_peer_can_map_is_not_registered_on_any_rank(kcomm, world):
+    """Rank 0's buffer cannot be mapped (under the simulator: private memory; on a GPU: not
+    device memory at all is refused as a bad argument, so the mappable case stands in):
+    register is False on every rank, and the calls are staged."""
+    r = kcomm.rank
+    if not SIMULATED:
+        pytest.skip("on a GPU every cudaMalloc'd buffer can be mapped")
+    buf = Buffer(world, 8, np.float32)
+    x = cuda.to_device(np.ones(8, np.float32)) if r == 0 else buf.array
+    assert kcomm.register(x) is False
+    assert same_everywhere(world, np.array([0]))
+    buf.free()
+
+
+def test_a_bad_argument_to_register_raises_on_every_rank(kcomm, world):
+    r = kcomm.rank
+    buf = Buffer(world, 8, np.float32)
+    x = np.ones(8, np.float32) if r == 0 else buf.array
+    if r == 0:
+        with pytest.raises(TypeError, match="x: expected"):
+            kcomm.register(x)
+    else:
+        with pytest.raises(ring.MismatchError, match="rank 0's argument was refused"):
+            kcomm.register(x)
+    buf.free()
+    assert kcomm.allreduce(cuda.to_device(np.ones(4, np.float32)) if SIMULATED else
+                           __import__("cupy").ones(4, np.float32), algorithm="twoshot") \
+        is not None  # not broken
+    kcomm.synchronize()
+
+
+def test_ranks_whose_calls_differ_get_mismatch_from_the_kernel_records(world):
+    """check=False: no host agreement; rank 0 calls with one more element than the others.
+    Every rank's kernel reads the others' records before any data, stops, and
+    synchronize() raises MismatchError naming the counts, on every rank."""
+    k, r = world.size, world.rank
+    if k == 1:
+        pytest.skip("one rank: nobody to differ from")
+    with ring.Communicator(device="cuda", timeout=30, path="kernel", check=False) as c:
+        n = 9 + (r == 0)
+        x = cuda.to_device(np.ones(n, np.float32)) if SIMULATED else \
+            __import__("cupy").ones(n, np.float32)
+        with pytest.raises(ring.MismatchError, match=r"two-shot kernel: rank \d+ called "
+                                                      r"all-reduce with count (9|10)"):
+            c.allreduce(x, algorithm="twoshot")
+            c.synchronize()
+        with pytest.raises(ring.CommunicatorError):
+            c.allreduce(x, algorithm="twoshot")
+
+
+def test_call_words_tell_counts_dtypes_and_ops_apart():
+    from ringtypes import Op
+    words = {twoshot_kernel.call_word(op, d, n) for op in Op for d in ("float32", "int8")
+             for n in (0, 1, 1 << 40)}
+    assert len(words) == 2 * 3 * len(Op)
+    assert twoshot_kernel.describe_call(twoshot_kernel.call_word(Op.MAX, "int8", 7)) == \
+        "count 7, int8, op max"

@@ -1,0 +1,87 @@
+"""ring/transport/registry.py: registered buffers' bookkeeping, with a stand-in for the
+driver (allocations that can be freed and made again at the same address)."""
+
+import pytest
+
+from ring.transport.registry import Allocation, PeerMaps, Registry
+
+
+class Driver:
+    """Allocations by address; a new one gets a new ident (CU_POINTER_ATTRIBUTE_BUFFER_ID)."""
+
+    def __init__(self):
+        self.live: dict[int, Allocation] = {}
+        self.idents = 0
+
+    def malloc(self, base: int, size: int) -> Allocation:
+        self.idents += 1
+        a = self.live[base] = Allocation(base, size, self.idents)
+        return a
+
+    def free(self, base: int) -> None:
+        del self.live[base]
+
+    def describe(self, ptr: int):
+        return next((a for a in self.live.values() if a.holds(ptr, 1)), None)
+
+
+def test_find_answers_for_the_registered_range_only():
+    d = Driver()
+    a = d.malloc(4096, 1024)
+    reg = Registry(d.describe)
+    r = reg.add(a, 4096 + 256, 4096 + 768, ["views"])
+    assert r.index == 0 and reg.next_index() == 1
+    assert reg.find(4096 + 256, 512) is r
+    assert reg.find(4096 + 300, 100) is r
+    assert reg.find(4096, 512) is None  # starts before the range
+    assert reg.find(4096 + 256, 513) is None  # runs past it
+    assert len(reg) == 1
+
+
+def test_a_buffer_freed_and_made_again_at_the_same_address_is_not_found():
+    d = Driver()
+    a = d.malloc(4096, 1024)
+    reg = Registry(d.describe)
+    reg.add(a, 4096, 5120, ["views"])
+    d.free(4096)
+    assert reg.find(4096, 512) is None and len(reg) == 0  # freed: dropped
+    b = d.malloc(4096, 1024)  # the same address, another allocation
+    reg.add(a, 4096, 5120, ["stale views"])  # registered before b was made
+    assert reg.find(4096, 512) is None and len(reg) == 0
+    r = reg.add(b, 4096, 5120, ["views of b"])
+    assert reg.find(4096, 512) is r and r.index == 2
+
+
+def test_remove_drops_the_ranges_that_hold_the_pointer():
+    d = Driver()
+    reg = Registry(d.describe)
+    a, b = d.malloc(0, 100), d.malloc(1000, 100)
+    ra, rb = reg.add(a, 0, 100, []), reg.add(b, 1000, 1100, [])
+    assert reg.remove(1000) == [rb]
+    assert reg.find(1000, 10) is None and reg.find(0, 10) is ra
+    assert reg.remove(5000) == []
+
+
+def test_peer_maps_open_each_allocation_once_and_never_return_a_stale_one():
+    opened, closed = [], []
+
+    def open_(handle):
+        opened.append(handle)
+        return f"mapping of {handle}"
+
+    maps = PeerMaps(open_, closed.append)
+    a = Allocation(4096, 1024, ident=7)
+    m = maps.get(1, a, "handle 7")
+    assert m == "mapping of handle 7"
+    assert maps.get(1, a, "handle 7") is m and opened == ["handle 7"]  # once
+    assert maps.get(2, a, "rank 2's handle") != m  # another peer's memory
+    b = Allocation(4096, 1024, ident=8)  # rank 1 freed a, a new allocation at its base
+    m2 = maps.get(1, b, "handle 8")
+    assert m2 == "mapping of handle 8" and closed == [m]  # the old closed first
+    assert len(maps) == 2
+
+
+@pytest.mark.parametrize("size", [1, 4096])
+def test_allocation_holds(size):
+    a = Allocation(100, size, 1)
+    assert a.holds(100, size) and not a.holds(100, size + 1) and not a.holds(99, 1)
