@@ -67,6 +67,10 @@ def parser() -> argparse.ArgumentParser:
                    help="ring's cuda calls wait for their result (Communicator(blocking=True)); "
                         "by default they are stream-ordered and timed as nccl-tests times NCCL: "
                         "n calls enqueued, one synchronisation")
+    p.add_argument("-R", "--register", action="store_true",
+                   help="ring's cuda buffers registered (comm.register) before each case's "
+                        "calls, as nccl-tests' -R 1: the two-shot kernel then reads and writes "
+                        "them in place")
     p.add_argument("--nccl-hostid", action="store_true",
                    help="ranks sharing a GPU: run NCCL with a distinct NCCL_HOSTID per rank "
                         "(its socket transport), labelled so")
@@ -125,8 +129,9 @@ def main(argv=None) -> int:
         config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
     bufs = buffers.for_rank(args.device, world)
     impls = [IMPLS[n](world, bufs, **({"hostid": True} if n == "nccl" and args.nccl_hostid else
-                                       {"blocking": True} if n.startswith("ring") and args.blocking
-                                       else {}))
+                                       {**({"blocking": True} if args.blocking else {}),
+                                        **({"register": True} if args.register else {})}
+                                       if n.startswith("ring") else {}))
              for n in names]
     if coll.rooted and not 0 <= args.root < world.size:
         raise SystemExit(f"-r: the root must be a rank (0..{world.size - 1}), got {args.root}")
@@ -162,7 +167,9 @@ def main(argv=None) -> int:
                        "synchronisation (the buffers' stream; ring: comm.synchronize()), the "
                        "mean per call, averaged over ranks; ring's cuda calls "
                        + ("blocking (each waits for its result)" if args.blocking else
-                          "stream-ordered (enqueued; as nccl-tests times NCCL)")}
+                          "stream-ordered (enqueued; as nccl-tests times NCCL)")
+                       + ("; ring's buffers registered (comm.register) before each case, "
+                          "NCCL's not" if args.register else "")}
 
     def save(complete: bool) -> None:
         """The JSON as it stands: rewritten after every size, so that a sweep stopped by a

@@ -64,8 +64,9 @@ class Ring:
     NAMES = {"auto": "ring", **TUNE_NAMES}
 
     def __init__(self, world: MPI.Comm, bufs, algorithm: str = "auto", name: str | None = None,
-                 compression: str | None = None, **tuning):
+                 compression: str | None = None, register: bool = False, **tuning):
         self.bufs, self.algorithm, self.compression = bufs, algorithm, compression
+        self.register, self.registered = register, []
         self.name = name or self.NAMES.get(algorithm, f"ring-{algorithm}")
         self.comm = ring.Communicator(world, device=bufs.name, algorithm="auto", **tuning)
         self.unavailable = None if self.comm.device == bufs.name else \
@@ -89,6 +90,8 @@ class Ring:
         if self.comm.device == "cuda" and not compression:
             self.label = self.label[:-1] + (", blocking calls)" if self.comm.blocking else
                                             ", stream-ordered calls)")
+        if register and self.comm.device == "cuda":
+            self.label = self.label[:-1] + ", registered buffers)"
         if tuning.get("path") == "kernel":
             if self.comm.path != "kernel":
                 self.unavailable = "path='kernel' runs on the cuda device, on one node (MPS when " \
@@ -138,6 +141,18 @@ class Ring:
             c.scatter(x, out=out, root=root, **kw)
         else:
             c.alltoall(x, out=out, **kw)
+
+    def prepare(self, x, out) -> None:
+        """--register (as nccl-tests' -R 1): x and out registered before the case's calls
+        (comm.register, collective: every rank runs the same cases in the same order)."""
+        if self.register and self.comm.device == "cuda":
+            arrays = [x] if out is None or out is x else [x, out]
+            self.registered = [a for a in arrays if self.comm.register(a)]
+
+    def release(self) -> None:
+        for a in self.registered:
+            self.comm.deregister(a)
+        self.registered = []
 
     def sync(self):
         self.comm.synchronize()  # the calls left running on the GPU, their errors raised

@@ -74,6 +74,13 @@ def _buffers(bufs, coll: Descriptor, rank, in_count, out_count, dtype, op, in_pl
     return coll.in_place_views(whole, rank, in_count, out_count)
 
 
+def prepare(impl, x, out) -> None:
+    """The implementation's own set-up of a case's buffers (ring's --register), if any."""
+    if hasattr(impl, "prepare"):
+        impl.release()
+        impl.prepare(x, out)
+
+
 def run_case(impl, coll: Descriptor, world: MPI.Comm, bufs, nbytes: int, dtype, op: str,
              in_place: bool, iters: int, warmup: int, check: bool, root: int = 0) -> Result:
     k, rank = world.size, world.rank
@@ -86,6 +93,7 @@ def run_case(impl, coll: Descriptor, world: MPI.Comm, bufs, nbytes: int, dtype, 
         return Result(impl.name, coll.name, size, count, np.dtype(dtype).name, op, -1, in_place,
                       float("nan"), float("nan"), float("nan"), -1, why)
     x, out = _buffers(bufs, coll, rank, in_count, out_count, dtype, op, in_place)
+    prepare(impl, x, out)
     for _ in range(warmup):
         impl(coll.name, x, out, op, dtype, root)
     impl.sync()
@@ -99,6 +107,7 @@ def run_case(impl, coll: Descriptor, world: MPI.Comm, bufs, nbytes: int, dtype, 
     wrong = -1
     if check:
         x, out = _buffers(bufs, coll, rank, in_count, out_count, dtype, op, in_place, seed=1)
+        prepare(impl, x, out)
         impl(coll.name, x, out, op, dtype, root)
         impl.sync()
         want = (impl.expected(coll, rank, k, in_count, dtype, op, seed=1, root=root)
@@ -106,6 +115,8 @@ def run_case(impl, coll: Descriptor, world: MPI.Comm, bufs, nbytes: int, dtype, 
                 coll.expected(rank, k, in_count, dtype, op, seed=1, root=root))
         mine = 0 if want is None else count_wrong(bufs.get(out, dtype), want)
         wrong = world.allreduce(mine, op=MPI.SUM)
+    if hasattr(impl, "release"):
+        impl.release()
     algbw = size / dt / 1e9 if dt > 0 else 0.0
     algo = impl.last_algorithm() if hasattr(impl, "last_algorithm") else None
     error = compression_error(impl, coll, world, bufs, in_count, out_count, op, root) \

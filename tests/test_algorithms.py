@@ -21,7 +21,8 @@ def context(device="host", size=4, nodes=1, exchange=True):
     topo = Topology(None, [r // per for r in range(size)], [r % per for r in range(size)])
     return SimpleNamespace(device=device, size=size, rank=0, topo=topo, kept={},
                            exchange=SimpleNamespace(cap=EXCHANGE_BYTES) if exchange else None,
-                           backend=SimpleNamespace(kernel=None))  # (cuda: the stream path)
+                           backend=SimpleNamespace(kernel=None,  # (cuda: the stream path)
+                                                   no_peer_access=lambda: None))
 
 
 def test_every_name_has_one_module_in_wire_order():
@@ -66,6 +67,26 @@ def test_the_two_shot_kernel_takes_any_size_where_the_kernel_path_runs():
     one.backend.kernel = object()
     assert why_not(one, "twoshot", Collective.ALLREDUCE, 1 << 30) is None
     assert why_not(one, "twoshot", Collective.BROADCAST, 64) is not None
+
+
+def test_one_shot_and_two_shot_refuse_gpus_without_peer_access_and_auto_takes_the_ring():
+    """On a node whose GPUs cannot all map each other (every rank reads every other's
+    memory): both refuse with the reason, on either path; "auto" with a rule naming them
+    runs the ring."""
+    from ring.transport.ipc import missing_peer_access
+    pairs = {(0, 1), (1, 0), (2, 3), (3, 2)}  # two pairs of GPUs, no access across
+    why = missing_peer_access([0, 1, 2, 3], lambda a, b: (a, b) in pairs)
+    assert why == "GPU 0 cannot access GPU 2's memory (no peer access between them)"
+    assert missing_peer_access([0, 1, 1, 0], lambda a, b: (a, b) in pairs) is None
+    assert missing_peer_access([5, 5, 5], lambda a, b: False) is None  # one GPU
+    for kernel in (None, object()):
+        ctx = context("cuda")
+        ctx.backend.kernel, ctx.backend.no_peer_access = kernel, lambda: why
+        for name in ("oneshot", "twoshot"):
+            assert why_not(ctx, name, Collective.ALLREDUCE, 64) == why
+            assert resolve(ctx, AUTO, Collective.ALLREDUCE, 64, [(1 << 20, name)]) == "ring"
+        with pytest.raises(ValueError, match="no peer access"):
+            resolve(ctx, "twoshot", Collective.ALLREDUCE, 64, [])
 
 
 def test_auto_takes_the_rules_then_the_two_level_then_the_ring():

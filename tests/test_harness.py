@@ -301,6 +301,22 @@ def test_a_cuda_sweep_under_the_simulator_has_no_rooflines(tmp_path):
 
 
 @pytest.mark.mpi
+@pytest.mark.skipif(not SIMULATED, reason="Numba's simulator (on a GPU: gpu-session's sweeps)")
+def test_register_registers_ring_buffers_per_case_and_says_so(tmp_path):
+    """-R: ring's buffers go through comm.register before each case (collective, every rank
+    alike); under the simulator the harness's arrays are private memory, so it says False
+    and the calls are staged, right. The label and the timing note say it."""
+    js = tmp_path / "r.json"
+    out = _sweep(2, "allreduce", "--device", "cuda", "-b", "8", "-e", "512", "-f", "8",
+                 "-n", "1", "-w", "1", "--impl", "ring-twoshot", "-R", "--json", str(js))
+    assert "Out of bounds values : 0 OK" in out
+    data = json.loads(js.read_text())
+    assert "registered buffers" in data["meta"]["implementations"]["ring-twoshot"]
+    assert "registered (comm.register) before each case" in data["meta"]["timing"]
+    assert all(r["wrong"] == 0 and r["algo"] == "twoshot" for r in data["results"])
+
+
+@pytest.mark.mpi
 def test_a_sweep_killed_by_its_time_limit_leaves_the_sizes_it_finished(tmp_path):
     """The JSON is rewritten after every size: a sweep killed at its third size (as a time
     limit kills it) leaves the first two, marked incomplete, and no half-written file."""

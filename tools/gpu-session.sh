@@ -162,14 +162,15 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   --json $OUT/allreduce-${np}ranks-kernel-mps-$GPU.json; done
               echo quit | nvidia-cuda-mps-control ;;
   algos)      # issue 16's cuda columns: oneshot / twoshot through GPU areas (CUDA IPC), the other
-              # algorithms on host copies, beside NCCL and MPI, 8 B - 1 MB (the areas' cap).
+              # algorithms on host copies, beside NCCL (>= 2.30 after the nccl step: its P2P
+              # transport; else 2.28 over sockets, --nccl-hostid) and MPI, 8 B - 1 MB.
               # MPS=1: under MPS, where the ring's path="auto" is the persistent kernel (without
               # it the processes time-slice the GPU, the ring takes the stream path and NCCL crawls)
               [ -n "$MPS" ] && { nvidia-cuda-mps-control -d > $OUT/mps-algos.txt 2>&1; echo "== mps start rc=$?"; }
               for np in ${NPS:-2 4}; do
                 TAIL=30 step 270 algos-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e 1M -f 4 \
                   -n ${ITERS:-50} -w 5 --device cuda --algo ring,oneshot,twoshot,naive --impl nccl,mpi \
-                  --nccl-hostid --json $OUT/allreduce-${np}ranks-algos${MPS:+-mps}-$GPU.json; done
+                  $([ -n "$RING_NCCL_LIB" ] || echo --nccl-hostid) --json $OUT/allreduce-${np}ranks-algos${MPS:+-mps}-$GPU.json; done
               # ... and the table "auto" could read on the cuda device (ring/tables/cuda.json): one
               # GPU shared by processes is not a node of GPUs, so commit it only labelled as such
               for np in ${NPS:-2 4}; do
@@ -211,12 +212,14 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   export RING_NCCL_LIB=/tmp/nccl230/nvidia/nccl/lib/libnccl.so.2 ;;
   ncclcmp)    # issue 52's comparison: the ring beside NCCL >= 2.30 with several ranks on the GPU
               # (its own P2P transport, no --nccl-hostid) and MPI, under MPS, 8 B - 256 MiB;
-              # ring's calls stream-ordered (BLOCKING=1: blocking), the one-shot kernel beside it
+              # ring's calls stream-ordered (BLOCKING=1: blocking), the one-shot and two-shot kernels
+              # beside it; REGISTER=1: ring's buffers registered (-R: the two-shot in place)
               nvidia-cuda-mps-control -d > $OUT/mps-nccl.txt 2>&1; echo "== mps start rc=$?"
               for np in ${NPS:-2 4}; do
                 TAIL=30 step ${SWEEP_LIMIT:-200} ncclcmp-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 4 \
-                  -a 64M,${MAX:-256M} -n ${ITERS:-20} -w 3 --device cuda --impl ${IMPL:-ring,ring-oneshot,nccl,mpi} \
-                  ${BLOCKING:+--blocking} --json $OUT/allreduce-${np}ranks-nccl230-mps${BLOCKING:+-blocking}-$GPU.json; done
+                  -a 64M,${MAX:-256M} -n ${ITERS:-20} -w 3 --device cuda --impl ${IMPL:-ring,ring-oneshot,ring-twoshot,nccl,mpi} \
+                  ${BLOCKING:+--blocking} ${REGISTER:+-R} \
+                  --json $OUT/allreduce-${np}ranks-nccl230-mps${BLOCKING:+-blocking}${REGISTER:+-registered}-$GPU.json; done
               echo quit | nvidia-cuda-mps-control ;;
 esac; done
 echo; echo "== summary (step, exit status, seconds, first result line)"; printf '%s' "$SUMMARY"

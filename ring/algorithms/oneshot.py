@@ -82,6 +82,10 @@ class Oneshot(Algorithm):
         if ctx.exchange is None and not (collective is Collective.ALLREDUCE
                                          and ctx.device == "host"):
             return ONE_NODE
+        if ctx.device == "cuda" and ctx.exchange is not None:
+            why = ctx.backend.no_peer_access()
+            if why:
+                return why
         return too_big(collective, nbytes, ctx.size)
 
     def rides(self, ctx: Context) -> bool:

@@ -73,6 +73,7 @@ class CudaBackend(DeviceArrays):
         self._launchers: dict = {}
         self._launches: dict = {}
         self.registry = None  # comm.register's (registered.py), made on first use
+        self.devices = [self.device]  # every rank's GPU (of those on this node: theirs too)
         size, r = comm.size, comm.rank
         busiest = -(-topo.machine_ranks // ngpu)  # the most ranks one GPU of the node runs
         shape = kernel_path.shape_for(busiest) if path in ("kernel", "auto") else None
@@ -95,6 +96,7 @@ class CudaBackend(DeviceArrays):
             self.segment = ipc.Segment(nslots, b)
         handle = self.segment.handle() if self.segment is not None else None
         everyone = comm.allgather((self.device, handle, why, shape))
+        self.devices = [e[0] for e in everyone]
         if shape is not None:
             self._choose_kernel(everyone, topo)
         # a rank that cannot map a neighbour (the driver refusing a handle, say) must not
@@ -235,6 +237,11 @@ class CudaBackend(DeviceArrays):
             remember(self._launches, key, bound, kernel_path.BOUND)
         self.last_launch = bound
         return True, self.replay(bound, defer)
+
+    def no_peer_access(self) -> str | None:
+        """Why every rank cannot map every other rank's GPU memory (the one-shot and two-shot
+        read it all), None where it can; the same answer on every rank."""
+        return ipc.missing_peer_access(self.devices, ipc.can_access_peer)
 
     def register(self, x, error) -> bool:
         """comm.register(x) (registered.py): collective over the communicator."""

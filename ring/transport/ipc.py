@@ -206,6 +206,23 @@ class OutEnd(_End):
         """Nothing left for the host: the GPU posts every chunk itself."""
 
 
+def missing_peer_access(devices, can_access) -> str | None:
+    """Why the GPUs in `devices` cannot all map each other's memory (can_access(a, b): a's
+    kernels reach b's memory), None where they can (one GPU; every pair with peer access).
+    What the one-shot and two-shot need: every rank reads every other rank's memory."""
+    ds = sorted(set(devices))
+    for a in ds:
+        for b in ds:
+            if a != b and not can_access(a, b):
+                return f"GPU {a} cannot access GPU {b}'s memory (no peer access between them)"
+    return None
+
+
+def can_access_peer(a: int, b: int) -> bool:
+    import cupy
+    return bool(cupy.cuda.runtime.deviceCanAccessPeer(a, b))
+
+
 def enable_peer_access(device: int, peers: list[int]) -> None:
     """Map neighbours' memory on other GPUs (no-op for ranks that share this GPU)."""
     others = set(peers) - {device}
