@@ -29,7 +29,7 @@ from .options import (DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, EXCHANGE_BYTES, check_
 from .schedule import Collective
 from .topology import discover
 from .transport.exchange import Exchange
-from .wait import Waiter, napping, oversubscribed
+from .wait import CallName, Waiter, napping, oversubscribed
 
 
 # the algorithms whose call may be one kernel launch on the caller's stream (cuda: the ring
@@ -185,6 +185,9 @@ class Communicator:
         self.last_algorithm: str | None = None  # what the latest call ran (as RING_DEBUG logs)
         # kernel-path signatures seen, for the cuda device's repeated calls (cuda/repeated.py)
         self._kfast = {} if getattr(backend, "kernel", None) is not None else None
+        if self._kfast is not None:
+            from .cuda import repeated as kept  # (numba: the cuda device only)
+            self._kept = kept
         # host async_op calls run here, in order (started on the first one)
         self._progress = progress.Progress(f"ring-progress-{self.rank}") \
             if self.device == "host" else None
@@ -402,7 +405,7 @@ class Communicator:
     def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None, dtype=None,
               root=0, compression=None, stream=None):
         if self._kfast is not None and compression is None:
-            from .cuda import repeated as kept  # (numba: the cuda device only)
+            kept = self._kept
             known = self._kfast.get(kept.key(collective, x, out, op, root, chunk_bytes,
                                              algorithm, dtype))
             if known is not None:
@@ -498,7 +501,7 @@ class Communicator:
         self._usable()
         ctx = self._ctx
         ctx.calls += 1
-        name = f"{known.name} (call {ctx.calls}, rank {self.rank})"
+        name = CallName(known.name, ctx.calls, self.rank)  # (formatted only if it is said)
         try:
             if self.check and known.agreement is not None:  # the record's compiled round
                 ctx.waiter.start(name)

@@ -26,6 +26,22 @@ YIELDS = 2_000  # then give the core away this many times
 NAP_S = 50e-6  # then sleep this long between polls
 
 
+class CallName:
+    """A call's name, "allreduce (call 7, rank 1)", formatted only when an error says it
+    (a repeated call's per-call cost: no string built)."""
+
+    __slots__ = ("what", "call", "rank")
+
+    def __init__(self, what: str, call: int, rank: int):
+        self.what, self.call, self.rank = what, call, rank
+
+    def __str__(self) -> str:
+        return f"{self.what} (call {self.call}, rank {self.rank})"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
 class Waiter:
     def __init__(self, timeout: float, oversubscribed: bool = False):
         self.timeout = timeout
@@ -59,7 +75,7 @@ class Waiter:
         self.context, self.at = context, None
 
     def _where(self) -> str:
-        where = self.context
+        where = str(self.context)
         if self.at is not None:
             where += f", chunk {self.at[0]} step {self.at[1]}"
         return where

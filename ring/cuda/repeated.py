@@ -21,9 +21,12 @@ ring/host/repeated.py is the host's counterpart.
 
 from __future__ import annotations
 
+from kernels.arrays import address
+
 from ..call import NOTHING, OUT, X
 from ..schedule import Collective
 from .arrays import SIMULATED
+from .streams import of
 
 LIMIT = 64  # signatures a communicator keeps (the oldest goes first)
 
@@ -45,17 +48,48 @@ def _hashable(k):
     return k
 
 
+def _numba(a):  # Numba's device arrays (the simulator's too)
+    return type(a), address(a), a.shape, a.strides, a.dtype
+
+
+def _cupy(a):
+    return type(a), a.data.ptr, a.shape, a.strides, a.dtype
+
+
+def _torch(a):
+    return type(a), a.data_ptr(), a.shape, a.stride(), a.dtype
+
+
+def _interface(a):
+    cai = a.__cuda_array_interface__
+    return type(a), cai["data"][0], tuple(cai["shape"]), cai.get("strides"), cai["typestr"]
+
+
+def _reader(cls):
+    """How to read where an array of class cls is, cheaply (no interface dict built)."""
+    mod = cls.__module__
+    if SIMULATED or hasattr(cls, "device_ctypes_pointer"):
+        return _numba
+    if mod.startswith("cupy"):
+        return _cupy
+    if mod.startswith("torch"):
+        return _torch
+    return _interface
+
+
+_READERS: dict = {}
+
+
 def where(a):
     """(type, address, shape, strides, dtype) of a device array; None where it has no
     array interface this path reads cheaply (then the call takes the full path)."""
     if a is None:
         return ()
+    read = _READERS.get(type(a))
+    if read is None:
+        read = _READERS[type(a)] = _reader(type(a))
     try:
-        if SIMULATED or hasattr(a, "device_ctypes_pointer"):  # Numba's (the simulator's)
-            from kernels.arrays import address
-            return type(a), address(a), a.shape, a.strides, a.dtype.str
-        cai = a.__cuda_array_interface__
-        return type(a), cai["data"][0], tuple(cai["shape"]), cai.get("strides"), cai["typestr"]
+        return read(a)
     except (AttributeError, TypeError, KeyError, ValueError, RuntimeError):
         return None  # (PyTorch's bfloat16 tensors have no interface: the full path)
 
@@ -64,7 +98,6 @@ def stream_of(stream, x) -> int | None:
     """The handle of the stream a kept call is ordered on (streams.of); None where the
     stream argument is bad (then the full path raises on this rank, MismatchError on the
     others)."""
-    from .streams import of
     try:
         return of(stream, x)
     except (TypeError, ValueError, AttributeError):
