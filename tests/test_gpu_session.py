@@ -198,3 +198,32 @@ def test_the_suite_and_alone_run_every_test_of_the_cuda_device(tmp_path):
         {k: len(v) for k, v in found.items()}
     left_out = set(found["marked"]) - set(found["suite"]) - set(found["alone"])
     assert not left_out, sorted(left_out)
+
+
+def test_acceptance_reads_the_h200_comparison_as_the_results_say():
+    """tools/acceptance.py on the committed H200 run (NCCL 2.30.7, commit 39d2af7): the
+    figures results/h200/README.md quotes, and every point failing as it did then."""
+    import subprocess
+    import sys
+    runs = [f"results/h200/allreduce-{k}ranks-nccl230-mps.json" for k in (2, 4)]
+    out = subprocess.run([sys.executable, "tools/acceptance.py", *runs], capture_output=True,
+                         text=True, check=True).stdout
+    assert "52: ring vs NCCL, 8 B - 1 MiB: worst 0.21x at 512 KiB (need 1.0x) FAILS" in out
+    assert "53: ring vs NCCL, 8 MiB - 256 MiB: worst 0.64x at 256 MiB (need 1.3x) FAILS" in out
+    assert "52: ring's 8 B at 2 processes 49.4 us (need <= 12) FAILS" in out
+    assert "the ring alone vs NCCL, 32 MiB - 256 MiB: not run" in out
+    assert "HOLDS" not in out and out.count("#wrong 0") == 2
+
+
+def test_acceptance_updates_the_summary_keys(tmp_path):
+    import json
+    import subprocess
+    import sys
+    summary = tmp_path / "s.json"
+    summary.write_text(json.dumps({"kept": 1}))
+    run = "results/h200/allreduce-2ranks-nccl230-mps.json"
+    subprocess.run([sys.executable, "tools/acceptance.py", run, "--update", str(summary)],
+                   capture_output=True, text=True, check=True)
+    s = json.loads(summary.read_text())
+    assert s["kept"] == 1 and s["allreduce_8B_us_k2"] == {"ring": 49.4, "nccl": 17.0, "mpi": 30.0}
+    assert s["allreduce_k2_vs_nccl"]["256MB"] == 0.64 and s["git_commit"].startswith("39d2af7")

@@ -217,9 +217,12 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               nvidia-cuda-mps-control -d > $OUT/mps-nccl.txt 2>&1; echo "== mps start rc=$?"
               for np in ${NPS:-2 4}; do
                 TAIL=30 step ${SWEEP_LIMIT:-200} ncclcmp-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 4 \
-                  -a 64M,${MAX:-256M} -n ${ITERS:-20} -w 3 --device cuda --impl ${IMPL:-ring,ring-oneshot,ring-twoshot,nccl,mpi} \
+                  -a 64M,${MAX:-256M} -n ${ITERS:-20} -w 3 --device cuda --impl ${IMPL:-ring,ring-flat,ring-oneshot,ring-twoshot,nccl,mpi} \
                   ${BLOCKING:+--blocking} ${REGISTER:+-R} \
                   --json $OUT/allreduce-${np}ranks-nccl230-mps${BLOCKING:+-blocking}${REGISTER:+-registered}-$GPU.json; done
+              # issues 52 and 53's acceptance points, figure by figure
+              TAIL=20 step 30 acceptance python3 tools/acceptance.py \
+                  $OUT/allreduce-*ranks-nccl230-mps${BLOCKING:+-blocking}${REGISTER:+-registered}-$GPU.json
               echo quit | nvidia-cuda-mps-control ;;
 esac; done
 echo; echo "== summary (step, exit status, seconds, first result line)"; printf '%s' "$SUMMARY"
