@@ -189,8 +189,8 @@ def library(cuda, cc) -> int:
     # the modules make their kernels with cuda.jit(signature)(function), which would load
     # them for a device: take the (function, signature) instead and compile to PTX here
     jit = cuda.jit
-    cuda.jit = lambda sig=None, **kw: jit(sig, **kw) if kw or callable(sig) else \
-        (lambda fn: SimpleNamespace(py_func=fn, sig=sig))
+    cuda.jit = lambda sig=None, **kw: jit(sig, **kw) if "device" in kw or callable(sig) else \
+        (lambda fn: SimpleNamespace(py_func=fn, sig=sig, bounds=kw.get("launch_bounds")))
     from importlib import import_module
 
     from ringtypes import Op
@@ -228,6 +228,26 @@ def library(cuda, cc) -> int:
         # that ptxas would fuse with an add.f32 into one
         compile_(k, what, banned=("fma", "mul.f32"))
         done += 1
+    return done + shots(cuda, cc)
+
+
+def shots(cuda, cc) -> int:
+    """The one-shot and two-shot all-reduce kernels (ring/cuda/oneshot_kernel.py,
+    twoshot_kernel.py) for a cross-section of op x dtype x K, with cuda.jit patched as
+    library() patches it: each compiles, and (with ptxas) fits 1024 threads of a
+    multiprocessor's registers, as kernel_path.room assumes when it sizes their grids."""
+    from ring.cuda.oneshot_kernel import oneshot_kernel
+    from ring.cuda.twoshot_kernel import twoshot_kernel
+    from ringtypes import Op
+    done = 0
+    for op, dtype, k in ((Op.SUM, "float32", 2), (Op.AVG, "bfloat16", 4), (Op.MAX, "int8", 3),
+                         (Op.PROD, "float64", 4), (Op.MIN, "uint64", 2)):
+        for name, make in (("one-shot", oneshot_kernel), ("two-shot", twoshot_kernel)):
+            kernel = make.__wrapped__(op, dtype, k)  # (past its cache: patched jit)
+            ptx, _ = cuda.compile_ptx(kernel.py_func, kernel.sig, cc=cc,
+                                      launch_bounds=kernel.bounds)
+            launchable(ptx, cc, f"{name} {op} {dtype} K={k}")
+            done += 1
     return done
 
 

@@ -77,6 +77,7 @@ class CudaBackend(DeviceArrays):
         size, r = comm.size, comm.rank
         busiest = -(-topo.machine_ranks // ngpu)  # the most ranks one GPU of the node runs
         shape = kernel_path.shape_for(busiest) if path in ("kernel", "auto") else None
+        self.busiest = busiest
         if shape is not None:
             b = kernel_path.slot_bytes(b, shape[0])
         if size == 1:
@@ -217,10 +218,11 @@ class CudaBackend(DeviceArrays):
         if made is None:
             before()
             maker = oneshot_kernel.OneShot if which == "oneshot" else twoshot_kernel.TwoShot
+            threads = min(maker.SHAPE[1], self.kernel.threads)
             made = self._launchers[which] = maker(
                 self.comm, self.device, self.waiter, self.kernel.err,
-                min(maker.SHAPE[0], self.kernel.channels),
-                min(maker.SHAPE[1], self.kernel.threads), self.rank.stream)
+                maker.blocks(self.kernel.channels, threads, self.busiest), threads,
+                self.rank.stream)
         regs = ()
         if which == "twoshot":  # registered arrays: read and written in place
             size = np.dtype(self.storage(c.dtype)).itemsize

@@ -151,6 +151,12 @@ class OneShot:
 
     SHAPE = SHAPE
 
+    @staticmethod
+    def blocks(channels: int, threads: int, ranks_per_gpu: int) -> int:
+        """Its grid: SHAPE's blocks, at most the ring kernel's channels (resident beside
+        the other ranks' kernels)."""
+        return min(SHAPE[0], channels)
+
     def __init__(self, comm, device: int, waiter, err, blocks: int, threads: int, stream):
         from .areas import Areas
         k = comm.size

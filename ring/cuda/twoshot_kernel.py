@@ -42,6 +42,7 @@ for repeated calls, capturable in a graph).
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 
 import numpy as np
@@ -59,7 +60,7 @@ from .persistent import fail, part
 # area, and its flags): on a GPU 32 MiB each; under the simulator 1 KiB, so that a call of
 # a few hundred elements runs in several rounds.
 CAP_BYTES = 1 << 10 if SIMULATED else 32 << 20
-SHAPE = (2, 4) if SIMULATED else (16, 512)  # blocks x threads at most (cut by residency)
+SHAPE = (2, 4) if SIMULATED else (1024, 512)  # blocks x threads at most (TwoShot.blocks)
 # the error word's codes (ERR_UNIT: the peer)
 WAIT_STAGED, WAIT_WRITTEN, MISMATCH, WAIT_RECORD = 5, 6, 7, 8
 STAGED, WRITTEN, RECORD = 0, 1, 2  # the kinds of flag: (kind, rank, block) at
@@ -71,9 +72,9 @@ PW = 8
 
 @lru_cache(maxsize=None)
 def twoshot_kernel(op: Op, dtype_name: str, k: int):
-    """The compiled kernel for (op, dtype, K ranks): kernel(x, out, ins, outs, xs, os,
+    """The compiled kernel for (op, dtype, K ranks): kernel(x, out, ins, outs, xs, ys,
     flags, seqs, n, me, cap, timeout_ns, div, err, call, rx, ox, ro, oo); ins / outs /
-    flags: every rank's input area, output area and flags (this rank's at `me`); xs / os:
+    flags: every rank's input area, output area and flags (this rank's at `me`); xs / ys:
     every rank's allocation of the registration that holds this rank's x / out (rx / ro: its
     index, -1 for none: then the areas stand in), ox / oo: x's / out's element offset in it;
     call: call_word()."""
@@ -147,7 +148,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
             offo[q] = oo if q == me else flags[me][pay + 4]
         return 1
 
-    def kernel(x, out, ins, outs, xs, os, flags, seqs, n, me, cap, timeout_ns, div, err,
+    def kernel(x, out, ins, outs, xs, ys, flags, seqs, n, me, cap, timeout_ns, div, err,
                call, rx, ox, ro, oo):
         b, nb = cuda.blockIdx.x, cuda.gridDim.x
         t, nt = cuda.threadIdx.x, cuda.blockDim.x
@@ -189,7 +190,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
                     acc = last(acc, v, div) if q == k - 1 else mid(acc, v, div)
                 for p in range(k):
                     if ino:
-                        os[p][offo[p] + r0 + e] = acc
+                        ys[p][offo[p] + r0 + e] = acc
                     else:
                         outs[p][e] = acc
             seq += 1
@@ -209,7 +210,11 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
     i64, ranks = types.int64, types.UniTuple(arr, k)
     sig = types.void(arr, arr, ranks, ranks, ranks, ranks, types.UniTuple(words, k), words,
                      i64, i64, i64, i64, types.float64, words, i64, i64, i64, i64, i64)
-    return cuda.jit(sig)(kernel)
+    # two blocks of SHAPE's threads per multiprocessor (at most 64 registers a thread), as
+    # kernel_path.room counts when TwoShot.blocks sizes the grid: unbounded, it took 70
+    # (tools/compile_kernels.py checks)
+    bounds = {} if SIMULATED else {"launch_bounds": (SHAPE[1], 1024 // SHAPE[1])}
+    return cuda.jit(sig, **bounds)(kernel)
 
 
 def call_word(op: Op, dtype_name: str, n: int) -> int:
@@ -244,6 +249,24 @@ class TwoShot:
 
     SHAPE = SHAPE
 
+    @staticmethod
+    def blocks(channels: int, threads: int, ranks_per_gpu: int) -> int:
+        """Its grid, sized by occupancy: this rank's share of the blocks of `threads` the
+        GPU keeps resident (kernel_path.room) when ranks_per_gpu ranks share it (all their
+        kernels must be resident at once: their blocks wait for each other), not the ring's
+        channels (at most 64): a bandwidth-bound kernel wants every multiprocessor.
+        RING_TWOSHOT_BLOCKS sets it (at most the share). Under the simulator: SHAPE's."""
+        if SIMULATED:
+            return min(SHAPE[0], channels)
+        from .kernel_path import room
+        share = max(1, room(threads) // max(1, ranks_per_gpu))
+        asked = int(os.environ.get("RING_TWOSHOT_BLOCKS", share))
+        if not 1 <= asked <= share:
+            raise ValueError(f"RING_TWOSHOT_BLOCKS: need 1..{share} here (the GPU's resident "
+                             f"blocks of {threads} threads over {ranks_per_gpu} ranks), "
+                             f"got {asked}")
+        return min(SHAPE[0], asked)
+
     def __init__(self, comm, device: int, waiter, err, blocks: int, threads: int, stream):
         from .areas import Areas
         self.k, self.me, self.err = comm.size, comm.rank, err
@@ -267,13 +290,13 @@ class TwoShot:
         x, out = x.view(kd.storage), out.view(kd.storage)
         ins = tuple(s[0].view(kd.storage) for s in self.areas.slots)
         outs = tuple(s[1].view(kd.storage) for s in self.areas.slots)
-        xs, os = (ranks(r, kd.storage) if r is not None else a
+        xs, ys = (ranks(r, kd.storage) if r is not None else a
                   for (r, _), a in ((xreg, ins), (oreg, outs)))
         cap = CAP_BYTES // kd.storage.itemsize
-        args = (x, out, ins, outs, xs, os, self.flags, self.seqs, n, self.me, cap,
+        args = (x, out, ins, outs, xs, ys, self.flags, self.seqs, n, self.me, cap,
                 int(timeout_s * 1e9), float(divisor), self.err, call_word(op, dtype_name, n),
                 index(xreg), xreg[1], index(oreg), oreg[1])
-        keep = (None, None, ins, outs, xs, os, self.flags, self.seqs, self.err)
+        keep = (None, None, ins, outs, xs, ys, self.flags, self.seqs, self.err)
         return BoundLaunch(kernel, args, self.blocks, self.threads, self.stream, keep)
 
     def close(self) -> None:
