@@ -228,7 +228,27 @@ def library(cuda, cc) -> int:
         # that ptxas would fuse with an add.f32 into one
         compile_(k, what, banned=("fma", "mul.f32"))
         done += 1
-    return done + shots(cuda, cc)
+    return done + shots(cuda, cc) + topk_kernels(cuda, cc)
+
+
+def topk_kernels(cuda, cc) -> int:
+    """kernels/topk.py's (Top-K's selection and combine on the cuda device), with the types
+    ring/training/topk.py passes; the velocity's m v + g rounded as the host's (no fma)."""
+    from numba import types
+
+    from kernels import topk
+    f32, f64, i32, i64 = (types.Array(t, 1, "C") for t in
+                          (types.float32, types.float64, types.int32, types.int64))
+    b, n = types.boolean, types.int64
+    cases = ((topk._owe, (f32, f32, f32, types.float32, b, b), ("fma", "mul.f32")),
+             (topk._sample, (f32, n, f64), ()), (topk._above, (f32, types.float32, i64, i64), ()),
+             (topk._gather, (f32, i64, n, f32), ()),
+             (topk._pack, (i32, f32, i64, f32, f32, f32, b, b), ()), (topk._zero, (f32,), ()),
+             (topk._add_at, (f32, i32, f32, n, n), ()), (topk._divide, (f32, types.float32), ()))
+    for kernel, sig, banned in cases:
+        ptx, _ = cuda.compile_ptx(kernel.py_func, types.void(*sig), cc=cc)
+        holds(ptx, f"topk {kernel.py_func.__name__}", (), banned)
+    return len(cases)
 
 
 def shots(cuda, cc) -> int:
