@@ -19,7 +19,7 @@
 # results/gpu-session-timings.md (give a fresh machine's first step its Numba compiles).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
 #        kernelpath autopath inner suite alone kernelprofile kernelshapes kernelbench kernelsweep algos training pick kernelcache handoff all
-#        ncclpart nccl ncclcmp launches
+#        ncclpart nccl ncclcmp launches commshapes
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
 # GPU or the carried wheels (tests/test_gpu_session.py checks every command that way)
 if [ -n "$DRY" ]; then
@@ -190,6 +190,18 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   handoff)    # one hand-off between two blocks (or two warps), by counter + fences or LL words:
               # what an 8-byte call's ring steps cost before the kernel is changed for it
               TAIL=12 step 120 handoff python3 benchmarks/handoff.py --json $OUT/handoff-$GPU.json ;;
+  commshapes) # issue 53's shapes for processes sharing the GPU, under MPS, 64 / 256 MiB: the ring
+              # kernel's threads per channel (RING_KERNEL_THREADS 512, the default, and 1024) and the
+              # two-shot's grid (its occupancy share, the default, and 16 blocks, the old one)
+              nvidia-cuda-mps-control -d > $OUT/mps-shapes.txt 2>&1; echo "== mps start rc=$?"
+              for np in ${NPS:-2 4}; do for t in 512 1024; do
+                RING_KERNEL_THREADS=$t TAIL=6 step 90 shapes-$np-t$t mpiexec -n $np python3 -m harness allreduce \
+                  -b 64M -e 256M -f 4 -n 10 -w 2 --device cuda --impl ring-flat,ring-twoshot ${REGISTER:+-R} \
+                  --json $OUT/shapes-${np}ranks-threads$t-$GPU.json; done
+                RING_TWOSHOT_BLOCKS=16 TAIL=6 step 90 shapes-$np-b16 mpiexec -n $np python3 -m harness allreduce \
+                  -b 64M -e 256M -f 4 -n 10 -w 2 --device cuda --impl ring-twoshot ${REGISTER:+-R} \
+                  --json $OUT/shapes-${np}ranks-twoshot16-$GPU.json; done
+              echo quit | nvidia-cuda-mps-control ;;
   launches)   # the calls that are one launch on the caller's stream, first time on a GPU (2026-11-27,
               # simulator-tested): stream order, blocking, errors at the next call / synchronize,
               # the one-shot and two-shot kernels (every op x dtype at 2), Top-K's kernels, under MPS
