@@ -88,15 +88,20 @@ def test_cuda_device_processes_sharing_a_gpu(nprocs):
 
 @cuda_or_sim
 @pytest.mark.mpi
-@pytest.mark.parametrize("nprocs", [2, 4])
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
 def test_cuda_registered_buffers(nprocs):
     """comm.register(x) (ring/cuda/registered.py): the two-shot kernel reads and writes
-    registered buffers in place, at offsets that differ between the ranks; a freed buffer
+    registered buffers in place, at offsets that differ between the ranks (every op x dtype
+    at 2 processes, a cross-section at 3 and 4; at 1, register says False); a freed buffer
     and a new one at its address are never read through a stale mapping; ranks whose calls
     differ get MismatchError from the kernel's records with the host's agreement off
     (tests/mpi/check_registered.py)."""
+    select = "one_process" if nprocs == 1 else \
+        "not one_process" + ("" if SIMULATED else " and not no_peer_can_map")
     rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_registered.py", timeout=300,
-                                        env=ENV)
+                                        env={**ENV, "RING_TEST_CROSS_SECTION":
+                                             "0" if nprocs == 2 else "1"},
+                                        extra=["-k", select])
     assert_inner_passed(rc, out, reports, nprocs)
 
 

@@ -12,12 +12,15 @@ import numpy as np
 import pytest
 from numba import cuda
 
+from mpi4py import MPI
+
 import ring
+import ringtypes
 from ring.cuda import twoshot_kernel
-from ring.cuda.arrays import SIMULATED
+from ring.cuda.arrays import SIMULATED, storage_of
 
 from .. import reference
-from ..inputs import make
+from ..inputs import CROSS_CASES, CROSS_SECTION, REDUCIBLE_NAMES, make
 from .conftest import assert_ran, same_everywhere
 
 # under the simulator the two-shot's areas hold 256 float32: 301 elements go in 2 rounds
@@ -81,14 +84,34 @@ def _untouched(c) -> list[bool]:
     return [not a.copy_to_host().any() for a in _areas(c)]
 
 
-@pytest.mark.parametrize("dtype,op", [("float32", "sum"), ("float64", "max"), ("int8", "prod"),
-                                      ("bfloat16", "avg")])
+# every op x dtype at 2 processes, a cross-section at 1, 3 and 4 (tests/test_mpi.py)
+CASES = CROSS_CASES if CROSS_SECTION else \
+    [(d, o) for d in REDUCIBLE_NAMES for o in ("sum", "prod", "min", "max", "avg")
+     if not (o == "avg" and ringtypes.BY_NAME[d] not in ringtypes.FLOATING)]
+
+
+def test_one_process_registers_nothing(world):
+    """(run alone, at 1 process: tests/test_mpi.py selects)"""
+    assert world.size == 1
+    with ring.Communicator(device="cuda", path="kernel") as c:
+        x = cuda.to_device(np.ones(4, np.float32)) if SIMULATED else \
+            __import__("cupy").ones(4, np.float32)
+        assert c.register(x) is False
+        assert np.array_equal(_host(c.allreduce(x, algorithm="twoshot")), np.ones(4))
+
+
+def _host(a):
+    return a.copy_to_host() if SIMULATED else a.get()
+
+
+@pytest.mark.parametrize("dtype,op", CASES)
 def test_registered_buffers_are_reduced_in_place(kcomm, world, dtype, op):
     """x and out registered, at offsets that differ between the ranks: in place, every
     count, in place (out = x) and out; the same bits as the rank-order reference."""
     k, r = kcomm.size, kcomm.rank
-    bits = np.dtype(np.uint16) if dtype == "bfloat16" else np.dtype(dtype)
-    kw = {"dtype": dtype} if dtype == "bfloat16" else {}
+    logical = ringtypes.BY_NAME[dtype]
+    bits = storage_of(logical)
+    kw = {"dtype": dtype} if bits != logical else {}
     top = max(SIZES) + 2 * k
     xb, ob = Buffer(world, top, bits), Buffer(world, top, bits)
     assert kcomm.register(xb.array) and kcomm.register(ob.array)
@@ -182,8 +205,7 @@ def test_memory_no_peer_can_map_is_not_registered_on_any_rank(kcomm, world):
     device memory at all is refused as a bad argument, so the mappable case stands in):
     register is False on every rank, and the calls are staged."""
     r = kcomm.rank
-    if not SIMULATED:
-        pytest.skip("on a GPU every cudaMalloc'd buffer can be mapped")
+    assert SIMULATED  # (on a GPU every cudaMalloc'd buffer can be mapped: not selected)
     buf = Buffer(world, 8, np.float32)
     x = cuda.to_device(np.ones(8, np.float32)) if r == 0 else buf.array
     assert kcomm.register(x) is False
@@ -212,9 +234,7 @@ def test_ranks_whose_calls_differ_get_mismatch_from_the_kernel_records(world):
     """check=False: no host agreement; rank 0 calls with one more element than the others.
     Every rank's kernel reads the others' records before any data, stops, and
     synchronize() raises MismatchError naming the counts, on every rank."""
-    k, r = world.size, world.rank
-    if k == 1:
-        pytest.skip("one rank: nobody to differ from")
+    r = world.rank
     with ring.Communicator(device="cuda", timeout=30, path="kernel", check=False) as c:
         n = 9 + (r == 0)
         x = cuda.to_device(np.ones(n, np.float32)) if SIMULATED else \
