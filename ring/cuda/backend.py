@@ -221,7 +221,8 @@ class CudaBackend(DeviceArrays):
             threads = min(maker.SHAPE[1], self.kernel.threads)
             made = self._launchers[which] = maker(
                 self.comm, self.device, self.waiter, self.kernel.err,
-                maker.blocks(self.kernel.channels, threads, self.busiest), threads,
+                maker.blocks(self.kernel.channels, threads, self.busiest, kernel_path.room),
+                threads,
                 self.rank.stream)
         regs = ()
         if which == "twoshot":  # registered arrays: read and written in place

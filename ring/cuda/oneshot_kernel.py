@@ -154,7 +154,7 @@ class OneShot:
     SHAPE = SHAPE
 
     @staticmethod
-    def blocks(channels: int, threads: int, ranks_per_gpu: int) -> int:
+    def blocks(channels: int, threads: int, ranks_per_gpu: int, room=None) -> int:
         """Its grid: SHAPE's blocks, at most the ring kernel's channels (resident beside
         the other ranks' kernels)."""
         return min(SHAPE[0], channels)

@@ -250,15 +250,14 @@ class TwoShot:
     SHAPE = SHAPE
 
     @staticmethod
-    def blocks(channels: int, threads: int, ranks_per_gpu: int) -> int:
+    def blocks(channels: int, threads: int, ranks_per_gpu: int, room) -> int:
         """Its grid, sized by occupancy: this rank's share of the blocks of `threads` the
-        GPU keeps resident (kernel_path.room) when ranks_per_gpu ranks share it (all their
-        kernels must be resident at once: their blocks wait for each other), not the ring's
-        channels (at most 64): a bandwidth-bound kernel wants every multiprocessor.
+        GPU keeps resident (room(threads): kernel_path.room) when ranks_per_gpu ranks share
+        it (all their kernels must be resident at once: their blocks wait for each other),
+        not the ring's channels (at most 64): a bandwidth-bound kernel wants every SM.
         RING_TWOSHOT_BLOCKS sets it (at most the share). Under the simulator: SHAPE's."""
         if SIMULATED:
             return min(SHAPE[0], channels)
-        from .kernel_path import room
         share = max(1, room(threads) // max(1, ranks_per_gpu))
         asked = int(os.environ.get("RING_TWOSHOT_BLOCKS", share))
         if not 1 <= asked <= share:
