@@ -191,13 +191,17 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # what an 8-byte call's ring steps cost before the kernel is changed for it
               TAIL=12 step 120 handoff python3 benchmarks/handoff.py --json $OUT/handoff-$GPU.json ;;
   commshapes) # issue 53's shapes for processes sharing the GPU, under MPS, 64 / 256 MiB: the ring
-              # kernel's threads per channel (RING_KERNEL_THREADS 512, the default, and 1024) and the
-              # two-shot's grid (its occupancy share, the default, and 16 blocks, the old one)
+              # kernel's threads per channel (RING_KERNEL_THREADS 512, the default, and 1024), 128
+              # channels at 2 processes (64, the default), and the two-shot's grid (its occupancy
+              # share, the default, and 16 blocks, the old one)
               nvidia-cuda-mps-control -d > $OUT/mps-shapes.txt 2>&1; echo "== mps start rc=$?"
               for np in ${NPS:-2 4}; do for t in 512 1024; do
                 RING_KERNEL_THREADS=$t TAIL=6 step 90 shapes-$np-t$t mpiexec -n $np python3 -m harness allreduce \
                   -b 64M -e 256M -f 4 -n 10 -w 2 --device cuda --impl ring-flat,ring-twoshot ${REGISTER:+-R} \
                   --json $OUT/shapes-${np}ranks-threads$t-$GPU.json; done
+                [ $np = 2 ] && RING_KERNEL_CHANNELS=128 TAIL=6 step 90 shapes-2-c128 mpiexec -n 2 python3 -m harness \
+                  allreduce -b 64M -e 256M -f 4 -n 10 -w 2 --device cuda --impl ring-flat \
+                  --json $OUT/shapes-2ranks-channels128-$GPU.json
                 RING_TWOSHOT_BLOCKS=16 TAIL=6 step 90 shapes-$np-b16 mpiexec -n $np python3 -m harness allreduce \
                   -b 64M -e 256M -f 4 -n 10 -w 2 --device cuda --impl ring-twoshot ${REGISTER:+-R} \
                   --json $OUT/shapes-${np}ranks-twoshot16-$GPU.json; done

@@ -37,7 +37,10 @@ SIMULATED = simulated()
 
 POSTED, ACKED = 0, 128  # byte offsets in the header
 KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED, KERNEL_TOTALS = 32, 48, 16, 32  # int64 indices
-MAX_CHANNELS = 64
+# the most channels a persistent kernel may run (RING_KERNEL_CHANNELS; shape_for's default
+# is 64): the header keeps a line of counters for each, 128 for measuring more at K = 2,
+# where 64 channels of 512 threads leave an H200's multiprocessors half full
+MAX_CHANNELS = 128
 HEADER = 8 * (KERNEL_BASE + KERNEL_STRIDE * MAX_CHANNELS)
 
 
@@ -253,14 +256,17 @@ def describe(ptr: int):
     say (not device memory, or memory that legacy IPC cannot export)."""
     from .registry import Allocation
     drv = driver()
-    err, base, size = drv.cuMemGetAddressRange(drv.CUdeviceptr(ptr))
-    if err != drv.CUresult.CUDA_SUCCESS:
+    try:  # (any failure: this memory is staged, never a rank left raising alone)
+        err, base, size = drv.cuMemGetAddressRange(drv.CUdeviceptr(ptr))
+        if err != drv.CUresult.CUDA_SUCCESS:
+            return None
+        err, ident = drv.cuPointerGetAttribute(
+            drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_BUFFER_ID, drv.CUdeviceptr(ptr))
+        if err != drv.CUresult.CUDA_SUCCESS:
+            return None
+        return Allocation(int(base), int(size), int(ident))
+    except Exception:  # noqa: BLE001
         return None
-    err, ident = drv.cuPointerGetAttribute(
-        drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_BUFFER_ID, drv.CUdeviceptr(ptr))
-    if err != drv.CUresult.CUDA_SUCCESS:
-        return None
-    return Allocation(int(base), int(size), int(ident))
 
 
 def whole(alloc):
