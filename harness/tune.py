@@ -2,7 +2,7 @@
 
     mpiexec -n K python -m harness tune [-b 8] [-e 64M] [-f 4] [--rounds 5]
         [--algos ring,hierarchical,naive,ps,oneshot,twoshot,tree] [--device host|cuda]
-        [--collective allreduce|reduce_scatter|allgather|...] [--merge TABLE] --out TABLE
+        [--collective allreduce|reduce_scatter|allgather|...] [--merge TABLE] [-R] --out TABLE
 
 --collective (all-reduce by default) measures another collective: its sizes are the
 harness's (the larger of input and output), its rules name it (ring/tuning.py).
@@ -71,9 +71,10 @@ def per_call_us(world: MPI.Comm, comm: ring.Communicator, x, out, algorithm: str
 
 
 def measure(world, comm, algos, byte_sizes, rounds: int, bufs=None,
-            collective: str = "allreduce") -> dict[str, dict[int, float]]:
+            collective: str = "allreduce", register: bool = False) -> dict[str, dict[int, float]]:
     """{algorithm: {bytes: best µs}} over interleaved rounds (bufs: where the arrays live,
-    harness/buffers.py's; host memory by default). bytes: the call's larger array."""
+    harness/buffers.py's; host memory by default). bytes: the call's larger array.
+    register: x and out registered (comm.register) for their size's calls, as -R."""
     bufs = bufs or buffers.HostBuffers()
     coll = COLLECTIVES[collective]
     which = ring.schedule.Collective[collective.upper()]
@@ -84,11 +85,14 @@ def measure(world, comm, algos, byte_sizes, rounds: int, bufs=None,
             n_in, n_out = coll.counts(max(s, 4 if whole else 4 * comm.size), 4, comm.size)
             x, out = bufs.put(np.ones(n_in, np.float32)), bufs.empty(n_out, np.float32)
             nbytes = coll.size_bytes(n_in, n_out, 4)
+            held = [a for a in (x, out) if register and comm.register(a)]
             for a in algos:
                 if comm.why_not(a, which, nbytes):
                     continue
                 t = per_call_us(world, comm, x, out, a, collective)
                 best[a][nbytes] = min(best[a].get(nbytes, float("inf")), t)
+            for a in held:
+                comm.deregister(a)
     return {a: times for a, times in best.items() if times}
 
 
@@ -148,6 +152,9 @@ def main(argv) -> int:
     p.add_argument("--collective", choices=sorted(COLLECTIVES), default="allreduce")
     p.add_argument("--merge", metavar="TABLE", help="keep this table's rules for other layouts")
     p.add_argument("--out", required=True, metavar="TABLE")
+    p.add_argument("-R", "--register", action="store_true",
+                   help="the buffers registered (comm.register) for their calls, as the "
+                        "harness's -R: the two-shot reads and writes them in place")
     args = p.parse_args(argv)
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     if any(a not in ALL for a in algos):
@@ -157,7 +164,7 @@ def main(argv) -> int:
     with ring.Communicator(world, device=args.device) as comm:
         nodes = comm.nodes
         best = measure(world, comm, algos, sizes(args.minbytes, args.maxbytes, args.stepfactor, 0),
-                       args.rounds, bufs, args.collective)
+                       args.rounds, bufs, args.collective, args.register)
     if world.rank != 0:
         return 0
     mine = rules(best, world.size, nodes, args.collective)
@@ -179,7 +186,7 @@ def main(argv) -> int:
                                                          r["ranks"], r["max_bytes"])),
              "measured": {f"{'' if args.collective == 'allreduce' else args.collective + ', '}"
                           f"{world.size} ranks, {nodes} node(s)": {
-                 "command": command, "git_commit": commit,
+                 "command": command, "git_commit": commit, "registered": args.register,
                  "us_per_call": {a: {str(s): round(t, 2) for s, t in sorted(v.items())}
                                  for a, v in best.items()},
                  "fits": f, "crossovers": crossovers(f)}}}

@@ -203,14 +203,16 @@ def test_tune_writes_a_table_that_auto_reads(device, tmp_path):
     through the merge; the table loads for "auto"."""
     table = tmp_path / "t.json"
     for k, merge in ((2, []), (3, ["--merge", str(table)])):
+        register = ["-R"] if device == "cuda" and k == 3 else []  # (simulated arrays: staged)
         _sweep(k, "tune", "--device", device, "-b", "8", "-e", "4K", "-f", "8", "--rounds", "1",
-               *merge, "--out", str(table))
+               *merge, *register, "--out", str(table))
     data = json.loads(table.read_text())
     assert data["device"] == device
     assert data["command"].startswith("mpiexec -n 3 python -m harness tune")
     for k in (2, 3):
         entry = data["measured"][f"{k} ranks, 1 node(s)"]
         assert entry["command"].startswith(f"mpiexec -n {k} python -m harness tune --device")
+        assert entry["registered"] == (device == "cuda" and k == 3)
         times = entry["us_per_call"]
         assert set(times) == {"ring", "naive", "ps", "oneshot", "twoshot", "tree"}
         assert all(set(t) == {"8", "64", "512", "4096"} and min(t.values()) > 0

@@ -175,7 +175,8 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # GPU shared by processes is not a node of GPUs, so commit it only labelled as such
               for np in ${NPS:-2 4}; do
                 TAIL=14 step 240 tune-$np mpiexec -n $np python3 -m harness tune --device cuda -b 8 \
-                  -e 64M -f 4 --rounds 3 $([ -f $OUT/cuda-table.json ] && echo --merge $OUT/cuda-table.json) \
+                  -e ${TUNE_MAX:-64M} -f 4 --rounds 3 ${REGISTER:+-R} \
+                  $([ -f $OUT/cuda-table.json ] && echo --merge $OUT/cuda-table.json) \
                   --out $OUT/cuda-table.json; done
               [ -n "$MPS" ] && echo quit | nvidia-cuda-mps-control ;;
   training)   # issue 17's GPU half: the examples on CuPy arrays (their step times printed), torch
