@@ -64,6 +64,7 @@ class CudaBackend(DeviceArrays):
         self.blocking = True
         self.call = 0
         self.streams = streams.Streams()
+        self._polled = -1  # the call whose entered() last asked the streams' events
         self._settled = event()
         self._mapped: list = []
         self.segment = None
@@ -359,6 +360,7 @@ class CudaBackend(DeviceArrays):
         self.call = call  # (the call a launch left running belongs to: _earlier)
         for h in list(self.streams.since):
             self._ended(h)
+        self._polled = call  # (replay need not ask the same events again)
 
     def behind(self, call: int) -> list[int]:
         return []
@@ -402,7 +404,7 @@ class CudaBackend(DeviceArrays):
         is left to run unless blocking; else on the rank's own stream, waited for under the
         timeout. With defer: return its Pending (a Work's) instead."""
         h, self.caller = self.caller, None
-        if h is not None:
+        if h is not None and self._polled != self.call:
             self._ended(h)  # an earlier launch there that failed: its error first
         # every earlier launch seen finished without an error: then this one's word may go
         # unread where it finishes quickly (KernelPath.check)
