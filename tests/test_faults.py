@@ -159,7 +159,7 @@ def test_a_rank_dies_in_a_kept_kernel_path_call():
 # waited (the second call: flag 2; the first call's flags are 1, the unused parity's 0;
 # the two-shot's first call took its flags to 1 (record), 2 (staged), 3 (written): the
 # second's record waits for 4)
-STUCK_SHOT = {"oneshot": r"one-shot kernel block \d+: waiting for element \d+ from rank "
+STUCK_SHOT = {"oneshot": r"one-shot kernel block \d+: waiting for its call record from rank "
                          r"{victim} flagged 2 \(one flagged 0\)",
               "twoshot": r"two-shot kernel block \d+, round 0: waiting for rank {victim} to "
                          r"start the call \(flag 4, at 1\)"}
@@ -170,8 +170,8 @@ STUCK_SHOT = {"oneshot": r"one-shot kernel block \d+: waiting for element \d+ fr
 def test_a_rank_dies_before_its_one_shot_or_two_shot_kernel(algorithm, nprocs):
     """path="kernel": the one-shot kernel (ring/cuda/oneshot_kernel.py) or the two-shot
     kernel (ring/cuda/twoshot_kernel.py); the victim dies instead of firing it, after a first
-    call made the areas; the survivors' kernels wait for its flagged words (one-shot) or its
-    record at the first barrier (two-shot), time out, and synchronize() raises what the
+    call made the areas; the survivors' kernels wait for its call record (both: before any
+    data), time out, and synchronize() raises what the
     error word says."""
     script = "tests/faults/dies_mid_collective.py"
     rc, out = run(nprocs, [script, "2", "cuda-kernel", algorithm], timeout=120,

@@ -32,7 +32,7 @@ from ..errors import MismatchError
 from ..schedule import Plan
 from .arrays import SIMULATED
 from ..transport.ipc import HEADER, MAX_CHANNELS
-from .oneshot_kernel import WAIT_PEER
+from .oneshot_kernel import MISMATCH_HASH, WAIT_PEER
 from .twoshot_kernel import MISMATCH, WAIT_RECORD, WAIT_STAGED, WAIT_WRITTEN, describe_call
 from .program import encode
 from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ERR_SEEN,
@@ -300,9 +300,15 @@ class KernelPath:
             raise waiter.failure(f"{said}two-shot kernel block {int(err[ERR_CHANNEL])}, round "
                                  f"{int(err[ERR_CHUNK])}: waiting for rank "
                                  f"{int(err[ERR_UNIT])} to {what} (flag {need}, at {seen})")
+        if code == MISMATCH_HASH:  # the one-shot kernel's records (oneshot_kernel.py)
+            raise MismatchError(f"{said}one-shot kernel: rank {int(err[ERR_UNIT])} called "
+                                f"all-reduce with another count, dtype or op than rank "
+                                f"{self.rank} (call records {seen:#010x} and {need:#010x})")
         if code == WAIT_PEER:  # the one-shot kernel (oneshot_kernel.py)
+            what = "its call record" if err[ERR_CHUNK] < 0 else \
+                f"element {int(err[ERR_CHUNK])}"
             raise waiter.failure(f"{said}one-shot kernel block {int(err[ERR_CHANNEL])}: "
-                                 f"waiting for element {int(err[ERR_CHUNK])} from rank "
+                                 f"waiting for {what} from rank "
                                  f"{int(err[ERR_UNIT])} flagged {need} (one flagged {seen})")
         what = (f"waiting for the chunks posted to rank {self.rank} by rank {pred} to reach "
                 f"{need} (at {seen})" if code == WAIT_DATA else

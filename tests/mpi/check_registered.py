@@ -230,21 +230,29 @@ def test_a_bad_argument_to_register_raises_on_every_rank(kcomm, world):
     kcomm.synchronize()
 
 
-def test_ranks_whose_calls_differ_get_mismatch_from_the_kernel_records(world):
-    """check=False: no host agreement; rank 0 calls with one more element than the others.
-    Every rank's kernel reads the others' records before any data, stops, and
-    synchronize() raises MismatchError naming the counts, on every rank."""
+@pytest.mark.parametrize("algorithm,differs", [("twoshot", "count"), ("twoshot", "dtype"),
+                                               ("oneshot", "count"), ("oneshot", "op")])
+def test_ranks_whose_calls_differ_get_mismatch_from_the_kernel_records(world, algorithm,
+                                                                       differs):
+    """check=False: no host agreement; rank 0's call differs from the others' (one more
+    element, float64 for float32, or max for sum). Every rank's kernel
+    reads the others' records before any of their data, stops, and synchronize() raises
+    MismatchError, on every rank; the communicator is broken after."""
     r = world.rank
+    odd = r == 0
+    n = 9 + (odd and differs == "count")
+    dtype = np.float32 if not (odd and differs == "dtype") else np.float64
+    op = "max" if odd and differs == "op" else "sum"
+    said = {"twoshot": r"two-shot kernel: rank \d+ called all-reduce with count \d+, ",
+            "oneshot": r"one-shot kernel: rank \d+ called all-reduce with another count"}
     with ring.Communicator(device="cuda", timeout=30, path="kernel", check=False) as c:
-        n = 9 + (r == 0)
-        x = cuda.to_device(np.ones(n, np.float32)) if SIMULATED else \
-            __import__("cupy").ones(n, np.float32)
-        with pytest.raises(ring.MismatchError, match=r"two-shot kernel: rank \d+ called "
-                                                      r"all-reduce with count (9|10)"):
-            c.allreduce(x, algorithm="twoshot")
+        x = cuda.to_device(np.ones(n, dtype)) if SIMULATED else \
+            __import__("cupy").ones(n, dtype)
+        with pytest.raises(ring.MismatchError, match=said[algorithm]):
+            c.allreduce(x, op=op, algorithm=algorithm)
             c.synchronize()
         with pytest.raises(ring.CommunicatorError):
-            c.allreduce(x, algorithm="twoshot")
+            c.allreduce(x, algorithm=algorithm)
 
 
 def test_call_words_tell_counts_dtypes_and_ops_apart():
