@@ -352,7 +352,9 @@ class Communicator:
         every rank where one cannot be (the host device; memory that CUDA IPC cannot
         export; the kernel path not running): never needed for correctness, unregistered
         buffers are staged. x stays registered until deregister(x) or close(); a buffer
-        freed meanwhile is found out at the next call and staged."""
+        freed meanwhile is found out at the next call and staged. A bad argument raises on
+        every rank (its TypeError there, MismatchError on the others) and breaks the
+        communicator, as a collective's does."""
         self._drain()
         self._usable()
         ctx = self._ctx
@@ -368,9 +370,7 @@ class Communicator:
             if self._kfast:
                 self._kfast.clear()  # kept calls bound to stage what may now be registered
             return ctx.backend.register(x, None)
-        except (TypeError, ValueError):
-            raise
-        except BaseException as e:
+        except BaseException as e:  # (a bad argument too, as for a collective)
             self._broken(e)
             raise
 

@@ -54,6 +54,17 @@ def test_a_stream_on_the_host_device_is_refused_on_every_rank():
                       TypeError, 0, match="stream: the host device has no CUDA streams")
 
 
+def test_register_on_the_host_is_false_everywhere_and_checks_its_argument():
+    """The host device has nothing to map (its algorithms copy): register is False on
+    every rank; a non-array on one rank is its TypeError and MismatchError elsewhere."""
+    c = fresh()
+    assert c.register(np.ones(4)) is False
+    assert c.deregister(np.ones(4)) is False
+    c.close()
+    expect_everywhere(lambda c: c.register([1.0] if c.rank == 0 else np.ones(4)), TypeError,
+                      0, match="x: expected a NumPy array, got list")
+
+
 def test_blocking_must_be_a_bool():
     with pytest.raises(TypeError, match="blocking: expected True or False"):
         fresh(blocking="yes")
