@@ -408,6 +408,9 @@ class Communicator:
             kept = self._kept
             known = self._kfast.get(kept.key(collective, x, out, op, root, chunk_bytes,
                                              algorithm, dtype))
+            if known is not None and known.valid is not None and not known.valid():
+                self._kfast.clear()  # a registered buffer freed since: bind anew (staged)
+                known = None
             if known is not None:
                 h = kept.stream_of(stream, x if x is not None else out)
                 if h is not None:  # (a bad stream: the full path says so on every rank)

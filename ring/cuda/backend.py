@@ -238,6 +238,9 @@ class CudaBackend(DeviceArrays):
             bound = made.bind(c.op, c.dtype.name, c.x, c.out, c.count, self.comm.size,
                               self.waiter.timeout, *regs)
             bound.registered = any(r is not None for r, _ in regs)
+            if bound.registered:  # kept calls ask again, cheaply, that they still hold
+                bound.valid = registered.still(self.registry, [
+                    (a, r) for a, (r, _) in zip((c.x, c.out), regs) if r is not None])
             remember(self._launches, key, bound, kernel_path.BOUND)
         self.last_launch = bound
         return True, self.replay(bound, defer)

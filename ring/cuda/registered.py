@@ -11,7 +11,8 @@ now mapped by every other rank. It is False, on every rank, where any rank's can
 (memory that legacy CUDA IPC cannot export, such as a pool of cuMemCreate memory; a rank
 whose process holds another rank too; the driver refusing a mapping): the buffers are then
 staged, as unregistered ones always are. A call finds its arrays' registrations again every
-time (registry.Registry.find: the allocation must still be the one registered).
+time (registry.Registry.find: the allocation must still be the one registered; a kept call
+asks the same of the ones it was bound to, still()).
 """
 
 from __future__ import annotations
@@ -80,3 +81,15 @@ def find(reg: Registry | None, a, itemsize: int):
     if r is None or (ptr - r.mine.base) % itemsize:
         return None, -1
     return r, (ptr - r.mine.base) // itemsize
+
+
+def still(reg: Registry, held: list):
+    """A check that the registrations a launch was bound to hold yet: held, (array,
+    registration) pairs; each array's memory must still be found in its registration (the
+    same allocation: registry.Registry.find, one driver query each)."""
+    from kernels.arrays import address
+    spans = [(address(a), a.size * a.dtype.itemsize, r) for a, r in held]
+
+    def valid() -> bool:
+        return all(reg.find(ptr, nbytes) is r for ptr, nbytes, r in spans)
+    return valid

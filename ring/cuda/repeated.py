@@ -119,13 +119,17 @@ class Known:
     agreement: the record's compiled round (ring/host/repeated.py's Agreement), set by the
     Communicator where every rank is on one node (None: agreed as on the full path)."""
 
-    __slots__ = ("record", "algorithm", "returns", "launch", "name", "log", "agreement")
+    __slots__ = ("record", "algorithm", "returns", "launch", "name", "log", "agreement",
+                 "valid")
 
     def __init__(self, record: dict, algorithm: str, returns: int, launch, name: str,
                  log: dict):
         self.record, self.algorithm, self.returns = record, algorithm, returns
         self.launch, self.name, self.log = launch, name, log
         self.agreement = None
+        # a launch bound to registered memory: whether its registrations still hold (the
+        # memory still the allocation registered, registered.py), asked before each call
+        self.valid = getattr(launch, "valid", None)
 
     def result(self, x, out):
         return out if self.returns == OUT else x if self.returns == X else None
@@ -147,8 +151,6 @@ def learnt(c, record: dict, x, out, launch, rank: int) -> Known | None:
     RING_DEBUG=INFO line is the full path's, marked "path": "fast"."""
     if launch is None or c.wire is not None or not c.count:
         return None
-    if getattr(launch, "registered", False):  # registered memory read in place: looked up
-        return None  # again every call (a buffer freed since is staged: registered.py)
     if c.collective is Collective.ALLTOALL and c.in_place:
         return None
     returns = OUT if c.result is out and out is not None else X if c.result is x else \

@@ -200,6 +200,33 @@ def test_a_freed_buffer_is_staged_and_a_new_one_at_its_address_never_read_stale(
     b.free()
 
 
+def test_kept_calls_on_registered_buffers_ask_that_their_registrations_hold(kcomm, world):
+    """The same call again is kept (the per-call fast path) with a check that its
+    registrations hold; a buffer freed and a new one at its address (the same signature)
+    fails the check, and the call is bound anew, staged, right."""
+    k, r = kcomm.size, kcomm.rank
+    n = 37
+    a = Buffer(world, n, np.float32)
+    assert kcomm.register(a.array)
+    for i in range(3):
+        inputs = [make(q, n, "float32", seed=10 + i) for q in range(k)]
+        a.set(inputs[r])
+        kcomm.allreduce(a.array, out=a.array, algorithm="twoshot")
+        kcomm.synchronize()
+        assert a.get().tobytes() == reference.in_rank_order(inputs, "sum").tobytes(), i
+    assert _launch_registered(kcomm)
+    assert any(known.valid is not None for known in kcomm._kfast.values())  # kept, checked
+    a.free()
+    b = Buffer(world, n, np.float32)
+    inputs = [make(q, n, "float32", seed=20) for q in range(k)]
+    b.set(inputs[r])
+    kcomm.allreduce(b.array, out=b.array, algorithm="twoshot")
+    kcomm.synchronize()
+    assert not _launch_registered(kcomm)
+    assert b.get().tobytes() == reference.in_rank_order(inputs, "sum").tobytes()
+    b.free()
+
+
 def test_memory_no_peer_can_map_is_not_registered_on_any_rank(kcomm, world):
     """Rank 0's buffer cannot be mapped (under the simulator: private memory; on a GPU: not
     device memory at all is refused as a bad argument, so the mappable case stands in):
