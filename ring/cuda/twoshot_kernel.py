@@ -168,8 +168,10 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
             ok[1], ok[2] = inx, ino
         cuda.syncthreads()
         inx, ino = ok[1] != 0, ok[2] != 0
-        step = n if inx and ino else cap  # in place both ways: no area, one round
-        rounds = 0 if ok[0] == 0 else (n + step - 1) // step
+        step = max(n, 1) if inx and ino else cap  # in place both ways: no area, one round
+        # at least one round, so at least one WRITTEN barrier: a peer must not leave (and
+        # write its next call's record here) before every rank has read this call's
+        rounds = 0 if ok[0] == 0 else max(1, (n + step - 1) // step)
         for j in range(rounds):
             r0 = j * step
             rn = min(step, n - r0)
