@@ -37,8 +37,10 @@ class Twoshot(Algorithm):
             return why
         if ctx.exchange is None:
             return ONE_NODE
-        if ctx.device == "cuda" and ctx.backend.no_peer_access():
-            return ctx.backend.no_peer_access()
+        if ctx.device == "cuda":
+            why = ctx.backend.no_peer_access()
+            if why:
+                return why
         if ctx.device == "cuda" and ctx.backend.kernel is not None:
             return None  # the two-shot kernel: any size, in rounds of its areas
         return too_big(collective, nbytes, ctx.size)

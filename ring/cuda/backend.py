@@ -75,6 +75,7 @@ class CudaBackend(DeviceArrays):
         self._launches: dict = {}
         self.registry = None  # comm.register's (registered.py), made on first use
         self.devices = [self.device]  # every rank's GPU (of those on this node: theirs too)
+        self._peer_access = None  # no_peer_access's answer, once asked
         size, r = comm.size, comm.rank
         busiest = -(-topo.machine_ranks // ngpu)  # the most ranks one GPU of the node runs
         shape = kernel_path.shape_for(busiest) if path in ("kernel", "auto") else None
@@ -248,7 +249,9 @@ class CudaBackend(DeviceArrays):
     def no_peer_access(self) -> str | None:
         """Why every rank cannot map every other rank's GPU memory (the one-shot and two-shot
         read it all), None where it can; the same answer on every rank."""
-        return ipc.missing_peer_access(self.devices, ipc.can_access_peer)
+        if self._peer_access is None:  # (the devices never change: asked once)
+            self._peer_access = [ipc.missing_peer_access(self.devices, ipc.can_access_peer)]
+        return self._peer_access[0]
 
     def register(self, x, error) -> bool:
         """comm.register(x) (registered.py): collective over the communicator."""
