@@ -50,9 +50,14 @@ class Buffer:
         return a.copy_to_host() if SIMULATED else a.get()
 
     def free(self) -> None:
+        """Freed for real: the simulator's window closed; on a GPU, CuPy's pool gives the
+        memory back to the driver (else the next array reuses the same allocation)."""
         if self._shared is not None:
             self._shared.free()
         self.array = None
+        if not SIMULATED:
+            import cupy as cp
+            cp.get_default_memory_pool().free_all_blocks()
 
 
 @pytest.fixture(scope="module")
