@@ -174,6 +174,9 @@ def main(argv=None) -> int:
     def save(complete: bool) -> None:
         """The JSON as it stands: rewritten after every size, so that a sweep stopped by a
         time limit leaves the sizes it finished ("complete": false says it was cut short)."""
+        if args.register:  # how many cases' buffers every rank could register
+            about["registration"] = {i.name: dict(i.registration) for i in impls
+                                     if getattr(i, "registration", None)}
         if rank0 and args.json:
             with open(args.json + ".part", "w") as f:
                 json.dump({"meta": about, "complete": complete,

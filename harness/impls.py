@@ -67,6 +67,7 @@ class Ring:
                  compression: str | None = None, register: bool = False, **tuning):
         self.bufs, self.algorithm, self.compression = bufs, algorithm, compression
         self.register, self.registered = register, []
+        self.registration = {"cases": 0, "registered": 0}  # -R: cases tried, cases mapped
         self.name = name or self.NAMES.get(algorithm, f"ring-{algorithm}")
         self.comm = ring.Communicator(world, device=bufs.name, algorithm="auto", **tuning)
         self.unavailable = None if self.comm.device == bufs.name else \
@@ -148,6 +149,8 @@ class Ring:
         if self.register and self.comm.device == "cuda":
             arrays = [x] if out is None or out is x else [x, out]
             self.registered = [a for a in arrays if self.comm.register(a)]
+            self.registration["cases"] += 1
+            self.registration["registered"] += len(self.registered) == len(arrays)
 
     def release(self) -> None:
         for a in self.registered:

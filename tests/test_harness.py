@@ -315,6 +315,9 @@ def test_register_registers_ring_buffers_per_case_and_says_so(tmp_path):
     data = json.loads(js.read_text())
     assert "registered buffers" in data["meta"]["implementations"]["ring-twoshot"]
     assert "registered (comm.register) before each case" in data["meta"]["timing"]
+    # 3 sizes x in place and out x (the timed buffers, the checked ones), none mapped (the
+    # simulator's private arrays)
+    assert data["meta"]["registration"] == {"ring-twoshot": {"cases": 12, "registered": 0}}
     assert all(r["wrong"] == 0 and r["algo"] == "twoshot" for r in data["results"])
 
 

@@ -62,6 +62,9 @@ def check(runs: list[dict]) -> tuple[list[str], dict]:
     for run in runs:
         k = run["ranks"]
         lines.append(f"== {k} processes (#wrong {run['wrong']})")
+        for impl, reg in run["meta"].get("registration", {}).items():  # (-R runs)
+            lines.append(f"{impl}: buffers registered in {reg['registered']} of "
+                         f"{reg['cases']} cases")
         for label, impl, lo, hi, need in (
                 ("52: ring vs NCCL, 8 B - 1 MiB", "ring", 8, MIB, 1.0),
                 ("53: ring vs NCCL, 1 MiB - 8 MiB", "ring", MIB, 8 * MIB, 1.0),
