@@ -14,7 +14,8 @@
 #   python3 tools/nccl_wheel.py keep --to /tmp/nccl-parts     (= step ncclpart, without .whl)
 # and last:  STEPS="nccl ncclcmp" bash tools/gpu-session.sh  (joins, installs to /tmp/nccl230;
 # gpu-env.sh then points RING_NCCL_LIB at its libnccl.so.2 for every later step and call)
-# At most 8 files come back from $OUT: run a few steps per call. A session has 15 minutes of
+# At most 8 files come back from $OUT: run a few steps per call (the MPS daemon's start
+# logs go to /tmp; its exit status is printed). A session has 15 minutes of
 # device time, start and idle included; what each step took on an H100 and an H200:
 # results/gpu-session-timings.md (give a fresh machine's first step its Numba compiles).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
@@ -52,7 +53,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   faults)     step 200 faults python3 -m pytest tests/test_faults.py -q -p no:cacheprovider --durations=0 -k "${FAULTS_K:-cuda}" ;;
   where)      TAIL=8 step 200 where python3 benchmarks/where_time_goes.py --json $OUT/where-time-goes-$GPU.json ;;
   profile)    # issue 52's host cost of a kept call: enqueue (stream-ordered) and blocking, under MPS
-              nvidia-cuda-mps-control -d > $OUT/mps-profile.txt 2>&1; echo "== mps start rc=$?"
+              nvidia-cuda-mps-control -d > /tmp/mps-profile.txt 2>&1; echo "== mps start rc=$?"
               TAIL=40 step 90 profile-group python3 benchmarks/profile_call.py --group 4
               TAIL=40 step 90 profile-comm mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel --calls 2000
               TAIL=40 step 90 profile-oneshot mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel \
@@ -80,7 +81,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   --json $OUT/colls/$c-${NP:-2}ranks${MPS:+-mps}-$GPU.json; done
               [ -n "$MPS" ] && echo quit | nvidia-cuda-mps-control
               tar -C $OUT -czf $OUT/colls.tgz colls && rm -r $OUT/colls ;;
-  mps)        nvidia-cuda-mps-control -d > $OUT/mps.txt 2>&1; echo "== mps start rc=$?"; cat $OUT/mps.txt
+  mps)        nvidia-cuda-mps-control -d > /tmp/mps.txt 2>&1; echo "== mps start rc=$?"; cat /tmp/mps.txt
               sleep 1; echo get_server_list | nvidia-cuda-mps-control 2>&1 | head -3
               TAIL=20 step 300 sweep${NP:-2}-mps mpiexec -n ${NP:-2} python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 8 -a 64M,${MAX:-256M} \
                   -n 10 -w 2 --device cuda --impl ring,nccl,mpi --nccl-hostid --json $OUT/allreduce-${NP:-2}ranks-mps-$GPU.json
@@ -90,7 +91,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # kernelsweep (2 and 4 processes beside the stream path and NCCL, under MPS:
               # processes sharing the GPU run persistent kernels concurrently only there)
               step 120 ptx python3 tools/compile_kernels.py --quick
-              nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
+              nvidia-cuda-mps-control -d > /tmp/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
               step 480 kernelpath python3 -m pytest tests/test_mpi.py tests/test_faults.py tests/test_group.py -q \
                   -p no:cacheprovider --durations=0 --maxfail=${MAXFAIL:-5} -k "cuda_kernel_path or cuda-kernel or kernel"
               echo quit | nvidia-cuda-mps-control ;;
@@ -98,7 +99,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # processes (test_cuda_auto_path) and ring.Group's auto tests, under MPS; stops at
               # the first failure (give the call a limit above AUTO_LIMIT; step inner prints as
               # it goes, with RING_TEST_PATH=auto)
-              nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
+              nvidia-cuda-mps-control -d > /tmp/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
               TAIL=60 step ${AUTO_LIMIT:-240} autopath python3 -m pytest tests/test_mpi.py tests/test_group.py -q \
                   -p no:cacheprovider --maxfail=${MAXFAIL:-1} --durations=5 -k "${AUTO_K:-cuda_auto_path or auto}"
               echo quit | nvidia-cuda-mps-control ;;
@@ -115,7 +116,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # 48 clients that MPS takes on a GPU
               # RING_TEST_INNER_DUMP: an inner run's ranks print their stacks once a test has
               # run SUITE_DUMP seconds, which a failure shows first (tests/mpirun.py)
-              nvidia-cuda-mps-control -d > $OUT/mps-suite.txt 2>&1; echo "== mps start rc=$?"
+              nvidia-cuda-mps-control -d > /tmp/mps-suite.txt 2>&1; echo "== mps start rc=$?"
               RING_TEST_INNER_DUMP=${SUITE_DUMP:-50} \
               RING_KERNEL_CHANNELS=${SUITE_CHANNELS:-4} RING_TEST_INNER_K="not many_communicators" TAIL=40 \
                 step ${SUITE_LIMIT:-450} suite python3 -m pytest ${SUITE_FILES:-tests} -v -p no:cacheprovider \
@@ -125,7 +126,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   alone)      # what step suite leaves out, one test at a time: the tests that read the GPU's free
               # memory (1000 groups, 1000 communicators at 2-4 processes, check_lifetime.py) and
               # the default shape's channel cut
-              nvidia-cuda-mps-control -d > $OUT/mps-alone.txt 2>&1; echo "== mps start rc=$?"
+              nvidia-cuda-mps-control -d > /tmp/mps-alone.txt 2>&1; echo "== mps start rc=$?"
               RING_TEST_INNER_DUMP=${SUITE_DUMP:-50} RING_TEST_INNER_K=many_communicators TAIL=12 \
                 step ${ALONE_LIMIT:-200} alone python3 -m pytest \
                   tests/test_group.py tests/test_mpi.py -q -p no:cacheprovider --durations=8 \
@@ -137,14 +138,14 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # every rank prints its threads' stacks once a test has run s seconds (a hang:
               # where each rank waits); RING_TEST_PATH / RING_KERNEL_PROTO as exported;
               # INNER_TAG names the log
-              nvidia-cuda-mps-control -d > $OUT/mps-inner.txt 2>&1; echo "== mps start rc=$?"
+              nvidia-cuda-mps-control -d > /tmp/mps-inner.txt 2>&1; echo "== mps start rc=$?"
               TAIL=${INNER_TAIL:-40} RING_NODES=${INNER_NODES:-$RING_NODES} step ${INNER_LIMIT:-150} inner-${INNER_TAG:-1} \
                   mpiexec -n ${INNER_NP:-2} python3 -m pytest tests/mpi/${INNER_FILE:-check_cuda.py} -x -q -p no:cacheprovider \
                   -o python_files=check_*.py -o addopts= -o timeout=0 -o faulthandler_timeout=${INNER_DUMP:-0} \
                   --durations=5 ${INNER_K:+-k "$INNER_K"}
               echo quit | nvidia-cuda-mps-control ;;
   kernelprofile) # host time per 8-byte call on the kernel path, function by function
-              nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
+              nvidia-cuda-mps-control -d > /tmp/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
               TAIL=40 step 90 profile-group-kernel python3 benchmarks/profile_call.py --group 2 --path kernel
               TAIL=40 step 120 profile-comm-kernel mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel --algorithm ring
               echo quit | nvidia-cuda-mps-control ;;
@@ -155,7 +156,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   --json $OUT/group-chunk-x-slots-$GPU.json ;;
   kernelbench) TAIL=40 step 540 groupbench-kernel python3 benchmarks/group_bench.py --quick --paths kernel,stream \
                   --json $OUT/group-kernel-$GPU.json ;;
-  kernelsweep) nvidia-cuda-mps-control -d > $OUT/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
+  kernelsweep) nvidia-cuda-mps-control -d > /tmp/mps-kernel.txt 2>&1; echo "== mps start rc=$?"
               for np in ${NPS:-2 4}; do
                 TAIL=30 step ${SWEEP_LIMIT:-270} sweep-kernel-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 4 -a 64M,${MAX:-256M} \
                   -n ${ITERS:-10} -w 2 --device cuda --impl ring-kernel,ring-stream,nccl,mpi --nccl-hostid \
@@ -166,7 +167,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # transport; else 2.28 over sockets, --nccl-hostid) and MPI, 8 B - 1 MB.
               # MPS=1: under MPS, where the ring's path="auto" is the persistent kernel (without
               # it the processes time-slice the GPU, the ring takes the stream path and NCCL crawls)
-              [ -n "$MPS" ] && { nvidia-cuda-mps-control -d > $OUT/mps-algos.txt 2>&1; echo "== mps start rc=$?"; }
+              [ -n "$MPS" ] && { nvidia-cuda-mps-control -d > /tmp/mps-algos.txt 2>&1; echo "== mps start rc=$?"; }
               for np in ${NPS:-2 4}; do
                 TAIL=30 step 270 algos-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e 1M -f 4 \
                   -n ${ITERS:-50} -w 5 --device cuda --algo ring,oneshot,twoshot,naive --impl nccl,mpi \
@@ -195,7 +196,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # kernel's threads per channel (RING_KERNEL_THREADS 512, the default, and 1024), 128
               # channels at 2 processes (64, the default), and the two-shot's grid (its occupancy
               # share, the default, and 16 blocks, the old one)
-              nvidia-cuda-mps-control -d > $OUT/mps-shapes.txt 2>&1; echo "== mps start rc=$?"
+              nvidia-cuda-mps-control -d > /tmp/mps-shapes.txt 2>&1; echo "== mps start rc=$?"
               for np in ${NPS:-2 4}; do for t in 512 1024; do
                 RING_KERNEL_THREADS=$t TAIL=6 step 90 shapes-$np-t$t mpiexec -n $np python3 -m harness allreduce \
                   -b 64M -e 256M -f 4 -n 10 -w 2 --device cuda --impl ring-flat,ring-twoshot ${REGISTER:+-R} \
@@ -210,7 +211,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   launches)   # the calls that are one launch on the caller's stream, first time on a GPU (2026-11-27,
               # simulator-tested): stream order, blocking, errors at the next call / synchronize,
               # the one-shot and two-shot kernels (every op x dtype at 2), Top-K's kernels, under MPS
-              nvidia-cuda-mps-control -d > $OUT/mps-launches.txt 2>&1; echo "== mps start rc=$?"
+              nvidia-cuda-mps-control -d > /tmp/mps-launches.txt 2>&1; echo "== mps start rc=$?"
               LAUNCH_K="cuda_kernel_path and not fence or one_shot or two_shot or stream_ordered or registered"
               TAIL=30 step ${LAUNCH_LIMIT:-420} launches python3 -m pytest tests/test_mpi.py tests/test_faults.py \
                   tests/test_topk.py -q -p no:cacheprovider --durations=10 \
@@ -218,7 +219,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               echo quit | nvidia-cuda-mps-control ;;
   pick)       # a few chosen checks when a session has minutes for little else: the tests named in
               # PICK (files or node ids), narrowed by PICK_K, under MPS (processes sharing the GPU)
-              nvidia-cuda-mps-control -d > $OUT/mps-pick.txt 2>&1; echo "== mps start rc=$?"
+              nvidia-cuda-mps-control -d > /tmp/mps-pick.txt 2>&1; echo "== mps start rc=$?"
               TAIL=30 step ${PICK_LIMIT:-400} pick python3 -m pytest ${PICK:-tests/test_group.py} -v -p no:cacheprovider \
                   --durations=20 ${PICK_K:+-k "$PICK_K"}
               echo quit | nvidia-cuda-mps-control ;;
@@ -231,7 +232,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # (its own P2P transport, no --nccl-hostid) and MPI, under MPS, 8 B - 256 MiB;
               # ring's calls stream-ordered (BLOCKING=1: blocking), the one-shot and two-shot kernels
               # beside it; REGISTER=1: ring's buffers registered (-R: the two-shot in place)
-              nvidia-cuda-mps-control -d > $OUT/mps-nccl.txt 2>&1; echo "== mps start rc=$?"
+              nvidia-cuda-mps-control -d > /tmp/mps-nccl.txt 2>&1; echo "== mps start rc=$?"
               for np in ${NPS:-2 4}; do
                 TAIL=30 step ${SWEEP_LIMIT:-200} ncclcmp-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e ${MAX:-256M} -f 4 \
                   -a 64M,${MAX:-256M} -n ${ITERS:-20} -w 3 --device cuda --impl ${IMPL:-ring,ring-flat,ring-oneshot,ring-twoshot,nccl,mpi} \
