@@ -30,6 +30,7 @@ overwritten before it is read. A stale word of parity p carries s - 2, never s.
 
 from __future__ import annotations
 
+import zlib
 from functools import lru_cache
 
 import numpy as np
@@ -42,6 +43,7 @@ from ringtypes import Op
 
 from .arrays import SIMULATED
 from .persistent import UNSIGNED, bits_of, fail, part
+from .twoshot_kernel import call_word
 
 # int64 words of one sender's place in an inbox (a call's parity): an element of up to 4
 # bytes takes one, of 8 bytes two. On a GPU 256 K (1 MiB of float32, the top of issue 52's
@@ -58,17 +60,9 @@ LOW = (1 << 32) - 1
 RECORDS = SHAPE[0]
 
 
-@cuda.jit(device=True, inline=True)
-def WORDS_OF(room):  # noqa: N802 - (a sender's place: its words, then RECORDS)
-    return room - RECORDS
-
-
 def call_hash(op: Op, dtype_name: str, n: int) -> int:
     """32 bits of the call (count, dtype, op) that every rank's record must show; a call
     that differs shows other bits (but for one pair in 2^32: crc32 of twoshot's word)."""
-    import zlib
-
-    from .twoshot_kernel import call_word
     return zlib.crc32(call_word(op, dtype_name, n).to_bytes(8, "little"))
 
 
@@ -126,7 +120,7 @@ def oneshot_kernel(op: Op, dtype_name: str, k: int):
         lo, hi = part(n, b, nb)
         mine_at = (seq & 1) * k * room  # this call's parity in an inbox
         if t == 0:  # 0. the call's record (call_hash) from every block to every peer
-            rec = mine_at + me * room + WORDS_OF(room) + b
+            rec = mine_at + me * room + WORDS + b
             for q in range(k):
                 if q != me:
                     store(peers[q], rec, (call & LOW) | flag)
@@ -144,7 +138,7 @@ def oneshot_kernel(op: Op, dtype_name: str, k: int):
             ok[0] = 1
             for q in range(k):
                 if q != me and ok[0] == 1:
-                    at = mine_at + q * room + WORDS_OF(room) + b
+                    at = mine_at + q * room + WORDS + b
                     word = wait_flag(mine, at, seq, timeout_ns, err)
                     if (word >> 32) != seq:
                         fail(err, WAIT_PEER, b, q, -1, 0, seq, word >> 32)

@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 import socket
 
+from kernels.arrays import address
+
 from ..agreement import raise_refused, refusal
 from ..transport import ipc
 from ..transport.registry import PeerMaps, Registry
@@ -44,7 +46,6 @@ def register(comm, reg: Registry, x, device: int, why_not: str | None, error) ->
     me = (socket.gethostname(), os.getpid())
     alloc = handle = None
     if error is None and why_not is None and x.size:
-        from kernels.arrays import address
         ptr, nbytes = address(x), x.size * x.dtype.itemsize
         alloc = side.describe(ptr)
         if alloc is not None:
@@ -75,7 +76,6 @@ def find(reg: Registry | None, a, itemsize: int):
     or (None, -1) where a is not registered (or is no longer the registered memory)."""
     if not reg or a is None or not a.size:
         return None, -1
-    from kernels.arrays import address
     ptr = address(a)
     r = reg.find(ptr, a.size * a.dtype.itemsize)
     if r is None or (ptr - r.mine.base) % itemsize:
@@ -87,7 +87,6 @@ def still(reg: Registry, held: list):
     """A check that the registrations a launch was bound to hold yet: held, (array,
     registration) pairs; each array's memory must still be found in its registration (the
     same allocation: registry.Registry.find, one driver query each)."""
-    from kernels.arrays import address
     spans = [(address(a), a.size * a.dtype.itemsize, r) for a, r in held]
 
     def valid() -> bool:

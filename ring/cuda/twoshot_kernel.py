@@ -123,11 +123,13 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
         return ok[0]
 
     @cuda.jit(device=True, inline=True)
-    def record(flags, me, b, nb, seq, timeout_ns, err, call, rx, ox, ro, oo, offx, offo):
+    def record(ok, flags, me, b, nb, seq, timeout_ns, err, call, rx, ox, ro, oo, offx, offo):
         """Thread 0: this rank's record into every peer's flags (after the flags: the call, which
-        registration x and out are in and where), flagged; every peer's read back: 1, or 0
-        with the error word written (a wait past the timeout; a peer's call not this one:
-        MISMATCH, before anyone has read anything of the call's data)."""
+        registration x and out are in and where), flagged; every peer's read back. ok[0]: 1,
+        or 0 with the error word written (a wait past the timeout; a peer's call not this
+        one: MISMATCH, before anyone has read anything of the call's data); ok[1] / ok[2]:
+        x / out in place (every record names the same registration for it)."""
+        ok[0], ok[1], ok[2] = 0, 1 if rx >= 0 else 0, 1 if ro >= 0 else 0
         for p in range(k):
             if p != me:
                 pay = 3 * k * nb + ((me * nb + b) * PW)
@@ -137,16 +139,22 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
                 store(flags[p], pay + 3, ro)
                 store(flags[p], pay + 4, oo)
         if barrier(flags, me, RECORD, b, nb, seq, timeout_ns, err, 0) == 0:
-            return 0
+            return
         for q in range(k):
             pay = 3 * k * nb + ((q * nb + b) * PW)
-            theirs = call if q == me else flags[me][pay]
+            if q == me:
+                offx[q], offo[q] = ox, oo
+                continue
+            theirs = flags[me][pay]
             if theirs != call:
                 fail(err, MISMATCH, b, q, 0, RECORD, call, theirs)
-                return 0
-            offx[q] = ox if q == me else flags[me][pay + 2]
-            offo[q] = oo if q == me else flags[me][pay + 4]
-        return 1
+                return
+            offx[q], offo[q] = flags[me][pay + 2], flags[me][pay + 4]
+            if flags[me][pay + 1] != rx:
+                ok[1] = 0
+            if flags[me][pay + 3] != ro:
+                ok[2] = 0
+        ok[0] = 1
 
     def kernel(x, out, ins, outs, xs, ys, flags, seqs, n, me, cap, timeout_ns, div, err,
                call, rx, ox, ro, oo):
@@ -157,15 +165,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
         offo = cuda.shared.array(k, types.int64)
         seq = seqs[b] + 1
         if t == 0:  # 0. the record: the call, and where this rank's x and out are
-            ok[0] = record(flags, me, b, nb, seq, timeout_ns, err, call, rx, ox, ro, oo, offx,
-                           offo)
-            inx, ino = rx >= 0, ro >= 0
-            for q in range(k):
-                pay = 3 * k * nb + ((q * nb + b) * PW)
-                if q != me:
-                    inx = inx and flags[me][pay + 1] == rx
-                    ino = ino and flags[me][pay + 3] == ro
-            ok[1], ok[2] = inx, ino
+            record(ok, flags, me, b, nb, seq, timeout_ns, err, call, rx, ox, ro, oo, offx, offo)
         cuda.syncthreads()
         inx, ino = ok[1] != 0, ok[2] != 0
         step = max(n, 1) if inx and ino else cap  # in place both ways: no area, one round

@@ -31,6 +31,7 @@ from numba import cuda
 from kernels.driver import driver, ok, simulated, stream_handle
 
 from .keep import Opened, Spares
+from .registry import Allocation
 from .shm import Typed
 
 SIMULATED = simulated()
@@ -254,7 +255,6 @@ class _Whole:
 def describe(ptr: int):
     """The allocation that holds ptr (registry.Allocation), None where the driver cannot
     say (not device memory, or memory that legacy IPC cannot export)."""
-    from .registry import Allocation
     drv = driver()
     try:  # (any failure: this memory is staged, never a rank left raising alone)
         err, base, size = drv.cuMemGetAddressRange(drv.CUdeviceptr(ptr))
