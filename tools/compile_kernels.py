@@ -255,7 +255,8 @@ def shots(cuda, cc) -> int:
     """The one-shot and two-shot all-reduce kernels (ring/cuda/oneshot_kernel.py,
     twoshot_kernel.py) for a cross-section of op x dtype x K, with cuda.jit patched as
     library() patches it: each compiles, and (with ptxas) fits 1024 threads of a
-    multiprocessor's registers, as kernel_path.room assumes when it sizes their grids."""
+    multiprocessor's registers, as kernel_path.room assumes when it sizes their grids; the
+    two-shot's loads and stores of data are 16-byte vectors."""
     from ring.cuda.oneshot_kernel import oneshot_kernel
     from ring.cuda.twoshot_kernel import twoshot_kernel
     from ringtypes import Op
@@ -266,7 +267,10 @@ def shots(cuda, cc) -> int:
             kernel = make.__wrapped__(op, dtype, k)  # (past its cache: patched jit)
             ptx, _ = cuda.compile_ptx(kernel.py_func, kernel.sig, cc=cc,
                                       launch_bounds=kernel.bounds)
-            launchable(ptx, cc, f"{name} {op} {dtype} K={k}")
+            what = f"{name} {op} {dtype} K={k}"
+            launchable(ptx, cc, what)
+            if name == "two-shot":  # 16-byte vectors, whatever the dtype (kernels/vector.py)
+                holds(ptx, what, ("ld.global.v4.u32", "st.global.v4.u32"), ())
             done += 1
     return done
 

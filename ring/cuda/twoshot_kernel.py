@@ -38,6 +38,15 @@ x and writes its out only between this rank's RECORD (its kernel started: the st
 earlier work on them done) and its WRITTEN (after which nothing of the call touches them).
 The sequence numbers live on the GPU (`seqs`, per block): the launch never changes (kept
 for repeated calls, capturable in a graph).
+
+Data moves in 16-byte vectors (kernels/vector.py), VECTORS of them in flight a thread (the
+reduce: U from each of the K ranks, all loaded before the first sum), wherever the arrays a
+step touches start 16-byte aligned: the areas always; x and out as each rank's record says
+(a staged x is copied in vectors where this rank's is aligned, a registered one read in
+vectors where every rank's is). Sub-slices are cut in whole vectors, so only a round's last
+few elements, and arrays that are not aligned, go an element at a time. ptxas keeps the
+vector loops free of spills within the 64 registers (tools/compile_kernels.py checks the
+16-byte loads and stores).
 """
 
 from __future__ import annotations
@@ -53,6 +62,9 @@ from kernels.reduce import OPS
 from kernels.spin import sync
 from ringtypes import Op
 
+from kernels.arrays import address
+from kernels.vector import aligned, lanes, load16, store16
+
 from .arrays import SIMULATED
 from .persistent import fail, part
 
@@ -66,18 +78,20 @@ WAIT_STAGED, WAIT_WRITTEN, MISMATCH, WAIT_RECORD = 5, 6, 7, 8
 STAGED, WRITTEN, RECORD = 0, 1, 2  # the kinds of flag: (kind, rank, block) at
 # ((kind * K + rank) * blocks + block); then the records: (rank, block)'s PW words at
 # 3 K blocks + (rank * blocks + block) * PW: [call, x's registration, x's offset in it, out's
-# registration, out's offset] (a registration's index, or -1: staged)
+# registration, out's offset, alignment (bit 0: x, bit 1: out)] (a registration's index, or
+# -1: staged)
 PW = 8
+VECTORS = 4  # 16-byte vectors a thread keeps in flight (reduce: from every rank together)
 
 
 @lru_cache(maxsize=None)
 def twoshot_kernel(op: Op, dtype_name: str, k: int):
     """The compiled kernel for (op, dtype, K ranks): kernel(x, out, ins, outs, xs, ys,
-    flags, seqs, n, me, cap, timeout_ns, div, err, call, rx, ox, ro, oo); ins / outs /
+    flags, seqs, n, me, cap, timeout_ns, div, err, call, rx, ox, ro, oo, al); ins / outs /
     flags: every rank's input area, output area and flags (this rank's at `me`); xs / ys:
     every rank's allocation of the registration that holds this rank's x / out (rx / ro: its
     index, -1 for none: then the areas stand in), ox / oo: x's / out's element offset in it;
-    call: call_word()."""
+    call: call_word(); al: bit 0 / 1 set where x / out starts 16-byte aligned (vectors)."""
     kd = kernel_dtype(dtype_name)
     if op is Op.AVG and not kd.floating:
         raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
@@ -85,13 +99,37 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
     mid = OPS[Op.SUM](kd) if op is Op.AVG else last  # avg: sums, then the dividing sum
     hand = sync("sys")
     store, fence, wait_geq = hand.store, hand.fence, hand.wait_geq
+    storage, L = kd.numba_type, lanes(kd.storage)  # L: elements in a 16-byte vector
+    U = max(1, VECTORS // k)  # a reduce's vectors in flight a thread: U from each rank
+    C = VECTORS  # a copy's
+    V = max(k * U, C) * L
 
     @cuda.jit(device=True, inline=True)
     def sub(rn, q, b, nb):
-        """[lo, hi) of the round's elements: sub-slice b of block q."""
-        qlo, qhi = part(rn, q, k)
+        """[lo, hi) of the round's elements: sub-slice b of block q, cut in whole vectors of
+        L (lo a multiple of L; hi too, but for the round's last element)."""
+        qlo, qhi = part((rn + L - 1) // L, q, k)
         lo, hi = part(qhi - qlo, b, nb)
-        return qlo + lo, qlo + hi
+        return min(rn, (qlo + lo) * L), min(rn, (qlo + hi) * L)
+
+    @cuda.jit(device=True, inline=True)
+    def copy(dst, do, src, so, lo, hi, vec, buf):
+        """dst[do + e] = src[so + e] for e in [lo, hi) (lo a multiple of L), by the block's
+        threads: with vec (both ends 16-byte aligned at e = 0), C vectors in flight a
+        thread, then single elements for what is left."""
+        t, nt = cuda.threadIdx.x, cuda.blockDim.x
+        full = lo + (hi - lo) // L * L if vec else lo
+        for e0 in range(lo + t * L, full, nt * L * C):
+            for u in range(C):
+                e = e0 + u * nt * L
+                if e < full:
+                    load16(buf, u * L, src, so + e)
+            for u in range(C):
+                e = e0 + u * nt * L
+                if e < full:
+                    store16(dst, do + e, buf, u * L)
+        for e in range(full + t, hi, nt):
+            dst[do + e] = src[so + e]
 
     @cuda.jit(device=True, inline=True)
     def barrier(flags, me, kind, b, nb, seq, timeout_ns, err, j):
@@ -123,13 +161,15 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
         return ok[0]
 
     @cuda.jit(device=True, inline=True)
-    def record(ok, flags, me, b, nb, seq, timeout_ns, err, call, rx, ox, ro, oo, offx, offo):
+    def record(ok, flags, me, b, nb, seq, timeout_ns, err, call, rx, ox, ro, oo, al, offx, offo):
         """Thread 0: this rank's record into every peer's flags (after the flags: the call, which
-        registration x and out are in and where), flagged; every peer's read back. ok[0]: 1,
-        or 0 with the error word written (a wait past the timeout; a peer's call not this
-        one: MISMATCH, before anyone has read anything of the call's data); ok[1] / ok[2]:
-        x / out in place (every record names the same registration for it)."""
-        ok[0], ok[1], ok[2] = 0, 1 if rx >= 0 else 0, 1 if ro >= 0 else 0
+        registration x and out are in and where, whether they are 16-byte aligned),
+        flagged; every peer's read back. ok[0]: 1, or 0 with the error word written (a wait
+        past the timeout; a peer's call not this one: MISMATCH, before anyone has read
+        anything of the call's data); ok[1] / ok[2]: x / out in place (every record names
+        the same registration for it); ok[3] / ok[4]: every rank's x / out aligned."""
+        ok[0], ok[1], ok[2], ok[3], ok[4] = 0, 1 if rx >= 0 else 0, 1 if ro >= 0 else 0, al & 1, \
+            (al >> 1) & 1
         for p in range(k):
             if p != me:
                 pay = 3 * k * nb + ((me * nb + b) * PW)
@@ -138,6 +178,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
                 store(flags[p], pay + 2, ox)
                 store(flags[p], pay + 3, ro)
                 store(flags[p], pay + 4, oo)
+                store(flags[p], pay + 5, al)
         if barrier(flags, me, RECORD, b, nb, seq, timeout_ns, err, 0) == 0:
             return
         for q in range(k):
@@ -154,20 +195,29 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
                 ok[1] = 0
             if flags[me][pay + 3] != ro:
                 ok[2] = 0
+            theirs = flags[me][pay + 5]
+            ok[3], ok[4] = ok[3] & theirs, ok[4] & (theirs >> 1)
         ok[0] = 1
 
     def kernel(x, out, ins, outs, xs, ys, flags, seqs, n, me, cap, timeout_ns, div, err,
-               call, rx, ox, ro, oo):
+               call, rx, ox, ro, oo, al):
         b, nb = cuda.blockIdx.x, cuda.gridDim.x
         t, nt = cuda.threadIdx.x, cuda.blockDim.x
-        ok = cuda.shared.array(3, types.int64)  # went well; x in place; out in place
+        # went well; x in place; out in place; every rank's x aligned; every rank's out aligned
+        ok = cuda.shared.array(5, types.int64)
         offx = cuda.shared.array(k, types.int64)
         offo = cuda.shared.array(k, types.int64)
+        vals = cuda.local.array(V, storage)  # the vectors in flight: (rank, u) at (q U + u) L
         seq = seqs[b] + 1
         if t == 0:  # 0. the record: the call, and where this rank's x and out are
-            record(ok, flags, me, b, nb, seq, timeout_ns, err, call, rx, ox, ro, oo, offx, offo)
+            record(ok, flags, me, b, nb, seq, timeout_ns, err, call, rx, ox, ro, oo, al, offx,
+                   offo)
         cuda.syncthreads()
         inx, ino = ok[1] != 0, ok[2] != 0
+        # vectors where every array the step reads or writes is aligned at element 0 of the
+        # round (the areas always are; a round starts at a multiple of cap, itself of L)
+        vstage, vgather = (al & 1) != 0, (al & 2) != 0
+        vreduce = (ok[3] != 0 or not inx) and (ok[4] != 0 or not ino)
         step = max(n, 1) if inx and ino else cap  # in place both ways: no area, one round
         # at least one round, so at least one WRITTEN barrier: a peer must not leave (and
         # write its next call's record here) before every rank has read this call's
@@ -179,13 +229,36 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
                 if not inx:
                     for q in range(k):  # 1. stage sub-slice b of every block
                         lo, hi = sub(rn, q, b, nb)
-                        for e in range(lo + t, hi, nt):
-                            ins[me][e] = x[r0 + e]
+                        copy(ins[me], 0, x, r0, lo, hi, vstage, vals)
                 seq += 1
                 if passed(ok, flags, me, STAGED, b, nb, seq, timeout_ns, err, j) == 0:
                     break
             lo, hi = sub(rn, me, b, nb)  # 2. reduce sub-slice b of this rank's block
-            for e in range(lo + t, hi, nt):
+            full = lo + (hi - lo) // L * L if vreduce else lo
+            for e0 in range(lo + t * L, full, nt * L * U):
+                for u in range(U):  # every rank's U vectors in flight, then the sums
+                    e = e0 + u * nt * L
+                    if e < full:
+                        for q in range(k):
+                            if inx:
+                                load16(vals, (q * U + u) * L, xs[q], offx[q] + r0 + e)
+                            else:
+                                load16(vals, (q * U + u) * L, ins[q], e)
+                for u in range(U):
+                    e = e0 + u * nt * L
+                    if e < full:
+                        for i in range(u * L, u * L + L):  # into rank 0's lanes
+                            acc = vals[i]
+                            for q in range(1, k):
+                                v = vals[q * U * L + i]
+                                acc = last(acc, v, div) if q == k - 1 else mid(acc, v, div)
+                            vals[i] = acc
+                        for p in range(k):
+                            if ino:
+                                store16(ys[p], offo[p] + r0 + e, vals, u * L)
+                            else:
+                                store16(outs[p], e, vals, u * L)
+            for e in range(full + t, hi, nt):  # what is left, an element a thread
                 acc = xs[0][offx[0] + r0 + e] if inx else ins[0][e]
                 for q in range(1, k):
                     v = xs[q][offx[q] + r0 + e] if inx else ins[q][e]
@@ -201,8 +274,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
             if not ino:
                 for q in range(k):  # 3. every block's sub-slice b into out
                     lo, hi = sub(rn, q, b, nb)
-                    for e in range(lo + t, hi, nt):
-                        out[r0 + e] = outs[me][e]
+                    copy(out, r0, outs[me], 0, lo, hi, vgather, vals)
         cuda.syncthreads()
         if t == 0:
             seqs[b] = seq
@@ -211,7 +283,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
     words = types.int64[::1]
     i64, ranks = types.int64, types.UniTuple(arr, k)
     sig = types.void(arr, arr, ranks, ranks, ranks, ranks, types.UniTuple(words, k), words,
-                     i64, i64, i64, i64, types.float64, words, i64, i64, i64, i64, i64)
+                     i64, i64, i64, i64, types.float64, words, i64, i64, i64, i64, i64, i64)
     # two blocks of SHAPE's threads per multiprocessor (at most 64 registers a thread), as
     # kernel_path.room counts when TwoShot.blocks sizes the grid: unbounded, it took 70
     # (tools/compile_kernels.py checks)
@@ -294,11 +366,14 @@ class TwoShot:
         xs, ys = (ranks(r, kd.storage) if r is not None else a
                   for (r, _), a in ((xreg, ins), (oreg, outs)))
         cap = CAP_BYTES // kd.storage.itemsize
+        al = int(aligned(address(x))) | int(aligned(address(out))) << 1
         args = (x, out, ins, outs, xs, ys, self.flags, self.seqs, n, self.me, cap,
                 int(timeout_s * 1e9), float(divisor), self.err, call_word(op, dtype_name, n),
-                index(xreg), xreg[1], index(oreg), oreg[1])
+                index(xreg), xreg[1], index(oreg), oreg[1], al)
         keep = (None, None, ins, outs, xs, ys, self.flags, self.seqs, self.err)
-        return BoundLaunch(kernel, args, self.blocks, self.threads, self.stream, keep)
+        bound = BoundLaunch(kernel, args, self.blocks, self.threads, self.stream, keep)
+        bound.aligned = al  # (what this rank told the others: the tests look)
+        return bound
 
     def close(self) -> None:
         self.areas.close()

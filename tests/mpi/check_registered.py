@@ -8,6 +8,8 @@ Under Numba's simulator only memory in a node-shared window can be mapped by the
 processes (transport/simipc.shared_array, the stand-in for cudaMalloc'd memory); on a GPU
 the buffers are CuPy's (cudaMalloc'd: legacy CUDA IPC exports them)."""
 
+import itertools
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -112,36 +114,45 @@ def _host(a):
 @pytest.mark.parametrize("dtype,op", CASES)
 def test_registered_buffers_are_reduced_in_place(kcomm, world, dtype, op):
     """x and out registered, at offsets that differ between the ranks: in place, every
-    count, in place (out = x) and out; the same bits as the rank-order reference."""
+    count, in place (out = x) and out, each array 16-byte aligned on every rank (16-byte
+    vectors) or not (an element at a time); the same bits as the rank-order reference."""
     k, r = kcomm.size, kcomm.rank
     logical = ringtypes.BY_NAME[dtype]
     bits = storage_of(logical)
     kw = {"dtype": dtype} if bits != logical else {}
-    top = max(SIZES) + 2 * k
+    lanes = 16 // np.dtype(bits).itemsize
+    top = max(SIZES) + 2 * lanes * k + 2
     xb, ob = Buffer(world, top, bits), Buffer(world, top, bits)
     assert kcomm.register(xb.array) and kcomm.register(ob.array)
-    for n in SIZES:
+    for n, in_place, vectors in itertools.product(SIZES, (False, True), (False, True)):
         inputs = [make(q, n, dtype, op=op) for q in range(k)]
         want = reference.in_rank_order(inputs, op)
-        for in_place in (False, True):
-            lo = r + 1  # each rank's x at its own offset
-            xb.set(np.concatenate([np.zeros(lo, bits), inputs[r].view(bits),
-                                   np.zeros(top - lo - n, bits)]))
-            x = xb.array[lo:lo + n]
-            out = x if in_place else ob.array[2 * r:2 * r + n]
-            _clear_areas(kcomm)
-            world.Barrier()
-            got = kcomm.allreduce(x, out=out, op=op, algorithm="twoshot", **kw)
-            kcomm.synchronize()
-            assert got is out
-            assert_ran("twoshot", "allreduce")
-            assert _launch_registered(kcomm)
-            assert _untouched(kcomm) == [True, True]  # neither staged nor gathered
-            host = (xb.get(lo, lo + n) if in_place else ob.get(2 * r, 2 * r + n))
-            assert host.tobytes() == want.view(bits).tobytes(), (n, in_place)
-            assert same_everywhere(world, host)
-            if in_place:  # around x: untouched
-                assert not xb.get(0, lo).any() and not xb.get(lo + n).any()
+        # each rank's x and out at its own offsets: whole vectors apart, or one element
+        # off (rank 0's x, every rank's out)
+        lo, olo = (lanes * (r + 1), lanes * 2 * r) if vectors else (r + 1, 2 * r + 1)
+        xb.set(np.concatenate([np.zeros(lo, bits), inputs[r].view(bits),
+                               np.zeros(top - lo - n, bits)]))
+        x = xb.array[lo:lo + n]
+        out = x if in_place else ob.array[olo:olo + n]
+        _clear_areas(kcomm)
+        world.Barrier()
+        got = kcomm.allreduce(x, out=out, op=op, algorithm="twoshot", **kw)
+        kcomm.synchronize()
+        assert got is out
+        assert_ran("twoshot", "allreduce")
+        assert _launch_registered(kcomm)
+        aligned = kcomm._ctx.backend.last_launch.aligned
+        # (what this rank told the others: bit 0 x 16-byte aligned, bit 1 out)
+        if vectors:
+            assert aligned == 3
+        else:  # rank 0's x, an odd offset's out: never
+            assert not (r == 0 and aligned & 1) and (in_place or not aligned & 2), aligned
+        assert _untouched(kcomm) == [True, True]  # neither staged nor gathered
+        host = (xb.get(lo, lo + n) if in_place else ob.get(olo, olo + n))
+        assert host.tobytes() == want.view(bits).tobytes(), (n, in_place, vectors)
+        assert same_everywhere(world, host)
+        if in_place:  # around x: untouched
+            assert not xb.get(0, lo).any() and not xb.get(lo + n).any()
     assert kcomm.deregister(xb.array) and kcomm.deregister(ob.array)
     assert not kcomm.deregister(xb.array)
     xb.free()
@@ -176,6 +187,35 @@ def test_one_registered_side_reads_or_writes_in_place_the_other_staged(kcomm, wo
         assert host.tobytes() == want.tobytes(), x_registered
     kcomm.deregister(buf.array)
     buf.free()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8", "float64"])
+def test_staged_arrays_copy_in_vectors_where_aligned_and_elements_where_not(kcomm, world,
+                                                                            dtype):
+    """x and out not registered: staged into the areas and gathered out of them with 16-byte
+    vectors where the array is aligned, an element at a time where not (x or out one
+    element off its allocation, on some ranks), in rounds; the same bits."""
+    k, r = kcomm.size, kcomm.rank
+    logical = ringtypes.BY_NAME[dtype]
+    bits = storage_of(logical)
+    kw = {"dtype": dtype} if bits != logical else {}
+    n = max(SIZES)
+    inputs = [make(q, n, dtype) for q in range(k)]
+    want = reference.in_rank_order(inputs, "sum").view(bits)
+    for xoff, ooff in ((0, 0), (1, 0), (0, 1), (r % 2, 1 - r % 2)):
+        xa = _device(np.concatenate([np.zeros(xoff, bits), inputs[r].view(bits)]))
+        oa = _device(np.zeros(n + ooff, bits))
+        x, out = xa[xoff:], oa[ooff:]
+        world.Barrier()
+        kcomm.allreduce(x, out=out, algorithm="twoshot", **kw)
+        kcomm.synchronize()
+        assert not _launch_registered(kcomm)
+        assert kcomm._ctx.backend.last_launch.aligned == (xoff == 0) | (ooff == 0) << 1
+        assert _host(out).tobytes() == want.tobytes(), (xoff, ooff)
+
+
+def _device(a: np.ndarray):
+    return cuda.to_device(a) if SIMULATED else __import__("cupy").asarray(a)
 
 
 def test_a_freed_buffer_is_staged_and_a_new_one_at_its_address_never_read_stale(kcomm, world):
