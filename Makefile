@@ -21,7 +21,8 @@ NO_GPU := $(if $(CUDA_MAJOR),,NUMBA_ENABLE_CUDASIM=1)
 # tools/compile_kernels.py); optional: .ci/run makes them, the test skips without them
 build/cuda-compilers: $(VENV)/.installed
 	rm -rf $@.tmp && $(PY) -m pip install -q --target $@.tmp \
-	    nvidia-cuda-nvcc==13.5.37 nvidia-nvvm==13.5.37 nvidia-cuda-nvrtc==13.5.37 && mv $@.tmp $@
+	    nvidia-cuda-nvcc==13.5.37 nvidia-nvvm==13.5.37 nvidia-cuda-nvrtc==13.5.37 \
+	    nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37 && mv $@.tmp $@
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -1,18 +1,20 @@
-"""16-byte vector loads and stores: `load16(dst, d, src, i)` reads src[i : i + L] into
-dst[d : d + L] (a local array) with one 16-byte load, `store16(dst, i, src, s)` writes
-src[s : s + L] (a local array) to dst[i : i + L] with one 16-byte store; L = lanes(storage)
-= 16 // itemsize elements.
+"""16-byte vector loads and stores: `load16(dst, d, src, i)` reads the 16 bytes at src[i]
+into dst[d : d + L] (a local array: L of its elements make 16 bytes) with one 16-byte load,
+`store16(dst, i, src, s)` writes src[s : s + L] (a local array) to the 16 bytes at dst[i]
+with one 16-byte store. The lanes are the local array's type: the same as the global
+array's to compute on them (L = lanes(storage) = 16 // itemsize), or uint32 to copy them
+as four words whatever they hold (no lane split out and packed again: fewer registers).
 
 A load of 4 bytes a thread keeps 4 bytes a thread in flight; NCCL's and vLLM's copy loops
 keep 16 (and several of them). Numba has no vector type for an array's elements, and NVVM
 does not merge neighbouring scalar loads (it cannot know their alignment: checked in the
 PTX), so these are intrinsics: a pointer to src[i] cast to a vector of four 32-bit words and
 loaded with align 16 (`ld.global.v4.u32` for every dtype; tools/compile_kernels.py checks),
-the lanes bit casts of it. The local arrays stay in registers once the
-caller's loops over them are unrolled (their trip counts are constants).
+the lanes shifted out of the words and bit cast. The local arrays stay in registers once
+the caller's loops over them are unrolled (their trip counts are constants).
 
 The address of src[i] (dst[i]) must be a multiple of 16: the caller decides, once per call,
-from the arrays' addresses (`aligned`). Under Numba's simulator they are plain loops that
+from the arrays' addresses (`aligned`). Under Numba's simulator they are NumPy views that
 check that alignment on the real address, so a kernel that would misalign a vector fails
 its tests there.
 """
@@ -39,29 +41,23 @@ def aligned(*addresses: int) -> bool:
 
 
 if simulated():
-    def _address(a) -> int:
-        """The address of a's first element (a NumPy array, or the simulator's wrappers)."""
+    def _bytes(a, i):
+        """The 16 bytes at a[i], as a NumPy view, checked aligned."""
         a = getattr(a, "_item", a)
         a = getattr(a, "_ary", a)
-        return a.__array_interface__["data"][0]
-
-    def _check(a, i) -> None:
-        at = _address(a) + i * a.dtype.itemsize
+        at = a.__array_interface__["data"][0] + i * a.dtype.itemsize
         if at % BYTES:
             raise AssertionError(f"a 16-byte vector at address {at:#x} (element {i}): "
                                  "not 16-byte aligned")
+        return a[i:i + BYTES // a.dtype.itemsize].view(np.uint8)
 
     @cuda.jit(device=True)
     def load16(dst, d, src, i):
-        _check(src, i)
-        for u in range(BYTES // src.dtype.itemsize):
-            dst[d + u] = src[i + u]
+        dst[d:d + BYTES // dst.dtype.itemsize] = _bytes(src, i).view(dst.dtype)
 
     @cuda.jit(device=True)
     def store16(dst, i, src, s):
-        _check(dst, i)
-        for u in range(BYTES // dst.dtype.itemsize):
-            dst[i + u] = src[s + u]
+        _bytes(dst, i)[:] = src[s:s + BYTES // src.dtype.itemsize].view(np.uint8)
 else:
     from llvmlite import ir
     from numba.cuda import cgutils
@@ -122,11 +118,11 @@ else:
 
     @intrinsic
     def _load16(typingctx, dst, d, src, i):
-        bits = src.dtype.bitwidth
+        bits = dst.dtype.bitwidth  # the lanes: the local array's elements
         n = BYTES * 8 // bits
 
         def codegen(context, builder, sig, args):
-            elem = context.get_data_type(sig.args[2].dtype)
+            elem = context.get_data_type(sig.args[0].dtype)
             at = _pointer(context, builder, sig.args[2], args[2], args[3], sig.args[3])
             words = builder.load(builder.bitcast(at, WORDS.as_pointer()), align=BYTES)
             for u in range(n):
@@ -138,11 +134,11 @@ else:
 
     @intrinsic
     def _store16(typingctx, dst, i, src, s):
-        bits = dst.dtype.bitwidth
+        bits = src.dtype.bitwidth  # the lanes: the local array's elements
         n = BYTES * 8 // bits
 
         def codegen(context, builder, sig, args):
-            elem = context.get_data_type(sig.args[0].dtype)
+            elem = context.get_data_type(sig.args[2].dtype)
             lanes = [builder.load(_lane(context, builder, sig.args[2], args[2], args[3],
                                         sig.args[3], u)) for u in range(n)]
             at = _pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1])

@@ -313,8 +313,9 @@ def test_the_copy_kernel_copies_every_byte():
 @pytest.mark.parametrize("name", ["uint8", "bfloat16", "float32", "float64"])
 def test_16_byte_vectors_carry_every_lane_and_refuse_a_misaligned_address(name):
     """kernels/vector.py: load16 / store16 move lanes(dtype) elements, each to its own lane
-    (bit for bit, through a local array), at the element asked; under the simulator an
-    address that is not 16-byte aligned fails the kernel (on a GPU it would fault)."""
+    (bit for bit, through a local array of the dtype, or of uint32 words), at the element
+    asked; under the simulator an address that is not 16-byte aligned fails the kernel (on
+    a GPU it would fault)."""
     from kernels.vector import lanes, load16, store16
     dt = storage(np.zeros(0, host_dtype(name))).dtype
     nl = lanes(dt)
@@ -327,12 +328,20 @@ def test_16_byte_vectors_carry_every_lane_and_refuse_a_misaligned_address(name):
         load16(buf, nl, src, i)
         store16(dst, i, buf, nl)
 
+    @cuda.jit
+    def words(dst, src, at):  # the same through four 32-bit words: lanes of the local array
+        buf = cuda.local.array(8, numba.uint32)
+        i = at + cuda.threadIdx.x * nl
+        load16(buf, 4, src, i)
+        store16(dst, i, buf, 4)
+
     src = np.random.default_rng(7).integers(0, 256, 8 * 16, np.uint8).view(dt)
-    d = dev(np.zeros(src.size, dt))
-    shift[1, 3](d, dev(src), nl)
-    got = host(d)
-    assert got[nl:4 * nl].tobytes() == src[nl:4 * nl].tobytes()
-    assert not got[:nl].any() and not got[4 * nl:].any()
+    for kernel in (shift, words):
+        d = dev(np.zeros(src.size, dt))
+        kernel[1, 3](d, dev(src), nl)
+        got = host(d)
+        assert got[nl:4 * nl].tobytes() == src[nl:4 * nl].tobytes()
+        assert not got[:nl].any() and not got[4 * nl:].any()
     if SIMULATED and nl > 1:
         with pytest.raises(AssertionError, match="not 16-byte aligned"):
             shift[1, 1](d, dev(src), 1)

@@ -175,6 +175,42 @@ def launchable(ptx: str, cc, what: str) -> None:
                          f"multiprocessor's {REGISTERS_PER_SM}: the kernel could not launch")
 
 
+def vector_loop_spills(ptx: str, cc) -> list[int] | None:
+    """Spill loads and stores (LDL / STL) in each innermost loop of the SASS that moves
+    16-byte vectors (LDG.E.128 / STG.E.128): a loop's spills cost every iteration. None
+    without ptxas and cuobjdump (with nvdisasm) beside it."""
+    exe = ptxas()
+    dump = exe and os.path.join(os.path.dirname(exe), "cuobjdump")
+    if not dump or not os.path.exists(dump):
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        src, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        subprocess.run([exe, f"-arch=sm_{cc[0]}{cc[1]}", src, "-o", cubin], check=True)
+        env = dict(os.environ, PATH=os.path.dirname(exe) + os.pathsep + os.environ["PATH"])
+        sass = subprocess.run([dump, "-sass", cubin], capture_output=True, text=True,
+                              check=True, env=env).stdout
+    code = [(int(m.group(1), 16), m.group(2)) for m in
+            re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+    at = {a: i for i, (a, _) in enumerate(code)}
+    loops = []  # (first, last) instruction of each backward branch's loop
+    for i, (a, text) in enumerate(code):
+        m = re.search(r"BRA (?:`\(.*?\)\s*)?0x([0-9a-f]+)", text)
+        if m and int(m.group(1), 16) < a and int(m.group(1), 16) in at:
+            loops.append((at[int(m.group(1), 16)], i))
+    if not loops:
+        raise SystemExit("vector_loop_spills: no loop found in the SASS (its format changed?)")
+    spills = []
+    for lo, hi in loops:
+        if any(lo <= lo2 and hi2 <= hi and (lo2, hi2) != (lo, hi) for lo2, hi2 in loops):
+            continue  # not innermost
+        body = [text for _, text in code[lo:hi + 1]]
+        if any("LDG.E.128" in t or "STG.E.128" in t for t in body):
+            spills.append(sum("LDL" in t or "STL" in t for t in body))
+    return spills
+
+
 # --quick: each op, each width, floating and integer
 QUICK = {("sum", "float32"), ("avg", "bfloat16"), ("prod", "float16"), ("min", "uint8"),
          ("max", "float64"), ("sum", "int64")}
@@ -257,6 +293,9 @@ def shots(cuda, cc) -> int:
     library() patches it: each compiles, and (with ptxas) fits 1024 threads of a
     multiprocessor's registers, as kernel_path.room assumes when it sizes their grids; the
     two-shot's loads and stores of data are 16-byte vectors."""
+    import numpy as np
+
+    from ring.cuda.arrays import storage_of
     from ring.cuda.oneshot_kernel import oneshot_kernel
     from ring.cuda.twoshot_kernel import twoshot_kernel
     from ringtypes import Op
@@ -271,6 +310,14 @@ def shots(cuda, cc) -> int:
             launchable(ptx, cc, what)
             if name == "two-shot":  # 16-byte vectors, whatever the dtype (kernels/vector.py)
                 holds(ptx, what, ("ld.global.v4.u32", "st.global.v4.u32"), ())
+                spills = vector_loop_spills(ptx, cc)
+                if spills is not None:
+                    print(f"{what}: innermost 16-byte loops' spill instructions {spills}")
+                    # 4-byte types (float32: the headline figures): none. Others are
+                    # reported: 1- and 2-byte ones widen 8-16 lanes a vector to compute and
+                    # spill in the reduce loop (66-102 instructions), float64 at K=4 a few
+                    if np.dtype(storage_of(dtype)).itemsize == 4 and any(spills):
+                        raise SystemExit(f"{what}: its vector loops spill: {spills}")
             done += 1
     return done
 

@@ -39,14 +39,16 @@ earlier work on them done) and its WRITTEN (after which nothing of the call touc
 The sequence numbers live on the GPU (`seqs`, per block): the launch never changes (kept
 for repeated calls, capturable in a graph).
 
-Data moves in 16-byte vectors (kernels/vector.py), VECTORS of them in flight a thread (the
-reduce: U from each of the K ranks, all loaded before the first sum), wherever the arrays a
-step touches start 16-byte aligned: the areas always; x and out as each rank's record says
-(a staged x is copied in vectors where this rank's is aligned, a registered one read in
-vectors where every rank's is). Sub-slices are cut in whole vectors, so only a round's last
-few elements, and arrays that are not aligned, go an element at a time. ptxas keeps the
-vector loops free of spills within the 64 registers (tools/compile_kernels.py checks the
-16-byte loads and stores).
+Data moves in 16-byte vectors (kernels/vector.py) wherever the arrays a step touches start
+16-byte aligned: the areas always; x and out as each rank's record says (a staged x is
+copied in vectors where this rank's is aligned, a registered one read in vectors where every
+rank's is). The reduce keeps U vectors from each of the K ranks in flight a thread (all
+loaded before the first sum), the copies C (as 32-bit words: no lane is split out). Sub-
+slices are cut in whole vectors, so only a round's last few elements, and arrays that are
+not aligned, go an element at a time. Within the 64 registers a thread the launch bounds
+allow, the innermost vector loops of 4-byte types do not spill; 1- and 2-byte types widen
+8-16 lanes a vector to compute and do spill in the reduce loop (tools/compile_kernels.py
+checks the 16-byte loads and stores, and reads the spills in the SASS).
 """
 
 from __future__ import annotations
@@ -100,9 +102,11 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
     hand = sync("sys")
     store, fence, wait_geq = hand.store, hand.fence, hand.wait_geq
     storage, L = kd.numba_type, lanes(kd.storage)  # L: elements in a 16-byte vector
-    U = max(1, VECTORS // k)  # a reduce's vectors in flight a thread: U from each rank
-    C = VECTORS  # a copy's
-    V = max(k * U, C) * L
+    # a reduce's vectors in flight a thread: U from each rank, and at most 16 lanes in all
+    # (the values of narrow types are widened to compute: more would spill)
+    U = max(1, min(VECTORS // k, 16 // (k * L)))
+    C = 2  # a copy's (4: the copy loop spills, float32 too)
+    V, W = k * U * L, 4 * C  # the local arrays: a reduce's lanes, a copy's 32-bit words
 
     @cuda.jit(device=True, inline=True)
     def sub(rn, q, b, nb):
@@ -116,18 +120,18 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
     def copy(dst, do, src, so, lo, hi, vec, buf):
         """dst[do + e] = src[so + e] for e in [lo, hi) (lo a multiple of L), by the block's
         threads: with vec (both ends 16-byte aligned at e = 0), C vectors in flight a
-        thread, then single elements for what is left."""
+        thread (as words, in buf), then single elements for what is left."""
         t, nt = cuda.threadIdx.x, cuda.blockDim.x
         full = lo + (hi - lo) // L * L if vec else lo
         for e0 in range(lo + t * L, full, nt * L * C):
             for u in range(C):
                 e = e0 + u * nt * L
                 if e < full:
-                    load16(buf, u * L, src, so + e)
+                    load16(buf, u * 4, src, so + e)
             for u in range(C):
                 e = e0 + u * nt * L
                 if e < full:
-                    store16(dst, do + e, buf, u * L)
+                    store16(dst, do + e, buf, u * 4)
         for e in range(full + t, hi, nt):
             dst[do + e] = src[so + e]
 
@@ -208,6 +212,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
         offx = cuda.shared.array(k, types.int64)
         offo = cuda.shared.array(k, types.int64)
         vals = cuda.local.array(V, storage)  # the vectors in flight: (rank, u) at (q U + u) L
+        words = cuda.local.array(W, types.uint32)  # a copy's vectors, as 32-bit words
         seq = seqs[b] + 1
         if t == 0:  # 0. the record: the call, and where this rank's x and out are
             record(ok, flags, me, b, nb, seq, timeout_ns, err, call, rx, ox, ro, oo, al, offx,
@@ -229,7 +234,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
                 if not inx:
                     for q in range(k):  # 1. stage sub-slice b of every block
                         lo, hi = sub(rn, q, b, nb)
-                        copy(ins[me], 0, x, r0, lo, hi, vstage, vals)
+                        copy(ins[me], 0, x, r0, lo, hi, vstage, words)
                 seq += 1
                 if passed(ok, flags, me, STAGED, b, nb, seq, timeout_ns, err, j) == 0:
                     break
@@ -274,7 +279,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
             if not ino:
                 for q in range(k):  # 3. every block's sub-slice b into out
                     lo, hi = sub(rn, q, b, nb)
-                    copy(out, r0, outs[me], 0, lo, hi, vgather, vals)
+                    copy(out, r0, outs[me], 0, lo, hi, vgather, words)
         cuda.syncthreads()
         if t == 0:
             seqs[b] = seq
