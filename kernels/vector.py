@@ -14,7 +14,8 @@ the lanes shifted out of the words and bit cast. The local arrays stay in regist
 the caller's loops over them are unrolled (their trip counts are constants).
 
 The address of src[i] (dst[i]) must be a multiple of 16: the caller decides, once per call,
-from the arrays' addresses (`aligned`). Under Numba's simulator they are NumPy views that
+from the arrays' addresses (`aligned`), or in the kernel (`aligned16(a, i)`: whether a[i]
+starts a 16-byte vector). Under Numba's simulator they are NumPy views that
 check that alignment on the real address, so a kernel that would misalign a vector fails
 its tests there.
 """
@@ -41,15 +42,25 @@ def aligned(*addresses: int) -> bool:
 
 
 if simulated():
-    def _bytes(a, i):
-        """The 16 bytes at a[i], as a NumPy view, checked aligned."""
+    def _at(a, i) -> int:
+        """The address of a[i] (a NumPy array, or the simulator's wrappers of one)."""
         a = getattr(a, "_item", a)
         a = getattr(a, "_ary", a)
-        at = a.__array_interface__["data"][0] + i * a.dtype.itemsize
+        return a.__array_interface__["data"][0] + i * a.dtype.itemsize
+
+    def _bytes(a, i):
+        """The 16 bytes at a[i], as a NumPy view, checked aligned."""
+        at = _at(a, i)
+        a = getattr(a, "_item", a)
+        a = getattr(a, "_ary", a)
         if at % BYTES:
             raise AssertionError(f"a 16-byte vector at address {at:#x} (element {i}): "
                                  "not 16-byte aligned")
         return a[i:i + BYTES // a.dtype.itemsize].view(np.uint8)
+
+    @cuda.jit(device=True)
+    def aligned16(a, i):
+        return _at(a, i) % BYTES == 0
 
     @cuda.jit(device=True)
     def load16(dst, d, src, i):
@@ -146,6 +157,19 @@ else:
                           builder.bitcast(at, WORDS.as_pointer()), align=BYTES)
             return context.get_dummy_value()
         return types.void(dst, i, src, s), codegen
+
+    @intrinsic
+    def _aligned16(typingctx, a, i):
+        def codegen(context, builder, sig, args):
+            at = builder.ptrtoint(_pointer(context, builder, sig.args[0], args[0], args[1],
+                                           sig.args[1]), ir.IntType(64))
+            low = builder.and_(at, ir.Constant(ir.IntType(64), BYTES - 1))
+            return builder.icmp_unsigned("==", low, ir.Constant(ir.IntType(64), 0))
+        return types.boolean(a, i), codegen
+
+    @cuda.jit(device=True, inline=True)
+    def aligned16(a, i):
+        return _aligned16(a, i)
 
     @cuda.jit(device=True, inline=True)
     def load16(dst, d, src, i):

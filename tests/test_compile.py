@@ -62,7 +62,10 @@ def test_every_kernel_compiles_for_the_gpu():
     lines = out.splitlines()
     assert sum("two-shot" in s and "registers per thread" in s for s in lines) == 5, out
     assert out.count("one-shot") == 5, out
-    # the two-shot's 16-byte loops read in the SASS (cuobjdump, nvdisasm: in the same wheels'
-    # bin): those of float32 free of spills (compile_kernels exits otherwise)
+    # the 16-byte loops read in the SASS (cuobjdump, nvdisasm: in the same wheels' bin):
+    # the two-shot's 5 cases, the ring kernel's 4 variants of sum float32; float32's free of
+    # spills (compile_kernels exits otherwise)
     if (CU / "bin" / "cuobjdump").exists() and (CU / "bin" / "nvdisasm").exists():
-        assert sum("innermost 16-byte loops" in s for s in lines) == 5, out
+        vector = [s for s in lines if "innermost 16-byte loops" in s]
+        assert sum("two-shot" in s for s in vector) == 5, out
+        assert sum(s.startswith("sum float32 (") for s in vector) == 4, out

@@ -146,19 +146,43 @@ def test_slots_hold_every_channels_part_and_ll_words_apart(chunk_slot_bytes, cha
     areas share a byte, within the segment's slots (a simple call's chunk must not write
     where an LL call's words wait, nor the reverse)."""
     from ring.cuda.kernel_path import layout, slot_bytes
-    from ring.cuda.persistent import LL_WORDS, data_base, ll_base
+    from ring.cuda.persistent import LL_WORDS, data_base, ll_base, sub_slot, vpart
     sb = slot_bytes(chunk_slot_bytes, channels)
     stride, cap = layout(sb, channels, itemsize)
+    lanes = 16 // itemsize
     n = chunk_slot_bytes // itemsize  # the most elements a chunk of the slot has
-    assert -(-n // channels) <= cap // channels
+    sub = sub_slot(cap, channels, lanes)
+    assert max(hi - lo for lo, hi in (vpart.py_func(n, c, channels, lanes)
+                                      for c in range(channels))) <= sub
+    assert -(-n // channels) <= sub  # (the LL split's parts too)
+    assert sb % 16 == 0 and sub % lanes == 0  # every sub-slot starts a 16-byte vector
     spans = []
     for s in range(nslots):
         for c in range(channels):
-            lo = data_base(s, c, channels, stride, cap) * itemsize
-            spans.append((lo, lo + cap // channels * itemsize))
+            lo = data_base(s, c, channels, stride, cap, lanes) * itemsize
+            assert lo % 16 == 0
+            spans.append((lo, lo + sub * itemsize))
             lo = ll_base(s, c, sb // 8, cap * itemsize // 8) * 8
             spans.append((lo, lo + 8 * LL_WORDS))
     spans.sort()
     assert spans[0][0] >= 0 and spans[-1][1] <= nslots * sb
     for (_, end), (start, _) in zip(spans, spans[1:]):
         assert end <= start
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 1 << 20), st.integers(1, 128), st.sampled_from([1, 2, 4, 8, 16]))
+def test_the_vector_split_covers_a_chunk_once_each_part_starting_a_vector(n, channels, lanes):
+    """persistent.vpart (the simple protocol's channel split): the channels' parts are
+    disjoint, in order, cover [0, n), and each non-empty one starts at a multiple of
+    `lanes` (a 16-byte vector) and is at most ceil(n / C) rounded up to one."""
+    from ring.cuda.persistent import vpart
+    parts = [vpart.py_func(n, c, channels, lanes) for c in range(channels)]
+    widest = -(-(-(-n // channels)) // lanes) * lanes
+    at = 0
+    for lo, hi in parts:
+        assert lo == at or lo == hi == n
+        assert lo % lanes == 0 or lo == n
+        assert hi - lo <= widest
+        at = max(at, hi)
+    assert at == n

@@ -62,7 +62,7 @@ def main() -> int:
     dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
 
     from kernels.dtypes import KERNEL_DTYPES
-    from ring.cuda.persistent import signature, source
+    from ring.cuda.persistent import BOUNDS, signature, source
     from ringtypes import Op
 
     done = ll_done = 0
@@ -79,7 +79,7 @@ def main() -> int:
                 if not mine():
                     continue
                 ptx, _ = cuda.compile_ptx(source(op, name, gpu_scope=gpu_scope, acqrel=acqrel),
-                                          signature(name), cc=cc)
+                                          signature(name), cc=cc, launch_bounds=BOUNDS)
                 scope = "gpu" if gpu_scope else "sys"
                 what = f"{op} {name} ({scope} scope{', acqrel' if acqrel else ''})"
                 launchable(ptx, cc, what)
@@ -91,11 +91,19 @@ def main() -> int:
                     needed = ("membar.gl" if gpu_scope else "membar.sys", "atom.global")
                     banned = ("membar.sys",) if gpu_scope else ()
                 holds(ptx, what, ("%globaltimer", "nanosleep") + needed, banned)
+                if (op, name) == (Op.SUM, "float32"):  # 16-byte vectors, no spill in their loop
+                    holds(ptx, what, ("ld.global.v4.u32", "st.global.v4.u32"), ())
+                    spills = vector_loop_spills(ptx, cc)
+                    if spills is not None:
+                        print(f"{what}: innermost 16-byte loops' spill instructions {spills}")
+                        if not spills or any(spills):
+                            raise SystemExit(f"{what}: no vector loop, or one that spills: "
+                                             f"{spills}")
                 done += 1
             # small calls as LL words (RING_KERNEL_PROTO=ll)
             if kd.storage.itemsize <= 4 and mine():
                 ptx, _ = cuda.compile_ptx(source(op, name, gpu_scope=True, acqrel=True, ll=True),
-                                          signature(name), cc=cc)
+                                          signature(name), cc=cc, launch_bounds=BOUNDS)
                 what = f"{op} {name} (gpu scope, acqrel, ll)"
                 launchable(ptx, cc, what)
                 holds(ptx, what, ("ld.relaxed.gpu.u64", "st.relaxed.gpu.u64", "fence.acq_rel.gpu",
@@ -169,7 +177,11 @@ def launchable(ptx: str, cc, what: str) -> None:
     if p.returncode:
         raise SystemExit(f"{what}: ptxas failed: {p.stderr[-500:]}")
     regs = int(re.search(r"Used (\d+) registers", p.stderr).group(1))
-    print(f"{what}: {regs} registers per thread, {regs * THREADS_GPU} per block of {THREADS_GPU}")
+    spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)
+    spills = f", spills {spill.group(1)} / {spill.group(2)} bytes stored / loaded" \
+        if spill and spill.group(1) != "0" else ""
+    print(f"{what}: {regs} registers per thread, {regs * THREADS_GPU} per block of "
+          f"{THREADS_GPU}{spills}")
     if regs * THREADS_GPU > REGISTERS_PER_SM:
         raise SystemExit(f"{what}: {regs} registers x {THREADS_GPU} threads exceed a "
                          f"multiprocessor's {REGISTERS_PER_SM}: the kernel could not launch")

@@ -113,8 +113,15 @@ SINCE = {
         P, "while e + 3 * nt < hi:", "while e + 3 * nt <= hi:",
         "the unrolled loop reaches one element past the channel's part"),
     "kernel-subslot-overlap": (
-        P, "return s * stride + c * (cap // nch)", "return s * stride + c * (cap // nch - 1)",
+        P, "return s * stride + c * (cap // nch // lanes * lanes)",
+        "return s * stride + c * (cap // nch // lanes * lanes - 1)",
         "the channels' sub-slots overlap by an element"),
+    "kernel-vector-unaligned": (
+        P, "(xo < 0 or aligned16(x, xo + lo)) and", "True and",
+        "the ring kernel reads x in 16-byte vectors where x is not 16-byte aligned"),
+    "kernel-vector-no-fold": (
+        P, "va[j] = fold(f, va[j], vb[j], div)", "va[j] = va[j]",
+        "the ring kernel's vector loop passes the received part on without x's"),
     "kernel-ll-threshold": (
         KP, "-(-max_chunk // channels) <= LL_WORDS", "-(-max_chunk // channels) <= LL_WORDS + 1",
         "a call goes as LL words with a channel's part one word over its LL area"),

@@ -49,21 +49,22 @@ def sources_digest() -> str:
     return h.hexdigest()
 
 
-def compiled(fn, sig, variant: tuple):
-    """fn compiled for sig: from the disk cache where a process left it, else compiled
-    (and left there)."""
+def compiled(fn, sig, variant: tuple, launch_bounds=None):
+    """fn compiled for sig (and launch_bounds, where given: cuda.jit's): from the disk cache
+    where a process left it, else compiled (and left there)."""
+    kw = {} if launch_bounds is None else {"launch_bounds": launch_bounds}
     if not enabled():
-        return cuda.jit(sig)(fn)
+        return cuda.jit(sig, **kw)(fn)
     try:
         # cuda.jit(sig, cache=True) would compile before the key is set: lazily, then as
         # cuda.jit(sig) leaves a dispatcher (one signature, no other compiled at launch)
-        dispatcher = cuda.jit(cache=True)(fn)
+        dispatcher = cuda.jit(cache=True, **kw)(fn)
         keyed(dispatcher._cache, variant)
         dispatcher.compile(sig)
         dispatcher._specialized = True
         dispatcher.disable_compile()
     except Exception:  # noqa: BLE001 - a cache Numba would not take: compile as before
-        return cuda.jit(sig)(fn)
+        return cuda.jit(sig, **kw)(fn)
     return dispatcher
 
 

@@ -36,7 +36,8 @@ from .oneshot_kernel import MISMATCH_HASH, WAIT_PEER
 from .twoshot_kernel import MISMATCH, WAIT_RECORD, WAIT_STAGED, WAIT_WRITTEN, describe_call
 from .program import encode
 from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ERR_SEEN,
-                         ERR_STEP, ERR_UNIT, LL_WORDS, UNROLL, WAIT_DATA, WAIT_LL, ring_kernel)
+                         ERR_STEP, ERR_UNIT, LL_WORDS, UNROLL, VECTOR_BYTES, WAIT_DATA, WAIT_LL,
+                         ring_kernel, sub_slot, vpart)
 
 # Channels x threads per channel. Under the simulator every thread is a Python thread: two
 # small channels still run the channel split. On a GPU the best measured on an H100 (four
@@ -79,6 +80,16 @@ def unroll_from_env() -> int:
     if u not in (1, 4):
         raise ValueError(f"RING_KERNEL_UNROLL: 1 or 4, got {u}")
     return u
+
+
+def vectors_from_env() -> bool:
+    """RING_KERNEL_VECTORS (1, the default, or 0): whether the ring kernel moves a channel's
+    part in 16-byte vectors where its arrays are aligned (persistent.source's vectors), or
+    always RING_KERNEL_UNROLL elements at a time (the kernel measured before vectors)."""
+    v = os.environ.get("RING_KERNEL_VECTORS", "1")
+    if v not in ("0", "1"):
+        raise ValueError(f"RING_KERNEL_VECTORS: 0 or 1, got {v!r}")
+    return v == "1"
 
 
 SYNCS = ("fence", "acqrel")  # RING_KERNEL_SYNC: how the counters are handed over
@@ -127,10 +138,11 @@ def ll_bytes(channels: int) -> int:
 
 
 def slot_bytes(chunk_slot_bytes: int, channels: int) -> int:
-    """A slot of the kernel path: room for each channel's ceil(n / C) elements of any chunk
-    in its own sub-slot (8 bytes per channel more than the stream path's slot, rounded up
-    to whole int64 words), then each channel's LL words (ll_bytes)."""
-    return -(-(chunk_slot_bytes + 8 * channels) // 8) * 8 + ll_bytes(channels)
+    """A slot of the kernel path: room for each channel's part of any chunk (ceil(n / C)
+    elements rounded up to whole 16-byte vectors, persistent.vpart) in its own sub-slot
+    (cut to whole vectors, persistent.sub_slot): 48 bytes per channel more than the stream
+    path's slot, rounded up to whole vectors; then each channel's LL words (ll_bytes)."""
+    return -(-(chunk_slot_bytes + 48 * channels) // 16) * 16 + ll_bytes(channels)
 
 
 def layout(slot_bytes: int, channels: int, itemsize: int) -> tuple[int, int]:
@@ -206,6 +218,7 @@ class KernelPath:
         self._err_host = cuda.pinned_array(ERR_LEN, np.int64)  # check() reads it into this
         self.done = None if SIMULATED else cuda.event(timing=False)  # see backend.Pending
         self.unroll, self.gpu_scope = unroll_from_env(), scope_from_env(one_gpu)
+        self.vectors = vectors_from_env()
         self.acqrel = sync_from_env()
         self.proto = proto_from_env()
         self._programs: dict = {}
@@ -248,15 +261,16 @@ class KernelPath:
         ll = carries_ll(self.proto, storage.itemsize, p.max_chunk, self.channels)
         kernel = ring_kernel(op if p.collective.reduces else Op.SUM,
                              dtype_name if p.collective.reduces else storage.name,
-                             self.unroll, self.gpu_scope, self.acqrel, ll)
+                             self.unroll, self.gpu_scope, self.acqrel, ll, self.vectors)
         x, out = (None if a is None else a.view(storage) for a in (x, out))
         if x is None:  # scatter away from the root reads no input
             x = self._empty.get(storage)
             if x is None:
                 x = self._empty[storage] = cuda.device_array(0, storage)
         stride, cap = layout(self.slot_bytes, self.channels, storage.itemsize)
-        q = -(-p.max_chunk // self.channels)
-        if q > cap // self.channels:  # slots are sized for it (slot_bytes)
+        lanes = VECTOR_BYTES // storage.itemsize
+        lo, q = vpart.py_func(p.max_chunk, 0, self.channels, lanes)  # (channel 0's: widest)
+        if q > sub_slot(cap, self.channels, lanes):  # slots are sized for it (slot_bytes)
             raise AssertionError(f"a channel's part of a chunk ({q}) exceeds its sub-slot")
         inslots, outslots = (r.view(storage) for r in self.regions)
         inll, outll = (r.view(np.int64) for r in self.regions)

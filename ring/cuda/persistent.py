@@ -1,9 +1,10 @@
 """The persistent ring kernel: one launch runs a rank's whole plan (program.py's table).
 
 The grid is C channels of one thread block each. Channel c owns elements
-[c q, (c+1) q) of every chunk of n elements (q = ceil(n / C)), kept in sub-slot c of the
-slot (cap // C elements from c (cap // C), where a slot's data holds cap >= C x q elements,
-then its LL words: data_base, ll_base and kernel_path.layout), and
+[c q, (c+1) q) of every chunk of n elements (q = ceil(n / C) in whole 16-byte vectors,
+vpart; ceil(n / C) for LL words, part), kept in sub-slot c of the slot (sub_slot(cap, C)
+elements from c sub_slot(cap, C), where a slot's data holds cap elements, enough for
+C x q, then its LL words: data_base, ll_base and kernel_path.layout), and
 has its own pair of counters on each link: the channels are C independent rings over
 disjoint parts of the same slots (NCCL's channels).
 For every unit of the program, channel c:
@@ -43,11 +44,13 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numba import cuda, types
+from numba import config, cuda, types
 
 from kernels.dtypes import kernel_dtype
 from kernels.reduce import OPS
 from kernels.spin import fenced, sync
+from kernels.vector import BYTES as VECTOR_BYTES
+from kernels.vector import aligned16, load16, store16
 from ringtypes import Op
 
 from ..transport.ipc import KERNEL_ACKED, KERNEL_BASE, KERNEL_STRIDE, KERNEL_TOTALS
@@ -66,6 +69,7 @@ WAIT_DATA, WAIT_CREDIT, WAIT_LL = 1, 2, 3  # ERR_CODE: what the kernel waited fo
 
 
 UNROLL = 4  # elements a thread loads before it stores any (bytes in flight per thread)
+VECTORS = 2  # with vectors: 16-byte vectors of each array a thread loads before it stores
 
 # The LL protocol (source's ll, a kernel of its own): each element of at most 4 bytes travels in one
 # 64-bit word with its flag, the link's running chunk count + 1 (31 bits), stored and polled
@@ -80,12 +84,20 @@ UNSIGNED = {1: (types.uint8, np.uint8), 2: (types.uint16, np.uint16),
 
 @lru_cache(maxsize=None)
 def ring_kernel(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = False,
-                acqrel: bool = False, ll: bool = False):
+                acqrel: bool = False, ll: bool = False, vectors: bool = True):
     """The compiled kernel for (op, dtype) (compiled on first request and kept; on a GPU
     also on disk for the next process, kernel_cache.py)."""
-    variant = ("persistent", op.name, dtype_name, unroll, gpu_scope, acqrel, ll)
-    return compiled(source(op, dtype_name, unroll, gpu_scope, acqrel, ll),
-                    signature(dtype_name), variant)
+    variant = ("persistent", op.name, dtype_name, unroll, gpu_scope, acqrel, ll, vectors)
+    return compiled(source(op, dtype_name, unroll, gpu_scope, acqrel, ll, vectors),
+                    signature(dtype_name), variant, BOUNDS)
+
+
+# Launch bounds: up to 1024 threads a block, so at most 64 registers a thread (ptxas spills
+# past them), as kernel_path.room counts two blocks of 512 a multiprocessor: every rank's
+# kernel must be resident at once, its blocks waiting on the others'. Unbounded, float64
+# avg took 72 (before vectors too; tools/compile_kernels.py now compiles as launched).
+# None under the simulator (it takes no bounds).
+BOUNDS = None if config.ENABLE_CUDASIM else (1024, 1)
 
 
 def signature(dtype_name: str):
@@ -96,7 +108,7 @@ def signature(dtype_name: str):
 
 
 def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = False,
-           acqrel: bool = False, ll: bool = False):
+           acqrel: bool = False, ll: bool = False, vectors: bool = True):
     """The kernel for (op, dtype), uncompiled: arguments (program, x, out, inslots,
     outslots, mine, pred, succ, err, recvs, sends, nslots, stride, timeout_ns, divisor,
     inll, outll, slot_words, data_words), where the slots are 1-D (nslots slots, `stride`
@@ -113,7 +125,11 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     each side, a pause every 64 polls), not with atomics between sequentially consistent
     fences (kernels.spin.fenced). ll: every
     chunk goes as LL words (LL_WORDS above; a kernel of its own, so that the large calls'
-    kernel keeps its registers)."""
+    kernel keeps its registers). vectors: a channel's part moves in 16-byte vectors
+    (kernels/vector.py; VECTORS of each array in flight a thread) wherever every array the
+    step touches is 16-byte aligned at the part's start, else `unroll` elements at a time;
+    the channel split (vpart) and the sub-slots (data_base) are in whole vectors either
+    way, so both ends of a link agree whatever each one's alignment."""
     kd = kernel_dtype(dtype_name)
     if op is Op.AVG and not kd.floating:
         raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
@@ -130,6 +146,15 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     scope = "gpu" if gpu_scope else "sys"
     ll_wait, ll_store = sync(scope).wait_flag, sync(scope).store
     to_bits = bits_of(kd)
+    storage, L = kd.numba_type, VECTOR_BYTES // kd.storage.itemsize  # L: lanes of a vector
+    # 1- and 2-byte types stay an element at a time: their 8-16 lanes a vector, widened to
+    # compute, took the kernel past the 64 registers a thread BOUNDS allows (bfloat16 avg
+    # 78, int8 max 76, against 56 and 44 without; tools/compile_kernels.py): it would spill
+    vectors = vectors and L <= 4
+    # vectors of each array in flight a thread (8-byte types: one; two took float64 max to
+    # 72 registers), and their lanes
+    U = VECTORS if L == 4 else 1
+    V = U * L
 
     @cuda.jit(device=True, inline=True)
     def from_bits(w):
@@ -165,6 +190,8 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         # of a thread that has not read it yet (it would leave, and miss the barrier)
         ok = cuda.shared.array(2, types.int64)
         totals = cuda.shared.array(2, types.int64)
+        va = cuda.local.array(V, storage)  # vectors in flight: received (or x's)
+        vb = cuda.local.array(V, storage)  # x's, to fold with them
         p_in, a_out = BASE + STRIDE * c, BASE + STRIDE * c + ACKED_AT
         tot = BASE + STRIDE * c + TOTALS
         if t == 0:  # written by this rank's earlier launches only, on the same stream
@@ -175,7 +202,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         for i in range(prog.shape[0]):
             f, n = prog[i, FLAGS], prog[i, N]
             uin, uout = base_in + prog[i, UIN], base_out + prog[i, UOUT]
-            lo, hi = part(n, c, nch)
+            lo, hi = part(n, c, nch) if ll else vpart(n, c, nch, L)
             if lo >= hi:  # none of the chunk is this channel's (a small call's other
                 # channels), on either end of the link: no wait, only the counters moved on,
                 # as if it had come and gone (ACKED: the sender's credit may wait for it)
@@ -243,10 +270,40 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
             # place for every chunk (a fixed sub-slot per channel), so that a channel that
             # runs ahead never writes where a slower channel still reads
             # data_base(s, ...) as s * stride + data_base(0, ...): 8 registers fewer
-            at = _data_base(0, c, nch, stride, data_words * per_word) - lo
+            at = _data_base(0, c, nch, stride, data_words * per_word, L) - lo
             rs, ss = (uin % nslots) * stride + at, (uout % nslots) * stride + at
             xo, oo = prog[i, X], prog[i, OUT]
             e = lo + t
+            # 16-byte vectors where every array the step touches is aligned at lo (the
+            # slots are, where the segment's base is: stride and sub-slots in whole vectors)
+            if vectors and (not (f & RECV) or aligned16(inslots, rs + lo)) and \
+                    (not (f & SEND) or aligned16(outslots, ss + lo)) and \
+                    (xo < 0 or aligned16(x, xo + lo)) and \
+                    (not (f & WRITE_OUT) or aligned16(out, oo + lo)):
+                full = lo + (hi - lo) // L * L
+                e0 = lo + t * L
+                while e0 < full:
+                    for u in range(U):  # every load in flight before the first store
+                        ev = e0 + u * nt * L
+                        if ev < full:
+                            if f & RECV:
+                                load16(va, u * L, inslots, rs + ev)
+                                if f & REDUCE:
+                                    load16(vb, u * L, x, xo + ev)
+                            else:
+                                load16(va, u * L, x, xo + ev)
+                    for u in range(U):
+                        ev = e0 + u * nt * L
+                        if ev < full:
+                            if f & RECV and f & REDUCE:
+                                for j in range(u * L, u * L + L):
+                                    va[j] = fold(f, va[j], vb[j], div)
+                            if f & WRITE_OUT:
+                                store16(out, oo + ev, va, u * L)
+                            if f & SEND:
+                                store16(outslots, ss + ev, va, u * L)
+                    e0 += nt * V
+                e = full + t  # the part's last few elements, one a thread
             if wide:  # four loads in flight before the first store
                 while e + 3 * nt < hi:
                     e1, e2, e3 = e + nt, e + 2 * nt, e + 3 * nt
@@ -291,11 +348,17 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     return kernel
 
 
-def data_base(s, c, nch, stride, cap):
+def data_base(s, c, nch, stride, cap, lanes):
     """Where channel c's sub-slot of slot s begins, in elements of the slots' storage: slots
     `stride` elements apart (the whole slot, LL words included), each holding cap elements
-    of data at its start, cut into nch sub-slots of cap // nch."""
-    return s * stride + c * (cap // nch)
+    of data at its start, cut into nch sub-slots of sub_slot(cap, nch, lanes)."""
+    return s * stride + c * (cap // nch // lanes * lanes)
+
+
+def sub_slot(cap, nch, lanes):
+    """A channel's sub-slot, in elements: cap // nch, cut to whole 16-byte vectors (of
+    `lanes` elements), so that each starts 16-byte aligned where the slot does."""
+    return cap // nch // lanes * lanes
 
 
 def ll_base(s, c, slot_words, data_words):
@@ -324,6 +387,17 @@ def bits_of(kd):
 def part(n, c, nch):
     """Channel c's elements [lo, hi) of a chunk of n, in nch channels of ceil(n / nch)."""
     q = (n + nch - 1) // nch
+    lo = min(n, c * q)
+    return lo, min(n, lo + q)
+
+
+@cuda.jit(device=True)
+def vpart(n, c, nch, lanes):
+    """The simple protocol's split: channel c's elements [lo, hi) of a chunk of n, in nch
+    channels of ceil(n / nch) rounded up to whole 16-byte vectors of `lanes` elements (a
+    part starts where a vector does, whatever the channel)."""
+    q = (n + nch - 1) // nch
+    q = (q + lanes - 1) // lanes * lanes
     lo = min(n, c * q)
     return lo, min(n, lo + q)
 
