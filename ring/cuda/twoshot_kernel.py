@@ -46,8 +46,8 @@ rank's is). The reduce keeps U vectors from each of the K ranks in flight a thre
 loaded before the first sum), the copies C (as 32-bit words: no lane is split out). Sub-
 slices are cut in whole vectors, so only a round's last few elements, and arrays that are
 not aligned, go an element at a time. Within the 64 registers a thread the launch bounds
-allow, the innermost vector loops of 4-byte types do not spill; 1- and 2-byte types widen
-8-16 lanes a vector to compute and do spill in the reduce loop (tools/compile_kernels.py
+allow, the innermost vector loops of 4- and 8-byte types do not spill; 1- and 2-byte types
+widen 8-16 lanes a vector to compute and do spill in the reduce loop (tools/compile_kernels.py
 checks the 16-byte loads and stores, and reads the spills in the SASS).
 """
 
@@ -105,7 +105,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
     # a reduce's vectors in flight a thread: U from each rank, and at most 16 lanes in all
     # (the values of narrow types are widened to compute: more would spill)
     U = max(1, min(VECTORS // k, 16 // (k * L)))
-    C = 2  # a copy's (4: the copy loop spills, float32 too)
+    C = 2  # a copy's (4: more spills around the loops)
     V, W = k * U * L, 4 * C  # the local arrays: a reduce's lanes, a copy's 32-bit words
 
     @cuda.jit(device=True, inline=True)
@@ -123,7 +123,8 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
         thread (as words, in buf), then single elements for what is left."""
         t, nt = cuda.threadIdx.x, cuda.blockDim.x
         full = lo + (hi - lo) // L * L if vec else lo
-        for e0 in range(lo + t * L, full, nt * L * C):
+        e0 = lo + t * L  # (a while loop: range's trip count costs registers)
+        while e0 < full:
             for u in range(C):
                 e = e0 + u * nt * L
                 if e < full:
@@ -132,6 +133,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
                 e = e0 + u * nt * L
                 if e < full:
                     store16(dst, do + e, buf, u * 4)
+            e0 += nt * L * C
         for e in range(full + t, hi, nt):
             dst[do + e] = src[so + e]
 
@@ -240,7 +242,8 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
                     break
             lo, hi = sub(rn, me, b, nb)  # 2. reduce sub-slice b of this rank's block
             full = lo + (hi - lo) // L * L if vreduce else lo
-            for e0 in range(lo + t * L, full, nt * L * U):
+            e0 = lo + t * L
+            while e0 < full:
                 for u in range(U):  # every rank's U vectors in flight, then the sums
                     e = e0 + u * nt * L
                     if e < full:
@@ -263,6 +266,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
                                 store16(ys[p], offo[p] + r0 + e, vals, u * L)
                             else:
                                 store16(outs[p], e, vals, u * L)
+                e0 += nt * L * U
             for e in range(full + t, hi, nt):  # what is left, an element a thread
                 acc = xs[0][offx[0] + r0 + e] if inx else ins[0][e]
                 for q in range(1, k):
