@@ -194,20 +194,28 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               TAIL=12 step 120 handoff python3 benchmarks/handoff.py --json $OUT/handoff-$GPU.json ;;
   commshapes) # issue 53's shapes for processes sharing the GPU, under MPS, 64 / 256 MiB: the ring
               # kernel's threads per channel (RING_KERNEL_THREADS 512, the default, and 1024), 128
-              # channels at 2 processes (64, the default), and the two-shot's grid (its occupancy
-              # share, the default, and 16 blocks, the old one)
+              # channels at 2 processes (64, the default), the two-shot's grid (its occupancy
+              # share, the default, and 16 blocks, the old one), and the ring kernel an element
+              # at a time (RING_KERNEL_VECTORS=0: before its 16-byte vectors, 2026-11-28)
+              # (9 runs: one archive comes back, shapes.tgz, as colls does)
+              mkdir -p $OUT/shapes
               nvidia-cuda-mps-control -d > /tmp/mps-shapes.txt 2>&1; echo "== mps start rc=$?"
-              for np in ${NPS:-2 4}; do for t in 512 1024; do
-                RING_KERNEL_THREADS=$t TAIL=6 step 90 shapes-$np-t$t mpiexec -n $np python3 -m harness allreduce \
-                  -b 64M -e 256M -f 4 -n 10 -w 2 --device cuda --impl ring-flat,ring-twoshot ${REGISTER:+-R} \
-                  --json $OUT/shapes-${np}ranks-threads$t-$GPU.json; done
-                [ $np = 2 ] && RING_KERNEL_CHANNELS=128 TAIL=6 step 90 shapes-2-c128 mpiexec -n 2 python3 -m harness \
+              for np in ${NPS:-2 4}; do
+                RING_KERNEL_VECTORS=0 TAIL=6 step 90 shapes/$np-scalar mpiexec -n $np python3 -m harness \
                   allreduce -b 64M -e 256M -f 4 -n 10 -w 2 --device cuda --impl ring-flat \
-                  --json $OUT/shapes-2ranks-channels128-$GPU.json
-                RING_TWOSHOT_BLOCKS=16 TAIL=6 step 90 shapes-$np-b16 mpiexec -n $np python3 -m harness allreduce \
+                  --json $OUT/shapes/${np}ranks-scalar-$GPU.json
+                for t in 512 1024; do
+                RING_KERNEL_THREADS=$t TAIL=6 step 90 shapes/$np-t$t mpiexec -n $np python3 -m harness allreduce \
+                  -b 64M -e 256M -f 4 -n 10 -w 2 --device cuda --impl ring-flat,ring-twoshot ${REGISTER:+-R} \
+                  --json $OUT/shapes/${np}ranks-threads$t-$GPU.json; done
+                [ $np = 2 ] && RING_KERNEL_CHANNELS=128 TAIL=6 step 90 shapes/2-c128 mpiexec -n 2 python3 -m harness \
+                  allreduce -b 64M -e 256M -f 4 -n 10 -w 2 --device cuda --impl ring-flat \
+                  --json $OUT/shapes/2ranks-channels128-$GPU.json
+                RING_TWOSHOT_BLOCKS=16 TAIL=6 step 90 shapes/$np-b16 mpiexec -n $np python3 -m harness allreduce \
                   -b 64M -e 256M -f 4 -n 10 -w 2 --device cuda --impl ring-twoshot ${REGISTER:+-R} \
-                  --json $OUT/shapes-${np}ranks-twoshot16-$GPU.json; done
-              echo quit | nvidia-cuda-mps-control ;;
+                  --json $OUT/shapes/${np}ranks-twoshot16-$GPU.json; done
+              echo quit | nvidia-cuda-mps-control
+              tar -C $OUT -czf $OUT/shapes.tgz shapes && rm -r $OUT/shapes ;;
   launches)   # the calls that are one launch on the caller's stream, first time on a GPU (2026-11-27,
               # simulator-tested): stream order, blocking, errors at the next call / synchronize,
               # the one-shot and two-shot kernels (every op x dtype at 2), Top-K's kernels, under MPS
