@@ -91,14 +91,15 @@ def main() -> int:
                     needed = ("membar.gl" if gpu_scope else "membar.sys", "atom.global")
                     banned = ("membar.sys",) if gpu_scope else ()
                 holds(ptx, what, ("%globaltimer", "nanosleep") + needed, banned)
-                if (op, name) == (Op.SUM, "float32"):  # 16-byte vectors, no spill in their loop
+                # 16-byte vectors (dtypes of 2 bytes or more), no spill in their loop
+                if kd.storage.itemsize >= 2:
                     holds(ptx, what, ("ld.global.v4.u32", "st.global.v4.u32"), ())
-                    spills = vector_loop_spills(ptx, cc)
-                    if spills is not None:
-                        print(f"{what}: innermost 16-byte loops' spill instructions {spills}")
-                        if not spills or any(spills):
-                            raise SystemExit(f"{what}: no vector loop, or one that spills: "
-                                             f"{spills}")
+                spills = vector_loop_spills(ptx, cc) if kd.storage.itemsize >= 2 else None
+                if spills is not None:
+                    print(f"{what}: innermost 16-byte loops' spill instructions {spills}")
+                    if not spills or any(spills):
+                        raise SystemExit(f"{what}: no vector loop, or one that spills: "
+                                         f"{spills}")
                 done += 1
             # small calls as LL words (RING_KERNEL_PROTO=ll)
             if kd.storage.itemsize <= 4 and mine():

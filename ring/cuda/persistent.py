@@ -147,12 +147,11 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     ll_wait, ll_store = sync(scope).wait_flag, sync(scope).store
     to_bits = bits_of(kd)
     storage, L = kd.numba_type, VECTOR_BYTES // kd.storage.itemsize  # L: lanes of a vector
-    # 1- and 2-byte types stay an element at a time: their 8-16 lanes a vector, widened to
-    # compute, took the kernel past the 64 registers a thread BOUNDS allows (bfloat16 avg
-    # 78, int8 max 76, against 56 and 44 without; tools/compile_kernels.py): it would spill
-    vectors = vectors and L <= 4
-    # vectors of each array in flight a thread (8-byte types: one; two took float64 max to
-    # 72 registers), and their lanes
+    # vectors of each array in flight a thread (4-byte types: two; the others one: two took
+    # float64 max to 72 registers, and 2-byte types widen 8 lanes a vector to compute), and
+    # their lanes. Within BOUNDS' 64 registers no vector loop spills (tools/compile_kernels.py
+    # reads the SASS) but 1-byte types': their 16 lanes did (uint8 min): an element at a time
+    vectors = vectors and L <= 8
     U = VECTORS if L == 4 else 1
     V = U * L
 
