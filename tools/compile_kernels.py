@@ -306,9 +306,6 @@ def shots(cuda, cc) -> int:
     library() patches it: each compiles, and (with ptxas) fits 1024 threads of a
     multiprocessor's registers, as kernel_path.room assumes when it sizes their grids; the
     two-shot's loads and stores of data are 16-byte vectors."""
-    import numpy as np
-
-    from ring.cuda.arrays import storage_of
     from ring.cuda.oneshot_kernel import oneshot_kernel
     from ring.cuda.twoshot_kernel import twoshot_kernel
     from ringtypes import Op
@@ -326,9 +323,9 @@ def shots(cuda, cc) -> int:
                 spills = vector_loop_spills(ptx, cc)
                 if spills is not None:
                     print(f"{what}: innermost 16-byte loops' spill instructions {spills}")
-                    # 4- and 8-byte types: none. 1- and 2-byte ones are reported: they widen
-                    # 8-16 lanes a vector to compute and spill in the reduce loop
-                    if np.dtype(storage_of(dtype)).itemsize >= 4 and any(spills):
+                    # none, whatever the dtype (1- and 2-byte ones keep their vectors as
+                    # words: as 8-16 lanes each, they spilled)
+                    if any(spills):
                         raise SystemExit(f"{what}: its vector loops spill: {spills}")
             done += 1
     return done

@@ -43,12 +43,13 @@ Data moves in 16-byte vectors (kernels/vector.py) wherever the arrays a step tou
 16-byte aligned: the areas always; x and out as each rank's record says (a staged x is
 copied in vectors where this rank's is aligned, a registered one read in vectors where every
 rank's is). The reduce keeps U vectors from each of the K ranks in flight a thread (all
-loaded before the first sum), the copies C (as 32-bit words: no lane is split out). Sub-
-slices are cut in whole vectors, so only a round's last few elements, and arrays that are
-not aligned, go an element at a time. Within the 64 registers a thread the launch bounds
-allow, the innermost vector loops of 4- and 8-byte types do not spill; 1- and 2-byte types
-widen 8-16 lanes a vector to compute and do spill in the reduce loop (tools/compile_kernels.py
-checks the 16-byte loads and stores, and reads the spills in the SASS).
+loaded before the first sum; 1- and 2-byte types as 32-bit words, each lane shifted out to
+compute and back in), the copies C (as words: no lane is split out). Sub-slices are cut in
+whole vectors, so only a round's last few elements, and arrays that are not aligned, go an
+element at a time. Within the 64 registers a thread the launch bounds allow, no innermost
+vector loop spills, whatever the dtype (tools/compile_kernels.py checks the 16-byte loads
+and stores, and reads the spills in the SASS; held as 8-16 separate lanes a vector, the 1-
+and 2-byte types' did).
 """
 
 from __future__ import annotations
@@ -102,11 +103,15 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
     hand = sync("sys")
     store, fence, wait_geq = hand.store, hand.fence, hand.wait_geq
     storage, L = kd.numba_type, lanes(kd.storage)  # L: elements in a 16-byte vector
-    # a reduce's vectors in flight a thread: U from each rank, and at most 16 lanes in all
-    # (the values of narrow types are widened to compute: more would spill)
-    U = max(1, min(VECTORS // k, 16 // (k * L)))
+    U = max(1, VECTORS // k)  # a reduce's vectors in flight a thread: U from each rank
     C = 2  # a copy's (4: more spills around the loops)
     V, W = k * U * L, 4 * C  # the local arrays: a reduce's lanes, a copy's 32-bit words
+    # 1- and 2-byte types keep a vector as its four 32-bit words, each lane shifted out to
+    # compute and back in (held as 8-16 separate lanes, they spilled in the reduce loop)
+    NARROW = L > 4
+    PER, BITS = 4 // kd.storage.itemsize, 8 * kd.storage.itemsize  # lanes a word, their bits
+    MASK = (1 << BITS) - 1
+    KW = k * U * 4  # the packed words in flight
 
     @cuda.jit(device=True, inline=True)
     def sub(rn, q, b, nb):
@@ -214,6 +219,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
         offx = cuda.shared.array(k, types.int64)
         offo = cuda.shared.array(k, types.int64)
         vals = cuda.local.array(V, storage)  # the vectors in flight: (rank, u) at (q U + u) L
+        packed = cuda.local.array(KW, types.uint32)  # the same as words (narrow types)
         words = cuda.local.array(W, types.uint32)  # a copy's vectors, as 32-bit words
         seq = seqs[b] + 1
         if t == 0:  # 0. the record: the call, and where this rank's x and out are
@@ -243,7 +249,35 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
             lo, hi = sub(rn, me, b, nb)  # 2. reduce sub-slice b of this rank's block
             full = lo + (hi - lo) // L * L if vreduce else lo
             e0 = lo + t * L
-            while e0 < full:
+            while NARROW and e0 < full:  # 1- and 2-byte types: as words
+                for u in range(U):  # every rank's U vectors in flight, then the sums
+                    e = e0 + u * nt * L
+                    if e < full:
+                        for q in range(k):
+                            if inx:
+                                load16(packed, (q * U + u) * 4, xs[q], offx[q] + r0 + e)
+                            else:
+                                load16(packed, (q * U + u) * 4, ins[q], e)
+                for u in range(U):
+                    e = e0 + u * nt * L
+                    if e < full:
+                        for w in range(u * 4, u * 4 + 4):
+                            r = types.uint32(0)
+                            for i in range(PER):  # lane i of word w, of every rank's
+                                acc = storage((packed[w] >> (i * BITS)) & MASK)
+                                for q in range(1, k):
+                                    v = storage((packed[q * U * 4 + w] >> (i * BITS)) & MASK)
+                                    acc = last(acc, v, div) if q == k - 1 else \
+                                        mid(acc, v, div)
+                                r |= (types.uint32(acc) & MASK) << (i * BITS)
+                            words[w - u * 4] = r
+                        for p in range(k):
+                            if ino:
+                                store16(ys[p], offo[p] + r0 + e, words, 0)
+                            else:
+                                store16(outs[p], e, words, 0)
+                e0 += nt * L * U
+            while not NARROW and e0 < full:
                 for u in range(U):  # every rank's U vectors in flight, then the sums
                     e = e0 + u * nt * L
                     if e < full:
