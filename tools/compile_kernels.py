@@ -91,10 +91,9 @@ def main() -> int:
                     needed = ("membar.gl" if gpu_scope else "membar.sys", "atom.global")
                     banned = ("membar.sys",) if gpu_scope else ()
                 holds(ptx, what, ("%globaltimer", "nanosleep") + needed, banned)
-                # 16-byte vectors (dtypes of 2 bytes or more), no spill in their loop
-                if kd.storage.itemsize >= 2:
-                    holds(ptx, what, ("ld.global.v4.u32", "st.global.v4.u32"), ())
-                spills = vector_loop_spills(ptx, cc) if kd.storage.itemsize >= 2 else None
+                # 16-byte vectors (every dtype), no spill in their loop
+                holds(ptx, what, ("ld.global.v4.u32", "st.global.v4.u32"), ())
+                spills = vector_loop_spills(ptx, cc)
                 if spills is not None:
                     print(f"{what}: innermost 16-byte loops' spill instructions {spills}")
                     if not spills or any(spills):

@@ -120,7 +120,7 @@ SINCE = {
         P, "(xo < 0 or aligned16(x, xo + lo)) and", "True and",
         "the ring kernel reads x in 16-byte vectors where x is not 16-byte aligned"),
     "kernel-vector-no-fold": (
-        P, "va[j] = fold(f, va[j], vb[j], div)", "va[j] = va[j]",
+        P, "folds(f, va, vb, u * LW, div)", "pass",
         "the ring kernel's vector loop passes the received part on without x's"),
     "kernel-ll-threshold": (
         KP, "-(-max_chunk // channels) <= LL_WORDS", "-(-max_chunk // channels) <= LL_WORDS + 1",

@@ -147,13 +147,17 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     ll_wait, ll_store = sync(scope).wait_flag, sync(scope).store
     to_bits = bits_of(kd)
     storage, L = kd.numba_type, VECTOR_BYTES // kd.storage.itemsize  # L: lanes of a vector
-    # vectors of each array in flight a thread (4-byte types: two; the others one: two took
-    # float64 max to 72 registers, and 2-byte types widen 8 lanes a vector to compute), and
-    # their lanes. Within BOUNDS' 64 registers no vector loop spills (tools/compile_kernels.py
-    # reads the SASS) but 1-byte types': their 16 lanes did (uint8 min): an element at a time
-    vectors = vectors and L <= 8
-    U = VECTORS if L == 4 else 1
-    V = U * L
+    # vectors of each array in flight a thread (8-byte types: one; two took float64 max to
+    # 72 registers). 1- and 2-byte types keep a vector as its four 32-bit words, each lane
+    # shifted out to fold and back in (as 16 separate lanes, uint8 min's vector loop spilled).
+    # Within BOUNDS' 64 registers no vector loop spills (tools/compile_kernels.py reads the SASS)
+    U = 1 if L == 2 else VECTORS
+    narrow = L > 4
+    LW = 4 if narrow else L  # a vector's lanes in the local arrays, and their type
+    lane_t = types.uint32 if narrow else kd.numba_type
+    V = U * LW
+    PER, BITS = 4 // kd.storage.itemsize, 8 * kd.storage.itemsize  # (narrow) lanes a word
+    MASK = (1 << BITS) - 1
 
     @cuda.jit(device=True, inline=True)
     def from_bits(w):
@@ -161,6 +165,24 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         tmp[0] = w & LOW
         return tmp.view(elem)[0]
 
+    @cuda.jit(device=True, inline=True)
+    def fold_lanes(f, va, vb, s, div):
+        """The vector at va[s] folded with x's at vb[s], lane by lane."""
+        for j in range(s, s + L):
+            va[j] = fold(f, va[j], vb[j], div)
+
+    @cuda.jit(device=True, inline=True)
+    def fold_words(f, va, vb, s, div):
+        """The same for a vector held as four words: each lane shifted out and back in."""
+        for w in range(s, s + 4):
+            r = types.uint32(0)
+            for i in range(PER):
+                a = storage((va[w] >> (i * BITS)) & MASK)
+                b = storage((vb[w] >> (i * BITS)) & MASK)
+                r |= (types.uint32(fold(f, a, b, div)) & MASK) << (i * BITS)
+            va[w] = r
+
+    folds = fold_words if narrow else fold_lanes
     hand = (sync if acqrel else fenced)(scope)
     fence, wait, publish = hand.fence, hand.wait_geq, hand.publish
 
@@ -189,8 +211,8 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         # of a thread that has not read it yet (it would leave, and miss the barrier)
         ok = cuda.shared.array(2, types.int64)
         totals = cuda.shared.array(2, types.int64)
-        va = cuda.local.array(V, storage)  # vectors in flight: received (or x's)
-        vb = cuda.local.array(V, storage)  # x's, to fold with them
+        va = cuda.local.array(V, lane_t)  # vectors in flight: received (or x's)
+        vb = cuda.local.array(V, lane_t)  # x's, to fold with them
         p_in, a_out = BASE + STRIDE * c, BASE + STRIDE * c + ACKED_AT
         tot = BASE + STRIDE * c + TOTALS
         if t == 0:  # written by this rank's earlier launches only, on the same stream
@@ -286,22 +308,21 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
                         ev = e0 + u * nt * L
                         if ev < full:
                             if f & RECV:
-                                load16(va, u * L, inslots, rs + ev)
+                                load16(va, u * LW, inslots, rs + ev)
                                 if f & REDUCE:
-                                    load16(vb, u * L, x, xo + ev)
+                                    load16(vb, u * LW, x, xo + ev)
                             else:
-                                load16(va, u * L, x, xo + ev)
+                                load16(va, u * LW, x, xo + ev)
                     for u in range(U):
                         ev = e0 + u * nt * L
                         if ev < full:
                             if f & RECV and f & REDUCE:
-                                for j in range(u * L, u * L + L):
-                                    va[j] = fold(f, va[j], vb[j], div)
+                                folds(f, va, vb, u * LW, div)
                             if f & WRITE_OUT:
-                                store16(out, oo + ev, va, u * L)
+                                store16(out, oo + ev, va, u * LW)
                             if f & SEND:
-                                store16(outslots, ss + ev, va, u * L)
-                    e0 += nt * V
+                                store16(outslots, ss + ev, va, u * LW)
+                    e0 += nt * L * U
                 e = full + t  # the part's last few elements, one a thread
             if wide:  # four loads in flight before the first store
                 while e + 3 * nt < hi:
