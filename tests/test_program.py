@@ -156,6 +156,8 @@ def test_slots_hold_every_channels_part_and_ll_words_apart(chunk_slot_bytes, cha
                                       for c in range(channels))) <= sub
     assert -(-n // channels) <= sub  # (the LL split's parts too)
     assert sb % 16 == 0 and sub % lanes == 0  # every sub-slot starts a 16-byte vector
+    from ring.transport.ipc import HEADER  # (the slots follow the segment's header, and its
+    assert HEADER % 16 == 0  # base is a page: else no step would find its slots aligned)
     spans = []
     for s in range(nslots):
         for c in range(channels):
