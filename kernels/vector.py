@@ -42,17 +42,19 @@ def aligned(*addresses: int) -> bool:
 
 
 if simulated():
-    def _at(a, i) -> int:
-        """The address of a[i] (a NumPy array, or the simulator's wrappers of one)."""
+    def _numpy(a):
+        """The NumPy array under the simulator's wrappers of one."""
         a = getattr(a, "_item", a)
-        a = getattr(a, "_ary", a)
+        return getattr(a, "_ary", a)
+
+    def _at(a, i) -> int:
+        """The address of a[i]."""
+        a = _numpy(a)
         return a.__array_interface__["data"][0] + i * a.dtype.itemsize
 
     def _bytes(a, i):
         """The 16 bytes at a[i], as a NumPy view, checked aligned."""
-        at = _at(a, i)
-        a = getattr(a, "_item", a)
-        a = getattr(a, "_ary", a)
+        at, a = _at(a, i), _numpy(a)
         if at % BYTES:
             raise AssertionError(f"a 16-byte vector at address {at:#x} (element {i}): "
                                  "not 16-byte aligned")

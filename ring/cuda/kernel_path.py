@@ -269,7 +269,7 @@ class KernelPath:
                 x = self._empty[storage] = cuda.device_array(0, storage)
         stride, cap = layout(self.slot_bytes, self.channels, storage.itemsize)
         lanes = VECTOR_BYTES // storage.itemsize
-        lo, q = vpart.py_func(p.max_chunk, 0, self.channels, lanes)  # (channel 0's: widest)
+        _, q = vpart.py_func(p.max_chunk, 0, self.channels, lanes)  # (channel 0's: widest)
         if q > sub_slot(cap, self.channels, lanes):  # slots are sized for it (slot_bytes)
             raise AssertionError(f"a channel's part of a chunk ({q}) exceeds its sub-slot")
         inslots, outslots = (r.view(storage) for r in self.regions)

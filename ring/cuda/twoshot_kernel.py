@@ -60,13 +60,12 @@ from functools import lru_cache
 import numpy as np
 from numba import cuda, types
 
+from kernels.arrays import address
 from kernels.dtypes import kernel_dtype
 from kernels.reduce import OPS
 from kernels.spin import sync
-from ringtypes import Op
-
-from kernels.arrays import address
 from kernels.vector import aligned, lanes, load16, store16
+from ringtypes import Op
 
 from .arrays import SIMULATED
 from .persistent import fail, part
@@ -105,13 +104,40 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
     storage, L = kd.numba_type, lanes(kd.storage)  # L: elements in a 16-byte vector
     U = max(1, VECTORS // k)  # a reduce's vectors in flight a thread: U from each rank
     C = 2  # a copy's (4: more spills around the loops)
-    V, W = k * U * L, 4 * C  # the local arrays: a reduce's lanes, a copy's 32-bit words
     # 1- and 2-byte types keep a vector as its four 32-bit words, each lane shifted out to
     # compute and back in (held as 8-16 separate lanes, they spilled in the reduce loop)
-    NARROW = L > 4
-    PER, BITS = 4 // kd.storage.itemsize, 8 * kd.storage.itemsize  # lanes a word, their bits
+    narrow = L > 4
+    LW = 4 if narrow else L  # a vector's lanes in the local arrays, and their type
+    lane_t = types.uint32 if narrow else storage
+    V, W = k * U * LW, 4 * C  # the local arrays: a reduce's vectors, a copy's 32-bit words
+    PER, BITS = 4 // kd.storage.itemsize, 8 * kd.storage.itemsize  # (narrow) lanes a word
     MASK = (1 << BITS) - 1
-    KW = k * U * 4  # the packed words in flight
+
+    @cuda.jit(device=True, inline=True)
+    def fold_lanes(vals, s, div):
+        """Every rank's vector (rank q's at vals[q U L + s]) folded in rank order into rank
+        0's, lane by lane."""
+        for i in range(s, s + L):
+            acc = vals[i]
+            for q in range(1, k):
+                v = vals[q * U * L + i]
+                acc = last(acc, v, div) if q == k - 1 else mid(acc, v, div)
+            vals[i] = acc
+
+    @cuda.jit(device=True, inline=True)
+    def fold_words(vals, s, div):
+        """The same for vectors held as four words: each lane shifted out and back in."""
+        for w in range(s, s + 4):
+            r = types.uint32(0)
+            for i in range(PER):  # lane i of word w, of every rank's
+                acc = storage((vals[w] >> (i * BITS)) & MASK)
+                for q in range(1, k):
+                    v = storage((vals[q * U * 4 + w] >> (i * BITS)) & MASK)
+                    acc = last(acc, v, div) if q == k - 1 else mid(acc, v, div)
+                r |= (types.uint32(acc) & MASK) << (i * BITS)
+            vals[w] = r
+
+    folds = fold_words if narrow else fold_lanes
 
     @cuda.jit(device=True, inline=True)
     def sub(rn, q, b, nb):
@@ -218,8 +244,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
         ok = cuda.shared.array(5, types.int64)
         offx = cuda.shared.array(k, types.int64)
         offo = cuda.shared.array(k, types.int64)
-        vals = cuda.local.array(V, storage)  # the vectors in flight: (rank, u) at (q U + u) L
-        packed = cuda.local.array(KW, types.uint32)  # the same as words (narrow types)
+        vals = cuda.local.array(V, lane_t)  # the vectors in flight: (rank, u) at (q U + u) LW
         words = cuda.local.array(W, types.uint32)  # a copy's vectors, as 32-bit words
         seq = seqs[b] + 1
         if t == 0:  # 0. the record: the call, and where this rank's x and out are
@@ -249,57 +274,24 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
             lo, hi = sub(rn, me, b, nb)  # 2. reduce sub-slice b of this rank's block
             full = lo + (hi - lo) // L * L if vreduce else lo
             e0 = lo + t * L
-            while NARROW and e0 < full:  # 1- and 2-byte types: as words
+            while e0 < full:
                 for u in range(U):  # every rank's U vectors in flight, then the sums
                     e = e0 + u * nt * L
                     if e < full:
                         for q in range(k):
                             if inx:
-                                load16(packed, (q * U + u) * 4, xs[q], offx[q] + r0 + e)
+                                load16(vals, (q * U + u) * LW, xs[q], offx[q] + r0 + e)
                             else:
-                                load16(packed, (q * U + u) * 4, ins[q], e)
+                                load16(vals, (q * U + u) * LW, ins[q], e)
                 for u in range(U):
                     e = e0 + u * nt * L
                     if e < full:
-                        for w in range(u * 4, u * 4 + 4):
-                            r = types.uint32(0)
-                            for i in range(PER):  # lane i of word w, of every rank's
-                                acc = storage((packed[w] >> (i * BITS)) & MASK)
-                                for q in range(1, k):
-                                    v = storage((packed[q * U * 4 + w] >> (i * BITS)) & MASK)
-                                    acc = last(acc, v, div) if q == k - 1 else \
-                                        mid(acc, v, div)
-                                r |= (types.uint32(acc) & MASK) << (i * BITS)
-                            words[w - u * 4] = r
+                        folds(vals, u * LW, div)
                         for p in range(k):
                             if ino:
-                                store16(ys[p], offo[p] + r0 + e, words, 0)
+                                store16(ys[p], offo[p] + r0 + e, vals, u * LW)
                             else:
-                                store16(outs[p], e, words, 0)
-                e0 += nt * L * U
-            while not NARROW and e0 < full:
-                for u in range(U):  # every rank's U vectors in flight, then the sums
-                    e = e0 + u * nt * L
-                    if e < full:
-                        for q in range(k):
-                            if inx:
-                                load16(vals, (q * U + u) * L, xs[q], offx[q] + r0 + e)
-                            else:
-                                load16(vals, (q * U + u) * L, ins[q], e)
-                for u in range(U):
-                    e = e0 + u * nt * L
-                    if e < full:
-                        for i in range(u * L, u * L + L):  # into rank 0's lanes
-                            acc = vals[i]
-                            for q in range(1, k):
-                                v = vals[q * U * L + i]
-                                acc = last(acc, v, div) if q == k - 1 else mid(acc, v, div)
-                            vals[i] = acc
-                        for p in range(k):
-                            if ino:
-                                store16(ys[p], offo[p] + r0 + e, vals, u * L)
-                            else:
-                                store16(outs[p], e, vals, u * L)
+                                store16(outs[p], e, vals, u * LW)
                 e0 += nt * L * U
             for e in range(full + t, hi, nt):  # what is left, an element a thread
                 acc = xs[0][offx[0] + r0 + e] if inx else ins[0][e]
