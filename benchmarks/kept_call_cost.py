@@ -1,7 +1,9 @@
 """The host's work for one kept kernel-path call (issue 52's "a few microseconds"), without a
 GPU: Numba's simulator runs the communicator, and the launch itself is replaced by nothing,
 so what is timed is everything ring does around it: the signature's lookup, the stream,
-the agreement round, the events, the bookkeeping. Also each of those parts alone.
+the agreement round, the events, the bookkeeping. Also each of those parts alone: the
+agreement both ways, as a blocking communicator waits for it and as a stream-ordered one
+posts it (the kernels check every rank's call on the GPU, ring/cuda/board.py).
 
     NUMBA_ENABLE_CUDASIM=1 mpiexec -n 2 python benchmarks/kept_call_cost.py \
         [--algorithm ring,oneshot,twoshot] [--calls 3000] [--json out.json]
@@ -70,7 +72,16 @@ def measure(c, algorithm: str, calls: int) -> dict:
         def agree():
             ctx.calls += 1
             repeated.agree_compiled(ctx, known.agreement, ctx.calls)
-        parts["agreement round"] = per_call_us(agree, calls) if known.agreement else None
+
+        def post():
+            ctx.calls += 1
+            repeated.post_kept(ctx, known.agreement, ctx.calls)
+        parts["agreement round (blocking=True)"] = per_call_us(agree, calls) \
+            if known.agreement else None
+        c._ctx.comm.Barrier()
+        parts["agreement posted (stream-ordered)"] = per_call_us(post, calls) \
+            if known.agreement else None
+        repeated.read_back(ctx)
         assert ctx.calls >= first
     finally:
         bound_launch.BoundLaunch.__call__ = real

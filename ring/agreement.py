@@ -11,6 +11,8 @@ Nothing has moved yet, so no rank is left waiting.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 from mpi4py import MPI
 
@@ -49,6 +51,14 @@ def _describe(field: str, value: int) -> str:
 def mine(record: dict[str, int], error: Exception | None) -> np.ndarray:
     """This rank's record as the row every rank compares."""
     return np.array([record.get(f, NONE) for f in FIELDS] + [int(error is not None)], np.int64)
+
+
+def record_hash(record: dict[str, int]) -> int:
+    """32 bits of a call's record (mine's row, its call number left out): what every rank's
+    word on the cuda device's call board must show for the same call (ring/cuda/board.py)."""
+    row = mine(record, None)
+    row[0] = 0  # FIELDS[0]: the call number (the board's flag says it)
+    return zlib.crc32(row.tobytes()) or 1  # (never 0: the board's REFUSED)
 
 
 def padded(row: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from mpi4py import MPI
 
 from . import algorithms, debug, devices, fatal, progress
 from . import tuning as _tuning
-from .agreement import agree, agree_shared, mine, raise_refused, refusal
+from .agreement import agree, agree_shared, mine, raise_refused, record_hash, refusal
 from .call import Call, check_chunk, prepare
 from .context import Context
 from .errors import CommunicatorError, MismatchError, TimeoutError
@@ -332,13 +332,16 @@ class Communicator:
         """Wait until every call made so far has finished (on the cuda device: the work
         enqueued on every stream the calls were ordered on), bounded by the timeout; raise
         what the GPU found (a ring.TimeoutError naming the call's kernel and the peer it
-        waited for), which breaks the communicator. On the host device calls are
-        synchronous: it returns at once (after the progress thread's calls)."""
+        waited for), or a peer's refusal of a kept call that did not wait for it (as the
+        host's agreement says it: MismatchError), which breaks the communicator. On the
+        host device calls are synchronous: it returns at once (after the progress thread's
+        calls)."""
         self._drain()
         self._usable()
         ctx = self._ctx
         ctx.waiter.start(f"synchronize (rank {self.rank})")
         try:
+            repeated.read_back(ctx)  # a kept call's round: a peer's refusal, said in full
             ctx.backend.synchronize()
         except BaseException as e:
             self._broken(e)
@@ -463,6 +466,7 @@ class Communicator:
             self._enter(name, record, error, c)
             if self._kfast is not None:
                 ctx.backend.last_launch = None
+                ctx.backend.record = record_hash(record)  # (the call board's, board.py)
             if c.count:
                 ctx.backend.order(h, c.algorithm in ONE_LAUNCH)
                 pending = algorithms.get(c.algorithm).run(ctx, c, defer=async_op)
@@ -506,10 +510,14 @@ class Communicator:
         ctx.calls += 1
         name = CallName(known.name, ctx.calls, self.rank)  # (formatted only if it is said)
         try:
-            if self.check and known.agreement is not None:  # the record's compiled round
+            if self.check and known.agreement is not None:  # the record's round
                 ctx.waiter.start(name)
                 ctx.backend.entered(ctx.calls)
-                repeated.agree_compiled(ctx, known.agreement, ctx.calls)
+                if self.blocking:  # waited for: a peer's refusal raises here
+                    repeated.agree_compiled(ctx, known.agreement, ctx.calls)
+                else:  # posted, read back at the next round (the kernel checks every
+                    repeated.post_kept(ctx, known.agreement, ctx.calls)  # rank's call
+                    # on the GPU before it touches their data: ring/cuda/board.py)
             else:
                 self._enter(name, dict(known.record, call=ctx.calls), None)
             ctx.backend.caller = h
@@ -575,6 +583,7 @@ class Communicator:
         ctx.waiter.start(name)
         ctx.backend.entered(ctx.calls)
         ex = ctx.exchange
+        repeated.read_back(ctx)  # (a kept kernel-path call's round, posted earlier)
         alg = algorithms.get(c.algorithm) if error is None and c is not None else None
         rides = alg is not None and alg.rides(ctx)
         data = alg.posts(ctx, c) if rides else None
@@ -607,6 +616,12 @@ class Communicator:
         self._fast = self._kfast = None  # every later call takes the full path, which refuses it
         if isinstance(e, TimeoutError):
             fatal.peer_lost()
+        refuse = getattr(getattr(self._ctx, "backend", None), "refuse", None)
+        if refuse is not None:  # (cuda: peers' kernels must not wait for this rank's)
+            try:
+                refuse()
+            except Exception:  # noqa: BLE001 - the call's own error is the one to raise
+                pass
 
     def _resolve(self, algorithm, collective: Collective, nbytes: int,
                  compression: str | None = None) -> str:

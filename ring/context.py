@@ -9,6 +9,8 @@ not the API object (ring/communicator.py owns one and hands it down).
               (transport/exchange.py), else None; it counts its rounds
     scratch   host buffers kept from call to call for whole-buffer MPI messages
     calls     collective calls so far: the agreement's call number
+    posted    a kept kernel-path call's exchange round, posted and not yet read back
+              (ring/host/repeated.py's post_kept), or None
     kept      what an algorithm makes on its first call and keeps until close (the
               two-level rings, say), by name; whatever has a close() is closed with it
 """
@@ -39,6 +41,7 @@ class Context:
     scratch: Scratch = field(default_factory=Scratch)
     calls: int = 0
     kept: dict = field(default_factory=dict)
+    posted: Any = None
 
     @property
     def rank(self) -> int:

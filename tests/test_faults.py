@@ -159,7 +159,7 @@ def test_a_rank_dies_in_a_kept_kernel_path_call():
 # waited (the second call: flag 2; the first call's flags are 1, the unused parity's 0;
 # the two-shot's first call took its flags to 1 (record), 2 (staged), 3 (written): the
 # second's record waits for 4)
-STUCK_SHOT = {"oneshot": r"one-shot kernel block \d+: waiting for its call record from rank "
+STUCK_SHOT = {"oneshot": r"one-shot kernel block \d+: waiting for element \d+ from rank "
                          r"{victim} flagged 2 \(one flagged 0\)",
               "twoshot": r"two-shot kernel block \d+, round 0: waiting for rank {victim} to "
                          r"start the call \(flag 4, at 1\)"}
@@ -169,10 +169,10 @@ STUCK_SHOT = {"oneshot": r"one-shot kernel block \d+: waiting for its call recor
 @pytest.mark.parametrize("algorithm,nprocs", [("oneshot", 2), ("oneshot", 3), ("twoshot", 3)])
 def test_a_rank_dies_before_its_one_shot_or_two_shot_kernel(algorithm, nprocs):
     """path="kernel": the one-shot kernel (ring/cuda/oneshot_kernel.py) or the two-shot
-    kernel (ring/cuda/twoshot_kernel.py); the victim dies instead of firing it, after a first
-    call made the areas; the survivors' kernels wait for its call record (both: before any
-    data), time out, and synchronize() raises what the
-    error word says."""
+    kernel (ring/cuda/twoshot_kernel.py); the victim dies instead of firing it (its call
+    posted on the call board), after a first call made the areas; the survivors' kernels
+    wait for its data (the one-shot) or its record (the two-shot: before any data), time
+    out, and synchronize() raises what the error word says."""
     script = "tests/faults/dies_mid_collective.py"
     rc, out = run(nprocs, [script, "2", "cuda-kernel", algorithm], timeout=120,
                   mpi_args=["-disable-auto-cleanup"])
@@ -181,6 +181,27 @@ def test_a_rank_dies_before_its_one_shot_or_two_shot_kernel(algorithm, nprocs):
         m = _report(out, r)
         assert m, f"rank {r} did not report:\n{out}"
         assert re.search(STUCK_SHOT[algorithm].format(victim=nprocs - 1), m), m
+        assert f"rank {r}: BROKEN" in out
+    assert "NO ERROR" not in out
+    assert _left_behind(script) == []
+
+
+@cuda_or_sim
+@pytest.mark.parametrize("algorithm", ["ring", "oneshot"])
+def test_a_rank_that_never_launches_is_found_at_the_call_board(algorithm):
+    """path="kernel": the victim dies before its kernel would have posted the call on the
+    call board (ring/cuda/board.py); every survivor's kernel waits there, before anything
+    of the call's data, times out, and synchronize() names the victim and the launch."""
+    script = "tests/faults/dies_mid_collective.py"
+    rc, out = run(3, [script, "2", "cuda-kernel", algorithm, "board"], timeout=120,
+                  mpi_args=["-disable-auto-cleanup"])
+    assert rc not in (0, None), out
+    launch = 2 if algorithm == "oneshot" else 1  # (the one-shot's first call made its inbox)
+    for r in range(2):
+        m = _report(out, r)
+        assert m, f"rank {r} did not report:\n{out}"
+        assert re.search(rf"kernel block \d+: waiting for rank 2 to start its kernel-path "
+                         rf"launch {launch} \(its latest: 0\)", m), m  # (none of its parity)
         assert f"rank {r}: BROKEN" in out
     assert "NO ERROR" not in out
     assert _left_behind(script) == []

@@ -32,6 +32,7 @@ from ..wait import Waiter
 from . import enqueue, kernel_path, oneshot_kernel, registered, streams, twoshot_kernel
 from .repeated import remember
 from .areas import Areas, fold_launch
+from .board import Board
 from .arrays import SIMULATED, DeviceArrays, any_device, storage_of
 from .enqueue import ALIGNED, SLOT_PAD, Rank, align, load_kernels, unit
 
@@ -57,6 +58,10 @@ class CudaBackend(DeviceArrays):
         self.inbound = self.outbound = None
         self.kernel = None  # path="kernel": the persistent kernel's host side
         self.last_launch = None  # the kernel path's latest launch (ring/cuda/repeated.py)
+        self.last_stream: int | None = None  # the stream it went on (None: the rank's own)
+        # the running call's board.record_hash (set by the Communicator before it runs):
+        # what its kernel-path launch shows every peer's on the call board
+        self.record = 0
         # The call's stream (streams.py): a kernel-path launch goes on it and returns (with
         # blocking, it is waited for); everything else runs on the rank's own streams
         # after the host has waited for the work already on it (settle)
@@ -109,15 +114,25 @@ class CudaBackend(DeviceArrays):
             self._connect(everyone, topo, pred, succ, near_pred, near_succ, nslots, b, shape)
         except Exception as e:  # noqa: BLE001 - raised on every rank below
             mine = e
+        self._everyone_or_raise(mine, "link to its ring neighbours")
+        if self.kernel is not None:  # the call board every kernel of the path checks
+            try:
+                self.kernel.board = Board.shared(comm, self.device, waiter)
+            except Exception as e:  # noqa: BLE001 - raised on every rank below
+                mine = e
+            self._everyone_or_raise(mine, "map the call board (ring/cuda/board.py)")
+        cuda.synchronize()  # headers zeroed on every GPU before anyone maps and writes
+        comm.Barrier()
+
+    def _everyone_or_raise(self, mine: Exception | None, what: str) -> None:
+        """Collective: where any rank's step failed (mine: this rank's error), every rank
+        closes and raises, naming the first that failed, so none is left waiting."""
         said = None if mine is None else f"{type(mine).__name__}: {mine}"
-        refusals = [(q, f) for q, f in enumerate(comm.allgather(said)) if f]
+        refusals = [(q, f) for q, f in enumerate(self.comm.allgather(said)) if f]
         if refusals:
             self.close()
             q, f = refusals[0]
-            raise RingError(f"device='cuda': rank {q} could not link to its ring neighbours: "
-                            f"{f}") from mine
-        cuda.synchronize()  # headers zeroed on every GPU before anyone maps and writes
-        comm.Barrier()
+            raise RingError(f"device='cuda': rank {q} could not {what}: {f}") from mine
 
     def _connect(self, everyone, topo: Topology, pred: int, succ: int, near_pred: bool,
                  near_succ: bool, nslots: int, b: int, shape) -> None:
@@ -142,7 +157,9 @@ class CudaBackend(DeviceArrays):
         self.inbound, self.outbound = ends(topo, comm.rank, comm.size, near, far)
         self.waiter.add_progress(self.inbound, self.outbound)  # the staged ends' MPI
         if self.path == "kernel":
-            one_gpu = everyone[pred][0] == everyone[succ][0] == self.device  # on this node
+            # every rank on this GPU (the kernel path: every rank on this node): the fences
+            # and the call board's words need only GPU scope
+            one_gpu = all(e[0] == self.device for e in everyone)
             self.kernel = kernel_path.KernelPath(self.rank.stream, self.segment, mapped(pred),
                                                  mapped(succ), nslots, b, *shape,
                                                  self.comm.rank, self.comm.size, one_gpu)
@@ -222,7 +239,7 @@ class CudaBackend(DeviceArrays):
             maker = oneshot_kernel.OneShot if which == "oneshot" else twoshot_kernel.TwoShot
             threads = min(maker.SHAPE[1], self.kernel.threads)
             made = self._launchers[which] = maker(
-                self.comm, self.device, self.waiter, self.kernel.err,
+                self.comm, self.device, self.waiter, self.kernel.err, self.kernel.board,
                 maker.blocks(self.kernel.channels, threads, self.busiest, kernel_path.room),
                 threads,
                 self.rank.stream)
@@ -232,12 +249,12 @@ class CudaBackend(DeviceArrays):
             regs = (registered.find(self.registry, c.x, size),
                     registered.find(self.registry, c.out, size))
         key = (which, c.op, c.dtype.name, c.count, self.waiter.timeout,
-               kernel_path.memory_of(c.x), kernel_path.memory_of(c.out),
+               kernel_path.memory_of(c.x), kernel_path.memory_of(c.out), self.record,
                *((twoshot_kernel.index(r), r[1]) for r in regs))
         bound = self._launches.get(key)
         if bound is None:
             bound = made.bind(c.op, c.dtype.name, c.x, c.out, c.count, self.comm.size,
-                              self.waiter.timeout, *regs)
+                              self.waiter.timeout, self.record, *regs)
             bound.registered = any(r is not None for r, _ in regs)
             if bound.registered:  # kept calls ask again, cheaply, that they still hold
                 bound.valid = registered.still(self.registry, [
@@ -382,7 +399,7 @@ class CudaBackend(DeviceArrays):
         name = (logical or storage).name
         if self.kernel is not None:  # the whole plan in one launch
             self.last_launch = self.kernel.bind(plan, op, x, out, divisor, name,
-                                                self.waiter.timeout)
+                                                self.waiter.timeout, self.record)
             return self.replay(self.last_launch, defer)
         self.settle()
         if self.inbound is not None:  # None: a ring of one, which neither sends nor receives
@@ -410,8 +427,11 @@ class CudaBackend(DeviceArrays):
         is left to run unless blocking; else on the rank's own stream, waited for under the
         timeout. With defer: return its Pending (a Work's) instead."""
         h, self.caller = self.caller, None
+        prev, self.last_stream = self.last_stream, h
         if h is not None and self._polled != self.call:
             self._ended(h)  # an earlier launch there that failed: its error first
+        if h is not None and prev is not None and prev != h:
+            self.streams.after_latest(h, prev)  # never beside the last call's launch
         # every earlier launch seen finished without an error: then this one's word may go
         # unread where it finishes quickly (KernelPath.check)
         clean = self.kernel.unwaited == 0 and not self.streams.since
@@ -423,6 +443,8 @@ class CudaBackend(DeviceArrays):
             if not (defer or self.blocking):
                 self.streams.mark(h, fired_at, self.call)
                 return None
+            if defer:
+                self.streams.latest(h)  # (after_latest's event)
         # the kernel's own waits are bounded by the timeout: give it the time to say
         # where it was stuck before the host gives up on it
         pending = Pending(self.rank, self.kernel, self.waiter.timeout + KERNEL_GRACE_S,
@@ -432,6 +454,17 @@ class CudaBackend(DeviceArrays):
             return pending
         pending.wait(self.waiter)
         return None
+
+    def refuse(self) -> None:
+        """This rank raised in a call (on the host) that a peer may have launched its kernel
+        for without waiting for this rank (a kept call): post the call board's REFUSED
+        (board.refusal) after this rank's latest launch, so that the peers' kernels stop at
+        the board at once instead of at the timeout."""
+        if self.kernel is None:
+            return
+        h = self.last_stream
+        stream = self.rank.stream if h is None or SIMULATED else cuda.external_stream(h)
+        self.kernel.board.refuse(stream)
 
     def finish(self) -> None:
         """Wait, under the timeout, until the GPU has done everything queued so far (the
@@ -451,6 +484,8 @@ class CudaBackend(DeviceArrays):
         for made in self._launchers.values():
             made.close()
         self._launchers, self._launches = {}, {}
+        if self.kernel is not None:
+            self.kernel.board.close()
         for m in self._mapped:
             m.close()
         if self.segment is not None:

@@ -28,10 +28,11 @@ from numba import cuda
 from .arrays import SIMULATED
 
 ROOT = Path(__file__).resolve().parents[2]
-# what the persistent kernel is built from: its source, the program's and segment's
-# layouts, the op / dtype / hand-off device functions, the op enumeration
-SOURCES = ("ring/cuda/persistent.py", "ring/cuda/program.py", "ring/transport/ipc.py",
-           "kernels/*.py", "ringtypes/*.py")
+# what the persistent kernel is built from: its source, the call board's and the error
+# word's, the program's and segment's layouts, the op / dtype / hand-off device
+# functions, the op enumeration
+SOURCES = ("ring/cuda/persistent.py", "ring/cuda/board.py", "ring/cuda/error_word.py",
+           "ring/cuda/program.py", "ring/transport/ipc.py", "kernels/*.py", "ringtypes/*.py")
 
 
 def enabled() -> bool:

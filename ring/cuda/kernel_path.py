@@ -31,9 +31,13 @@ from ringtypes import Op
 from ..errors import MismatchError
 from ..schedule import Plan
 from .arrays import SIMULATED
+from .board import MISMATCH as BOARD_MISMATCH
+from .board import REFUSED as BOARD_REFUSED
+from .board import WAIT as BOARD_WAIT
+from .board import Board
 from ..transport.ipc import HEADER, MAX_CHANNELS
-from .oneshot_kernel import MISMATCH_HASH, WAIT_PEER
-from .twoshot_kernel import MISMATCH, WAIT_RECORD, WAIT_STAGED, WAIT_WRITTEN, describe_call
+from .oneshot_kernel import WAIT_PEER
+from .twoshot_kernel import WAIT_RECORD, WAIT_STAGED, WAIT_WRITTEN
 from .program import encode
 from .persistent import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED, ERR_SEEN,
                          ERR_STEP, ERR_UNIT, LL_WORDS, UNROLL, VECTOR_BYTES, WAIT_DATA, WAIT_LL,
@@ -201,10 +205,12 @@ def scope_from_env(one_gpu: bool) -> bool:
 
 class KernelPath:
     def __init__(self, stream, mine, pred, succ, nslots: int, slot_bytes: int,
-                 channels: int, threads: int, rank: int, size: int, one_gpu: bool = False):
+                 channels: int, threads: int, rank: int, size: int, one_gpu: bool = False,
+                 board: Board | None = None):
         """mine / pred / succ: this rank's segment and its neighbours' (header() and
-        region()); None for a ring of one. one_gpu: both neighbours run on this rank's GPU
-        (the fences need only GPU scope)."""
+        region()); None for a ring of one. one_gpu: every rank runs on this rank's GPU
+        (the fences need only GPU scope). board: the call board every kernel of the path
+        checks (board.py; None: one that checks nothing, Board.alone)."""
         self.stream, self.nslots, self.slot_bytes = stream, nslots, slot_bytes
         self.channels, self.threads, self.rank, self.size = channels, threads, rank, size
         if mine is None:  # a ring of one: nothing is sent or received
@@ -215,6 +221,7 @@ class KernelPath:
             self.headers = (mine.header(), pred.header(), succ.header())
             self.regions = (mine.region(), succ.region())
         self.err = cuda.to_device(np.zeros(ERR_LEN, np.int64))
+        self.board = Board.alone() if board is None else board
         self._err_host = cuda.pinned_array(ERR_LEN, np.int64)  # check() reads it into this
         self.done = None if SIMULATED else cuda.event(timing=False)  # see backend.Pending
         self.unroll, self.gpu_scope = unroll_from_env(), scope_from_env(one_gpu)
@@ -236,7 +243,8 @@ class KernelPath:
             prog = self._programs[p] = cuda.to_device(encode(p))
         return prog
 
-    def bind(self, p: Plan, op: Op, x, out, divisor: int, dtype_name: str, timeout_s: float):
+    def bind(self, p: Plan, op: Op, x, out, divisor: int, dtype_name: str, timeout_s: float,
+             record: int = 0):
         """The whole plan as one kernel launch on the rank's stream, whose every wait gives
         up after timeout_s, ready to fire (kernels.bound_launch.BoundLaunch: arguments packed, the
         module loaded). ring.Group binds every rank's launch before firing any: a kernel
@@ -245,15 +253,17 @@ class KernelPath:
 
         A launch is kept for the next call of the same plan, op and dtype on the same memory
         (x's and out's address and size): a repeated call costs a lookup, not the views and
-        the argument packing. It keeps this rank's buffers alive, never x or out."""
-        key = (p, op, dtype_name, divisor, timeout_s, memory_of(x), memory_of(out))
+        the argument packing. It keeps this rank's buffers alive, never x or out.
+        record: the call's board.record_hash (what every peer's call must show)."""
+        key = (p, op, dtype_name, divisor, timeout_s, memory_of(x), memory_of(out), record)
         bound = self._bound.get(key)
         if bound is None:
-            bound = self._bind(p, op, x, out, divisor, dtype_name, timeout_s)
+            bound = self._bind(p, op, x, out, divisor, dtype_name, timeout_s, record)
             remember(self._bound, key, bound, BOUND)
         return bound
 
-    def _bind(self, p: Plan, op: Op, x, out, divisor: int, dtype_name: str, timeout_s: float):
+    def _bind(self, p: Plan, op: Op, x, out, divisor: int, dtype_name: str, timeout_s: float,
+              record: int):
         if p.collective.reduces:  # in the kernel dtype's storage (16-bit floats: bits)
             storage = kernel_dtype(dtype_name).storage
         else:  # only copies: any dtype of the width moves the bits
@@ -278,10 +288,12 @@ class KernelPath:
         prog = self.program(p)
         args = (prog, x, out, inslots, outslots, mine, pred, succ, self.err,
                 p.recvs, p.sends, self.nslots, stride, int(timeout_s * 1e9), float(divisor),
-                inll, outll, self.slot_bytes // 8, cap * storage.itemsize // 8)
+                inll, outll, self.slot_bytes // 8, cap * storage.itemsize // 8,
+                *self.board.args(record))
         # kept alive by the launch: everything but x and out (the empty x is this rank's)
         keep = (prog, inslots, outslots, inll, outll, mine, pred, succ, self.err,
-                x if x is self._empty.get(storage) else None)
+                x if x is self._empty.get(storage) else None, self.board.words,
+                self.board.state)
         return BoundLaunch(kernel, args, self.channels, self.threads, self.stream, keep)
 
     def check(self, waiter, elapsed: float | None = None, earlier: str = "") -> None:
@@ -304,25 +316,29 @@ class KernelPath:
         need, seen = int(err[ERR_NEED]), int(err[ERR_SEEN])
         code = err[ERR_CODE]
         said = f"in {earlier} (enqueued earlier), " if earlier else ""
-        if code == MISMATCH:  # the two-shot kernel's records (twoshot_kernel.py)
-            mine, theirs = (describe_call(v) for v in (need, seen))
-            raise MismatchError(f"{said}two-shot kernel: rank {int(err[ERR_UNIT])} called "
-                                f"all-reduce with {theirs}, rank {self.rank} with {mine}")
+        if code == BOARD_MISMATCH and seen == BOARD_REFUSED:  # (board.refusal)
+            raise MismatchError(f"{said}rank {int(err[ERR_UNIT])} refused the call that rank "
+                                f"{self.rank} ran (it raised its error there; found on the "
+                                f"GPU)")
+        if code == BOARD_MISMATCH:  # the call board (board.py), any kernel of the path
+            raise MismatchError(
+                f"{said}rank {int(err[ERR_UNIT])} runs another call than rank {self.rank}: "
+                f"another collective, count, dtype, op, root, in place, chunk size or "
+                f"algorithm (their call records' hashes {seen:#010x} and {need:#010x}; found "
+                f"on the GPU)")
+        if code == BOARD_WAIT:
+            raise waiter.failure(f"{said}kernel block {int(err[ERR_CHANNEL])}: waiting for "
+                                 f"rank {int(err[ERR_UNIT])} to start its kernel-path launch "
+                                 f"{need} (its latest: {seen})")
         if code in (WAIT_STAGED, WAIT_WRITTEN, WAIT_RECORD):  # the two-shot kernel
             what = {WAIT_STAGED: "stage its input", WAIT_WRITTEN: "write its reduced block",
                     WAIT_RECORD: "start the call"}[int(code)]
             raise waiter.failure(f"{said}two-shot kernel block {int(err[ERR_CHANNEL])}, round "
                                  f"{int(err[ERR_CHUNK])}: waiting for rank "
                                  f"{int(err[ERR_UNIT])} to {what} (flag {need}, at {seen})")
-        if code == MISMATCH_HASH:  # the one-shot kernel's records (oneshot_kernel.py)
-            raise MismatchError(f"{said}one-shot kernel: rank {int(err[ERR_UNIT])} called "
-                                f"all-reduce with another count, dtype or op than rank "
-                                f"{self.rank} (call records {seen:#010x} and {need:#010x})")
         if code == WAIT_PEER:  # the one-shot kernel (oneshot_kernel.py)
-            what = "its call record" if err[ERR_CHUNK] < 0 else \
-                f"element {int(err[ERR_CHUNK])}"
             raise waiter.failure(f"{said}one-shot kernel block {int(err[ERR_CHANNEL])}: "
-                                 f"waiting for {what} from rank "
+                                 f"waiting for element {int(err[ERR_CHUNK])} from rank "
                                  f"{int(err[ERR_UNIT])} flagged {need} (one flagged {seen})")
         what = (f"waiting for the chunks posted to rank {self.rank} by rank {pred} to reach "
                 f"{need} (at {seen})" if code == WAIT_DATA else

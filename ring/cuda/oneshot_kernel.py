@@ -15,10 +15,11 @@ WORDS int64 words. In one launch, each block of a rank takes its part of the ele
      at the end: the same bits on every rank, the same as the host-driven oneshot and the
      fold of the MPI algorithms.
 
-Before step 2 each block reads, from every peer, the record word that peer's block of the
-same index wrote first: the call's hash (call_hash: count, dtype, op) below the flag. One
-that differs is MISMATCH_HASH in the error word, on every rank, before any of its data
-is folded (ranks whose calls differ are found on the GPU, without the host's agreement).
+Each block posts the call on the call board (board.py) before step 1, and before step 2
+checks that every rank's launch is this call (count, dtype, op and the rest of its
+record), else MISMATCH in the error word, on every rank, before any peer's data is folded
+(ranks whose calls differ are found on the GPU, without the host's agreement). What it
+sent meanwhile lands in the peers' inboxes only, which no other kernel reads.
 
 The sequence number lives on the GPU, one per block (`seqs`), read at the start of a
 launch and written back at its end: the launch never changes from call to call (a kept
@@ -30,7 +31,6 @@ overwritten before it is read. A stale word of parity p carries s - 2, never s.
 
 from __future__ import annotations
 
-import zlib
 from functools import lru_cache
 
 import numpy as np
@@ -42,8 +42,10 @@ from kernels.spin import sync
 from ringtypes import Op
 
 from .arrays import SIMULATED
-from .persistent import UNSIGNED, bits_of, fail, part
-from .twoshot_kernel import call_word
+from .board import hand as on_board
+from .board import leave
+from .error_word import fail
+from .persistent import UNSIGNED, bits_of, part
 
 # int64 words of one sender's place in an inbox (a call's parity): an element of up to 4
 # bytes takes one, of 8 bytes two. On a GPU 256 K (1 MiB of float32, the top of issue 52's
@@ -53,17 +55,7 @@ from .twoshot_kernel import call_word
 WORDS = 1 << 9 if SIMULATED else 1 << 18
 SHAPE = (2, 4) if SIMULATED else (16, 512)  # blocks x threads (at most: cut by residency)
 WAIT_PEER = 4  # the error word's code: waiting for a peer's flagged word (ERR_UNIT: peer)
-MISMATCH_HASH = 9  # the error word's code: a peer's call record is another call's
 LOW = (1 << 32) - 1
-# after a sender's WORDS, its blocks' records: one LL word each, the call's hash below its
-# flag; each block reads every peer's before it reads any of their data
-RECORDS = SHAPE[0]
-
-
-def call_hash(op: Op, dtype_name: str, n: int) -> int:
-    """32 bits of the call (count, dtype, op) that every rank's record must show; a call
-    that differs shows other bits (but for one pair in 2^32: crc32 of twoshot's word)."""
-    return zlib.crc32(call_word(op, dtype_name, n).to_bytes(8, "little"))
 
 
 def words_per_element(itemsize: int) -> int:
@@ -79,8 +71,9 @@ def fits(count: int, itemsize: int) -> bool:
 def oneshot_kernel(op: Op, dtype_name: str, k: int):
     """The compiled kernel for (op, dtype, K ranks), compiled on first use (stores and loads
     at system scope, as the peers may be other GPUs):
-    kernel(x, out, mine, peers, seqs, n, me, timeout_ns, div, err, call); peers: the K
-    inboxes (this rank's own at `me`, unused), mine: this rank's; call: call_hash()."""
+    kernel(x, out, mine, peers, seqs, n, me, timeout_ns, div, err, board, state, record);
+    peers: the K inboxes (this rank's own at `me`, unused), mine: this rank's; board,
+    state, record: the call board's (board.py)."""
     kd = kernel_dtype(dtype_name)
     if op is Op.AVG and not kd.floating:
         raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
@@ -89,6 +82,7 @@ def oneshot_kernel(op: Op, dtype_name: str, k: int):
     w = words_per_element(kd.storage.itemsize)
     elem, bits_t = kd.storage.type, UNSIGNED[kd.storage.itemsize][0]
     hand = sync("sys")
+    post, check = on_board("sys").post, on_board("sys").check
     store, wait_flag = hand.store, hand.wait_flag
     to_bits = bits_of(kd)
 
@@ -110,20 +104,17 @@ def oneshot_kernel(op: Op, dtype_name: str, k: int):
             return value_of(0, 0), 0
         return value_of(lo, hi if w == 2 else 0), 1
 
-    def kernel(x, out, mine, peers, seqs, n, me, timeout_ns, div, err, call):
+    def kernel(x, out, mine, peers, seqs, n, me, timeout_ns, div, err, board, state, record):
         b, nb = cuda.blockIdx.x, cuda.gridDim.x
         t, nt = cuda.threadIdx.x, cuda.blockDim.x
         ok = cuda.shared.array(1, types.int64)
         seq = seqs[b] + 1
         flag = seq << 32
-        room = mine.size // (2 * k)  # words per sender and parity: WORDS, then RECORDS
+        room = mine.size // (2 * k)  # words per sender and parity
         lo, hi = part(n, b, nb)
         mine_at = (seq & 1) * k * room  # this call's parity in an inbox
-        if t == 0:  # 0. the call's record (call_hash) from every block to every peer
-            rec = mine_at + me * room + WORDS + b
-            for q in range(k):
-                if q != me:
-                    store(peers[q], rec, (call & LOW) | flag)
+        if t == 0:  # 0. this rank's call on the board (board.py)
+            ok[0] = post(board, state, me, k, record)
         e = lo + t
         while e < hi:  # 1. every peer gets this rank's elements, flagged
             bits = to_bits(x[e])
@@ -135,17 +126,7 @@ def oneshot_kernel(op: Op, dtype_name: str, k: int):
                         store(peers[q], at + 1, ((bits >> 32) & LOW) | flag)
             e += nt
         if t == 0:  # ... and every peer's read back, before any of their data
-            ok[0] = 1
-            for q in range(k):
-                if q != me and ok[0] == 1:
-                    at = mine_at + q * room + WORDS + b
-                    word = wait_flag(mine, at, seq, timeout_ns, err)
-                    if (word >> 32) != seq:
-                        fail(err, WAIT_PEER, b, q, -1, 0, seq, word >> 32)
-                        ok[0] = 0
-                    elif (word & LOW) != (call & LOW):
-                        fail(err, MISMATCH_HASH, b, q, 0, 0, call & LOW, word & LOW)
-                        ok[0] = 0
+            ok[0] = check(board, me, k, record, ok[0], timeout_ns, err)
         cuda.syncthreads()
         e = lo + t
         good = ok[0]
@@ -174,11 +155,12 @@ def oneshot_kernel(op: Op, dtype_name: str, k: int):
         cuda.syncthreads()
         if t == 0:
             seqs[b] = seq
+            leave(state)
 
     arr = kd.numba_type[::1]
     words = types.int64[::1]
     sig = types.void(arr, arr, words, types.UniTuple(words, k), words, types.int64,
-                     types.int64, types.int64, types.float64, words, types.int64)
+                     types.int64, types.int64, types.float64, words, words, words, types.int64)
     return cuda.jit(sig)(kernel)
 
 
@@ -195,12 +177,13 @@ class OneShot:
         the other ranks' kernels)."""
         return min(SHAPE[0], channels)
 
-    def __init__(self, comm, device: int, waiter, err, blocks: int, threads: int, stream):
+    def __init__(self, comm, device: int, waiter, err, board, blocks: int, threads: int,
+                 stream):
         from .areas import Areas
         k = comm.size
-        self.k, self.me, self.err = k, comm.rank, err
+        self.k, self.me, self.err, self.board = k, comm.rank, err, board
         self.blocks, self.threads, self.stream = blocks, threads, stream
-        self.areas = Areas(comm, 2 * k * (WORDS + RECORDS) * 8, device, waiter, slots=1)
+        self.areas = Areas(comm, 2 * k * WORDS * 8, device, waiter, slots=1)
         inboxes = [s[0].view(np.int64) for s in self.areas.slots]
         self.mine, self.peers = inboxes[self.me], tuple(inboxes)
         # no stale word may carry a flag: zeroed before anyone writes
@@ -209,15 +192,18 @@ class OneShot:
         cuda.synchronize()
         comm.Barrier()
 
-    def bind(self, op: Op, dtype_name: str, x, out, n: int, divisor: int, timeout_s: float):
-        """The call as one launch, ready to fire (kernels.bound_launch.BoundLaunch)."""
+    def bind(self, op: Op, dtype_name: str, x, out, n: int, divisor: int, timeout_s: float,
+             record: int):
+        """The call as one launch, ready to fire (kernels.bound_launch.BoundLaunch); record:
+        its board.record_hash."""
         from kernels.bound_launch import BoundLaunch
         kd = kernel_dtype(dtype_name)
         kernel = oneshot_kernel(op, dtype_name, self.k)
         x, out = x.view(kd.storage), out.view(kd.storage)
         args = (x, out, self.mine, self.peers, self.seqs, n, self.me, int(timeout_s * 1e9),
-                float(divisor), self.err, call_hash(op, dtype_name, n))
-        keep = (None, None, self.mine, self.peers, self.seqs, self.err)
+                float(divisor), self.err, self.board.words, self.board.state, record)
+        keep = (None, None, self.mine, self.peers, self.seqs, self.err, self.board.words,
+                self.board.state)
         return BoundLaunch(kernel, args, self.blocks, self.threads, self.stream, keep)
 
     def close(self) -> None:

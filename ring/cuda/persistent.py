@@ -54,6 +54,8 @@ from kernels.vector import aligned16, load16, store16
 from ringtypes import Op
 
 from ..transport.ipc import KERNEL_ACKED, KERNEL_BASE, KERNEL_STRIDE, KERNEL_TOTALS
+from .error_word import (ERR_CHANNEL, ERR_CHUNK, ERR_CODE, ERR_LEN, ERR_NEED,  # noqa: F401
+                         ERR_SEEN, ERR_STEP, ERR_UNIT, fail)
 from .kernel_cache import compiled
 from .program import CHUNK, FINAL, FLAGS, N, OUT, RECV, REDUCE, SEND, STEP, UIN, UOUT, WRITE_OUT, X
 
@@ -61,9 +63,6 @@ from .program import CHUNK, FINAL, FLAGS, N, OUT, RECV, REDUCE, SEND, STEP, UIN,
 # BASE + STRIDE c, its ACKED ACKED_AT further, its totals (received, sent) TOTALS further
 BASE, STRIDE, ACKED_AT, TOTALS = KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED, KERNEL_TOTALS
 
-# The error word: int64[ERR_LEN]
-ERR_CODE, ERR_CHANNEL, ERR_UNIT, ERR_CHUNK, ERR_STEP, ERR_NEED, ERR_SEEN = range(7)
-ERR_LEN = 8
 WAIT_DATA, WAIT_CREDIT, WAIT_LL = 1, 2, 3  # ERR_CODE: what the kernel waited for
 # (WAIT_LL: an LL word's flag; ERR_NEED / ERR_SEEN are flags then)
 
@@ -104,32 +103,35 @@ def signature(dtype_name: str):
     arr, i64 = kernel_dtype(dtype_name).numba_type[::1], types.int64[::1]
     return types.void(types.int64[:, ::1], arr, arr, arr, arr, i64, i64, i64, i64,
                       types.int64, types.int64, types.int64, types.int64, types.int64,
-                      types.float64, i64, i64, types.int64, types.int64)
+                      types.float64, i64, i64, types.int64, types.int64,
+                      i64, i64, types.int64, types.int64, types.int64)
 
 
 def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = False,
            acqrel: bool = False, ll: bool = False, vectors: bool = True):
-    """The kernel for (op, dtype), uncompiled: arguments (program, x, out, inslots,
-    outslots, mine, pred, succ, err, recvs, sends, nslots, stride, timeout_ns, divisor,
-    inll, outll, slot_words, data_words), where the slots are 1-D (nslots slots, `stride`
-    elements or slot_words int64 words apart, the first data_words words of each its data
-    and the rest its LL words: data_base / ll_base; inll / outll: the same slots as int64
-    words, for ll), mine / pred / succ
-    the int64 headers of this rank's, its predecessor's and its successor's segments, and
-    recvs / sends the program's receives and sends (what the call adds to the channel's
-    totals). unroll (1 or 4): the elements, nt apart, each thread loads before it stores
-    any: a memory-bound loop runs at the bytes it keeps in flight. gpu_scope: the fences
-    around the counters are GPU-scoped (every neighbour runs on this GPU, processes under
-    MPS included), not system-scoped (needed across GPUs). acqrel: the counters are handed
-    over as NCCL does (kernels.spin.sync: relaxed loads and stores, one fence.acq_rel on
-    each side, a pause every 64 polls), not with atomics between sequentially consistent
-    fences (kernels.spin.fenced). ll: every
-    chunk goes as LL words (LL_WORDS above; a kernel of its own, so that the large calls'
-    kernel keeps its registers). vectors: a channel's part moves in 16-byte vectors
-    (kernels/vector.py; VECTORS of each array in flight a thread) wherever every array the
-    step touches is 16-byte aligned at the part's start, else `unroll` elements at a time;
-    the channel split (vpart) and the sub-slots (data_base) are in whole vectors either
-    way, so both ends of a link agree whatever each one's alignment."""
+    """The kernel for (op, dtype), uncompiled: arguments (program, x, out, inslots, outslots,
+    mine, pred, succ, err, recvs, sends, nslots, stride, timeout_ns, divisor, inll, outll,
+    slot_words, data_words, board, state, me, k, record), where the slots are 1-D (nslots
+    slots, `stride` elements or slot_words int64 words apart, the first data_words words of
+    each its data and the rest its LL words: data_base / ll_base; inll / outll: the same
+    slots as int64 words, for ll), mine / pred / succ the int64 headers of this rank's, its
+    predecessor's and its successor's segments, recvs / sends the program's receives and
+    sends (what the call adds to the channel's totals), and board .. record the call board's
+    (board.py: every channel checks that every rank runs this call before it waits for
+    anything else). unroll (1 or 4): the elements, nt apart, each thread loads before it
+    stores any: a memory-bound loop runs at the bytes it keeps in flight. gpu_scope: the
+    fences around the counters are GPU-scoped (every neighbour runs on this GPU, processes
+    under MPS included), not system-scoped (needed across GPUs). acqrel: the counters are
+    handed over as NCCL does (kernels.spin.sync: relaxed loads and stores, one fence.acq_rel
+    on each side, a pause every 64 polls), not with atomics between sequentially consistent
+    fences (kernels.spin.fenced). ll: every chunk goes as LL words (LL_WORDS above; a kernel
+    of its own, so that the large calls' kernel keeps its registers). vectors: a channel's
+    part moves in 16-byte vectors (kernels/vector.py; VECTORS of each array in flight a
+    thread) wherever every array the step touches is 16-byte aligned at the part's start,
+    else `unroll` elements at a time; the channel split (vpart) and the sub-slots
+    (data_base) are in whole vectors either way, so both ends of a link agree whatever each
+    one's alignment."""
+    from .board import hand, leave
     kd = kernel_dtype(dtype_name)
     if op is Op.AVG and not kd.floating:
         raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
@@ -144,6 +146,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     # an element's bits in an LL word and back (storage of at most 4 bytes: one a word)
     elem, bits_t = kd.storage.type, UNSIGNED[kd.storage.itemsize][0]
     scope = "gpu" if gpu_scope else "sys"
+    enter = hand(scope).enter
     ll_wait, ll_store = sync(scope).wait_flag, sync(scope).store
     to_bits = bits_of(kd)
     storage, L = kd.numba_type, VECTOR_BYTES // kd.storage.itemsize  # L: lanes of a vector
@@ -203,7 +206,8 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         return middle(v, w, div)
 
     def kernel(prog, x, out, inslots, outslots, mine, pred, succ, err, recvs, sends,
-               nslots, stride, timeout_ns, div, inll, outll, slot_words, data_words):
+               nslots, stride, timeout_ns, div, inll, outll, slot_words, data_words, board,
+               state, me, k, record):
         c, nch = cuda.blockIdx.x, cuda.gridDim.x
         t, nt = cuda.threadIdx.x, cuda.blockDim.x
         # ok[0]: the unit may start (thread 0's waits); ok[1]: no LL word timed out. Two
@@ -218,7 +222,10 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         if t == 0:  # written by this rank's earlier launches only, on the same stream
             totals[0] = mine[tot]
             totals[1] = mine[tot + 1]
+            ok[0] = enter(board, state, me, k, record, timeout_ns, err)  # every rank's call
         cuda.syncthreads()
+        if ok[0] == 0:
+            return
         base_in, base_out = totals[0], totals[1]
         for i in range(prog.shape[0]):
             f, n = prog[i, FLAGS], prog[i, N]
@@ -364,6 +371,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         if t == 0:
             mine[tot] = base_in + recvs
             mine[tot + 1] = base_out + sends
+            leave(state)
 
     return kernel
 
@@ -420,16 +428,3 @@ def vpart(n, c, nch, lanes):
     q = (q + lanes - 1) // lanes * lanes
     lo = min(n, c * q)
     return lo, min(n, lo + q)
-
-
-@cuda.jit(device=True)
-def fail(err, code, channel, unit, chunk, step, need, seen):
-    """Record the first failure of the grid (later ones keep the first)."""
-    if cuda.atomic.cas(err, ERR_CODE, 0, code) == 0:
-        err[ERR_CHANNEL] = channel
-        err[ERR_UNIT] = unit
-        err[ERR_CHUNK] = chunk
-        err[ERR_STEP] = step
-        err[ERR_NEED] = need
-        err[ERR_SEEN] = seen
-

@@ -96,6 +96,25 @@ class Streams:
         self.since.setdefault(h, (fired, call))
         self.last_call = call
 
+    def after_latest(self, h: int, prev: int) -> None:
+        """Order stream h after the latest launch on stream prev (its `launched` event):
+        the kernel path's launches read state their earlier launches left (the ring's
+        counters, the call board's count), so a call on another stream than the last must
+        not overlap it, as NCCL orders a communicator's calls whatever their streams."""
+        ev = self.launched.get(prev)
+        if ev is not None and not simulated():
+            from kernels.driver import driver, ok
+            drv = driver()
+            ok(drv.cuStreamWaitEvent(drv.CUstream(h), ev.handle, 0))
+
+    def latest(self, h: int) -> None:
+        """Record h's `launched` event after a launch there that mark() does not note (a
+        Work's, which its own Pending waits for)."""
+        ev = self.launched.get(h)
+        if ev is None:
+            ev = self.launched[h] = event()
+        self.record_on(ev, h)
+
     @staticmethod
     def record_on(ev, h: int) -> None:
         """Record event ev on stream h."""

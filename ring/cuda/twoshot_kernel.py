@@ -12,12 +12,12 @@ of every rank takes sub-slice b of every rank's block (part(): the blocks K-th o
 round, the sub-slices G-th of a block), so that each wait is between the blocks of one
 index:
 
-  0. record (once per call): the call (count, dtype, op: call_word), x's and out's
-     registration and offset into every peer's flags; fence; flag RECORD[me][b]; wait for
-     every peer's. A peer whose call differs: MISMATCH in the error word, on every rank
-     (each reads every record), before anything of the call's data is read: the host's
-     agreement need not catch it. x (out) is in place where every record names the same
-     registration for it: the same decision on every rank.
+  0. the call board (board.py): every rank runs this call, else MISMATCH in the error
+     word, on every rank, before the kernel writes anything into a peer's memory or reads
+     any of its data (the host's agreement need not catch it); then the record (once per
+     call): x's and out's registration and offset into every peer's flags; fence; flag
+     RECORD[me][b]; wait for every peer's. x (out) is in place where every record names the
+     same registration for it: the same decision on every rank.
   1. stage (x not in place): x's sub-slices b of every block into this rank's input area;
      fence; flag STAGED[me][b] = seq in every peer's flags, and wait for every peer's
      (bounded: the error word). With x in place, only the flags (the next round's output
@@ -68,7 +68,10 @@ from kernels.vector import aligned, lanes, load16, store16
 from ringtypes import Op
 
 from .arrays import SIMULATED
-from .persistent import fail, part
+from .board import hand as on_board
+from .board import leave
+from .error_word import fail
+from .persistent import part
 
 # Elements of a round at most, in bytes of the areas (each rank: an input area, an output
 # area, and its flags): on a GPU 32 MiB each; under the simulator 1 KiB, so that a call of
@@ -76,10 +79,10 @@ from .persistent import fail, part
 CAP_BYTES = 1 << 10 if SIMULATED else 32 << 20
 SHAPE = (2, 4) if SIMULATED else (1024, 512)  # blocks x threads at most (TwoShot.blocks)
 # the error word's codes (ERR_UNIT: the peer)
-WAIT_STAGED, WAIT_WRITTEN, MISMATCH, WAIT_RECORD = 5, 6, 7, 8
+WAIT_STAGED, WAIT_WRITTEN, WAIT_RECORD = 5, 6, 8
 STAGED, WRITTEN, RECORD = 0, 1, 2  # the kinds of flag: (kind, rank, block) at
 # ((kind * K + rank) * blocks + block); then the records: (rank, block)'s PW words at
-# 3 K blocks + (rank * blocks + block) * PW: [call, x's registration, x's offset in it, out's
+# 3 K blocks + (rank * blocks + block) * PW: [x's registration, x's offset in it, out's
 # registration, out's offset, alignment (bit 0: x, bit 1: out)] (a registration's index, or
 # -1: staged)
 PW = 8
@@ -89,17 +92,20 @@ VECTORS = 4  # 16-byte vectors a thread keeps in flight (reduce: from every rank
 @lru_cache(maxsize=None)
 def twoshot_kernel(op: Op, dtype_name: str, k: int):
     """The compiled kernel for (op, dtype, K ranks): kernel(x, out, ins, outs, xs, ys,
-    flags, seqs, n, me, cap, timeout_ns, div, err, call, rx, ox, ro, oo, al); ins / outs /
+    flags, seqs, n, me, cap, timeout_ns, div, err, rx, ox, ro, oo, al, board, state,
+    record_hash); ins / outs /
     flags: every rank's input area, output area and flags (this rank's at `me`); xs / ys:
     every rank's allocation of the registration that holds this rank's x / out (rx / ro: its
     index, -1 for none: then the areas stand in), ox / oo: x's / out's element offset in it;
-    call: call_word(); al: bit 0 / 1 set where x / out starts 16-byte aligned (vectors)."""
+    al: bit 0 / 1 set where x / out starts 16-byte aligned (vectors); board, state,
+    record_hash: the call board's (board.py)."""
     kd = kernel_dtype(dtype_name)
     if op is Op.AVG and not kd.floating:
         raise TypeError(f"op avg needs a floating-point dtype, got {dtype_name}")
     last = OPS[op](kd)
     mid = OPS[Op.SUM](kd) if op is Op.AVG else last  # avg: sums, then the dividing sum
     hand = sync("sys")
+    enter = on_board("sys").enter
     store, fence, wait_geq = hand.store, hand.fence, hand.wait_geq
     storage, L = kd.numba_type, lanes(kd.storage)  # L: elements in a 16-byte vector
     U = max(1, VECTORS // k)  # a reduce's vectors in flight a thread: U from each rank
@@ -198,24 +204,22 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
         return ok[0]
 
     @cuda.jit(device=True, inline=True)
-    def record(ok, flags, me, b, nb, seq, timeout_ns, err, call, rx, ox, ro, oo, al, offx, offo):
-        """Thread 0: this rank's record into every peer's flags (after the flags: the call, which
+    def record(ok, flags, me, b, nb, seq, timeout_ns, err, rx, ox, ro, oo, al, offx, offo):
+        """Thread 0: this rank's record into every peer's flags (after the flags: which
         registration x and out are in and where, whether they are 16-byte aligned),
         flagged; every peer's read back. ok[0]: 1, or 0 with the error word written (a wait
-        past the timeout; a peer's call not this one: MISMATCH, before anyone has read
-        anything of the call's data); ok[1] / ok[2]: x / out in place (every record names
+        past the timeout); ok[1] / ok[2]: x / out in place (every record names
         the same registration for it); ok[3] / ok[4]: every rank's x / out aligned."""
         ok[0], ok[1], ok[2], ok[3], ok[4] = 0, 1 if rx >= 0 else 0, 1 if ro >= 0 else 0, al & 1, \
             (al >> 1) & 1
         for p in range(k):
             if p != me:
                 pay = 3 * k * nb + ((me * nb + b) * PW)
-                store(flags[p], pay, call)
-                store(flags[p], pay + 1, rx)
-                store(flags[p], pay + 2, ox)
-                store(flags[p], pay + 3, ro)
-                store(flags[p], pay + 4, oo)
-                store(flags[p], pay + 5, al)
+                store(flags[p], pay, rx)
+                store(flags[p], pay + 1, ox)
+                store(flags[p], pay + 2, ro)
+                store(flags[p], pay + 3, oo)
+                store(flags[p], pay + 4, al)
         if barrier(flags, me, RECORD, b, nb, seq, timeout_ns, err, 0) == 0:
             return
         for q in range(k):
@@ -223,21 +227,17 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
             if q == me:
                 offx[q], offo[q] = ox, oo
                 continue
-            theirs = flags[me][pay]
-            if theirs != call:
-                fail(err, MISMATCH, b, q, 0, RECORD, call, theirs)
-                return
-            offx[q], offo[q] = flags[me][pay + 2], flags[me][pay + 4]
-            if flags[me][pay + 1] != rx:
+            offx[q], offo[q] = flags[me][pay + 1], flags[me][pay + 3]
+            if flags[me][pay] != rx:
                 ok[1] = 0
-            if flags[me][pay + 3] != ro:
+            if flags[me][pay + 2] != ro:
                 ok[2] = 0
-            theirs = flags[me][pay + 5]
+            theirs = flags[me][pay + 4]
             ok[3], ok[4] = ok[3] & theirs, ok[4] & (theirs >> 1)
         ok[0] = 1
 
     def kernel(x, out, ins, outs, xs, ys, flags, seqs, n, me, cap, timeout_ns, div, err,
-               call, rx, ox, ro, oo, al):
+               rx, ox, ro, oo, al, board, state, record_hash):
         b, nb = cuda.blockIdx.x, cuda.gridDim.x
         t, nt = cuda.threadIdx.x, cuda.blockDim.x
         # went well; x in place; out in place; every rank's x aligned; every rank's out aligned
@@ -247,9 +247,12 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
         vals = cuda.local.array(V, lane_t)  # the vectors in flight: (rank, u) at (q U + u) LW
         words = cuda.local.array(W, types.uint32)  # a copy's vectors, as 32-bit words
         seq = seqs[b] + 1
-        if t == 0:  # 0. the record: the call, and where this rank's x and out are
-            record(ok, flags, me, b, nb, seq, timeout_ns, err, call, rx, ox, ro, oo, al, offx,
-                   offo)
+        if t == 0:  # 0. every rank runs this call (the board), then the record: where this
+            # rank's x and out are
+            ok[0] = enter(board, state, me, k, record_hash, timeout_ns, err)
+            if ok[0] == 1:
+                record(ok, flags, me, b, nb, seq, timeout_ns, err, rx, ox, ro, oo, al, offx,
+                       offo)
         cuda.syncthreads()
         inx, ino = ok[1] != 0, ok[2] != 0
         # vectors where every array the step reads or writes is aligned at element 0 of the
@@ -313,32 +316,19 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
         cuda.syncthreads()
         if t == 0:
             seqs[b] = seq
+            leave(state)
 
     arr = kd.numba_type[::1]
     words = types.int64[::1]
     i64, ranks = types.int64, types.UniTuple(arr, k)
     sig = types.void(arr, arr, ranks, ranks, ranks, ranks, types.UniTuple(words, k), words,
-                     i64, i64, i64, i64, types.float64, words, i64, i64, i64, i64, i64, i64)
+                     i64, i64, i64, i64, types.float64, words, i64, i64, i64, i64, i64,
+                     words, words, i64)
     # two blocks of SHAPE's threads per multiprocessor (at most 64 registers a thread), as
     # kernel_path.room counts when TwoShot.blocks sizes the grid: unbounded, it took 70
     # (tools/compile_kernels.py checks)
     bounds = {} if SIMULATED else {"launch_bounds": (SHAPE[1], 1024 // SHAPE[1])}
     return cuda.jit(sig, **bounds)(kernel)
-
-
-def call_word(op: Op, dtype_name: str, n: int) -> int:
-    """What every rank's record must show for the same call: count, dtype and op."""
-    from ringtypes import DTYPES
-    code = next(i for i, d in enumerate(DTYPES) if d.name == dtype_name)
-    return (n << 16) | (code << 8) | list(Op).index(op)
-
-
-def describe_call(word: int) -> str:
-    """call_word's record in words."""
-    from ringtypes import DTYPES
-    n, code, op = word >> 16, (word >> 8) & 0xFF, word & 0xFF
-    dtype = DTYPES[code].name if code < len(DTYPES) else f"dtype #{code}"
-    return f"count {n}, {dtype}, op {list(Op)[op] if op < len(Op) else op}"
 
 
 def ranks(reg, storage):
@@ -375,9 +365,10 @@ class TwoShot:
                              f"got {asked}")
         return min(SHAPE[0], asked)
 
-    def __init__(self, comm, device: int, waiter, err, blocks: int, threads: int, stream):
+    def __init__(self, comm, device: int, waiter, err, board, blocks: int, threads: int,
+                 stream):
         from .areas import Areas
-        self.k, self.me, self.err = comm.size, comm.rank, err
+        self.k, self.me, self.err, self.board = comm.size, comm.rank, err, board
         self.blocks, self.threads, self.stream = blocks, threads, stream
         self.areas = Areas(comm, CAP_BYTES, device, waiter, slots=3)
         self.flags = tuple(s[2].view(np.int64) for s in self.areas.slots)
@@ -388,10 +379,11 @@ class TwoShot:
         comm.Barrier()
 
     def bind(self, op: Op, dtype_name: str, x, out, n: int, divisor: int, timeout_s: float,
-             xreg=(None, -1), oreg=(None, -1)):
-        """The call as one launch, ready to fire (kernels.bound_launch.BoundLaunch).
-        xreg, oreg: (the registration holding x / out, its element offset in this rank's
-        allocation), or (None, -1) (ring/cuda/registered.py's find)."""
+             record: int, xreg=(None, -1), oreg=(None, -1)):
+        """The call as one launch, ready to fire (kernels.bound_launch.BoundLaunch);
+        record: its board.record_hash. xreg, oreg: (the registration holding x / out, its
+        element offset in this rank's allocation), or (None, -1) (ring/cuda/registered.py's
+        find)."""
         from kernels.bound_launch import BoundLaunch
         kd = kernel_dtype(dtype_name)
         kernel = twoshot_kernel(op, dtype_name, self.k)
@@ -403,9 +395,10 @@ class TwoShot:
         cap = CAP_BYTES // kd.storage.itemsize
         al = int(aligned(address(x))) | int(aligned(address(out))) << 1
         args = (x, out, ins, outs, xs, ys, self.flags, self.seqs, n, self.me, cap,
-                int(timeout_s * 1e9), float(divisor), self.err, call_word(op, dtype_name, n),
-                index(xreg), xreg[1], index(oreg), oreg[1], al)
-        keep = (None, None, ins, outs, xs, ys, self.flags, self.seqs, self.err)
+                int(timeout_s * 1e9), float(divisor), self.err, index(xreg), xreg[1],
+                index(oreg), oreg[1], al, self.board.words, self.board.state, record)
+        keep = (None, None, ins, outs, xs, ys, self.flags, self.seqs, self.err,
+                self.board.words, self.board.state)
         bound = BoundLaunch(kernel, args, self.blocks, self.threads, self.stream, keep)
         bound.aligned = al  # (what this rank told the others: the tests look)
         return bound

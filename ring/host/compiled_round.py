@@ -190,6 +190,12 @@ def call(plan, x, out, number, seq, spins, yields, memory):
             return ALIASED
         elif oa < xa + xb and xa < oa + ob:
             return OVERLAP
+    _post(plan, x, number, seq)
+    return settle(plan, out, seq, spins, yields)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _post(plan, x, number, seq):
     k, me = plan[K], plan[ME]
     if plan[ENTERED]:
         store_release(plan[ENTERED], number)
@@ -205,6 +211,20 @@ def call(plan, x, out, number, seq, spins, yields, memory):
         for i in range(x.size):
             data[i] = x[i]
     store_release(mine + ROUND1 * 8, seq)
+
+
+@njit(nogil=True, cache=True)
+def post(plan, x, number, seq):
+    """call()'s post alone: the record (and x) of call `number` as round seq, published;
+    settle() does the rest, later (a kept kernel-path call: ring/host/repeated.py's
+    post_kept)."""
+    _post(plan, x, number, seq)
+
+
+@njit(nogil=True, cache=True)
+def settle(plan, out, seq, spins, yields):
+    """call()'s poll and finish of round seq (posted already): DONE, WAITING or MISMATCH."""
+    k, me = plan[K], plan[ME]
     for q in range(k):
         if q == me:
             continue

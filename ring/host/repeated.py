@@ -239,6 +239,35 @@ def agree_compiled(ctx: Context, a: Agreement, call: int) -> None:
         _settle(ctx, a, status, seq, NO_DATA)
 
 
+def post_kept(ctx: Context, a: Agreement, call: int) -> None:
+    """A kept kernel-path call's agreement on a's record (every rank on one node, the
+    call's deadline armed), without waiting for the peers: its record is posted as the
+    next round and read back at the next round of any kind (read_back), before this rank
+    posts again. Every kernel of the path checks on the GPU that every rank runs the same
+    call before it touches any peer's data (ring/cuda/board.py); the host's round is still
+    posted for a peer whose call takes the full path (its agreement reads this record),
+    and a rank posts round s only once every peer has posted s - 1, so no row is written
+    again before it is read (2 parities). The host's wait is one call behind: a kept call
+    waits for no peer that is not at least at the call before."""
+    read_back(ctx)
+    seq = ctx.exchange.next_round()
+    compiled_round.post(a.plan, NO_DATA, call, seq)
+    ctx.posted = (a, seq)
+
+
+def read_back(ctx: Context) -> None:
+    """Before any exchange round: the rest of a kept call's round posted earlier
+    (post_kept), if any: wait (under this call's deadline) for every peer's record of it
+    and compare; a difference raises agreement.verdict's error on every rank."""
+    posted, ctx.posted = ctx.posted, None
+    if posted is not None:
+        a, seq = posted
+        status = compiled_round.settle(a.plan, NO_DATA, seq, ctx.waiter.spins,
+                                       ctx.waiter.yields)
+        if status != compiled_round.DONE:
+            _settle(ctx, a, status, seq, NO_DATA)
+
+
 def _settle(ctx: Context, s: Signature | Agreement, status: int, seq: int, out) -> None:
     """The rest of compiled round seq that returned WAITING or MISMATCH, the call's deadline
     armed: the peers waited for in Python (a timeout names who is late), then compared; a

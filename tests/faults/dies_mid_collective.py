@@ -2,14 +2,15 @@
 survivor must raise ring.TimeoutError naming the call, the step and the peer, and find the
 communicator broken afterwards.
 
-    dies_mid_collective.py TIMEOUT [host|cuda|cuda-kernel] [ALGORITHM] [async|fast|small|next]
+    dies_mid_collective.py TIMEOUT [host|cuda|cuda-kernel] [ALGORITHM] [async|fast|small|next|board]
 
 On 'cuda' the victim dies after enqueuing its fifth chunk for its successor (on a GPU the
 chunks are still in flight on its stream; under Numba's simulator they ran at once). On
 'cuda-kernel' (path="kernel") it dies instead of launching its kernel (oneshot: the
-one-shot kernel, after a first call made the inboxes), while the others'
-kernels spin on it (with 'small', a call of 64 values, which goes as LL words by default,
-on its LL words). With
+one-shot kernel, after a first call made the inboxes), having posted the call on the call
+board (ring/cuda/board.py) as its kernel would have first, so that the others'
+kernels spin on its data (with 'small', a call of 64 values, which goes as LL words by
+default, on its LL words; with 'board', without posting: they spin on the board). With
 another all-reduce algorithm (host) it dies where that algorithm needs it: oneshot before
 posting its data (across nodes, after the agreement, before the data's allgather),
 twoshot after the first round, naive, ps and tree before sending (on
@@ -41,6 +42,7 @@ behind = len(sys.argv) > 4 and sys.argv[4] == "async"
 fast = len(sys.argv) > 4 and sys.argv[4] == "fast"
 small = len(sys.argv) > 4 and sys.argv[4] == "small"
 again = len(sys.argv) > 4 and sys.argv[4] == "next"
+unposted = len(sys.argv) > 4 and sys.argv[4] == "board"
 device, path = ("cuda", "kernel") if device == "cuda-kernel" else (device, "stream")
 comm = ring.Communicator(device=device, timeout=timeout, algorithm=algorithm, path=path,
                          chunk_bytes=4096 if device == "host" else 1024)
@@ -49,6 +51,27 @@ direct = os.environ.get("RING_TEST_DIRECT") == "1"
 if direct:  # every rank: MPI links send and receive every chunk in the arrays
     from ring.host import executor
     executor.DIRECT_MIN_BYTES = 0
+
+
+def posts_then_dies(backend):
+    """Replace backend.replay by a launch that posts the call on the call board, as the
+    victim's kernel would before anything else, and nothing more; then the death."""
+    from numba import cuda as numba_cuda
+
+    from ring.cuda.board import hand, leave
+    post = hand("sys").post
+
+    @numba_cuda.jit
+    def posts(words, state, me, k, record):
+        post(words, state, me, k, record)
+        leave(state)
+
+    def dying(*args, **kwargs):
+        b = backend.kernel.board
+        posts[1, 1](b.words, b.state, b.me, b.k, backend.record)
+        numba_cuda.synchronize()
+        os._exit(3)
+    backend.replay = dying
 
 
 def die_after(obj, name, count):
@@ -94,8 +117,10 @@ if comm.rank == victim:
     if fast and device == "host":  # the agreement's allgather has completed when its records are compared
         from ring.host import compiled_round
         die_after(compiled_round, "gathered", 0)
-    elif algorithm in ("oneshot", "twoshot") and path == "kernel":  # the kernel, not fired
+    elif path == "kernel" and unposted:  # the kernel not fired, the board not posted
         die_after(comm._ctx.backend, "replay", 0)
+    elif path == "kernel":  # the kernel not fired (its call posted on the board)
+        posts_then_dies(comm._ctx.backend)
     elif algorithm == "oneshot" and device == "cuda":
         # after the agreement's round, before its first call makes the GPU areas
         die_after(comm._ctx, "everyone_here", 0)
@@ -121,8 +146,6 @@ if comm.rank == victim:
         backend = comm._ctx.backend
         backend._shm = False
         die_after(backend.send, "post_from" if direct else "post", 5)
-    elif path == "kernel":
-        die_after(comm._ctx.backend, "replay", 0)  # bound, not fired
     else:
         die_after(comm._ctx.backend.outbound, "mark_written", 5)
 

@@ -19,8 +19,10 @@ from numba import cuda
 
 import ring
 import ringtypes
+from ring.cuda import board
 from ring.cuda.arrays import SIMULATED, storage_of
 from ring.cuda.enqueue import align
+from ring.cuda.persistent import ERR_CODE, ERR_SEEN
 
 from .. import reference
 from ..gpu import DEVICE_GROWTH_LIMIT, free_device_bytes
@@ -158,8 +160,10 @@ def test_calls_agree_in_a_compiled_round(gcomm, monkeypatch):
     """Calls agree on their records in one compiled round (ring/host/repeated.py's Agreement), not
     through agreement.agree_shared's NumPy calls: a kept kernel-path call on the record it
     kept, others on theirs. Where rank 0 comes late, the others' rounds give up polling
-    and wait in Python, under the call's deadline. A kept call that ends quickly does not
-    read its kernel's error word (kernel_path.KernelPath.check)."""
+    and wait in Python, under the call's deadline; a kept kernel-path call's round,
+    stream-ordered, waits for no one (post_kept: its kernel checks the peers' calls on the
+    GPU), and is read back at the next round (synchronize's here). A kept call that ends
+    quickly does not read its kernel's error word (kernel_path.KernelPath.check)."""
     r, k = gcomm.rank, gcomm.size
     x, out = _gpu(np.full(53, r, np.float32)), _gpu(np.zeros(53, np.float32))
     gcomm.allreduce(x, out=out, algorithm="ring")  # kept here on the kernel path
@@ -182,9 +186,14 @@ def test_calls_agree_in_a_compiled_round(gcomm, monkeypatch):
         assert gcomm.allreduce(x, out=out, algorithm="ring") is out
         assert np.array_equal(_host(out), np.full(53, k * (k - 1) // 2 + 3 * k * late,
                                                   np.float32))
-    if r != 0:  # (rank 0 may wait too: where ranks outnumber cores its polls are few)
-        assert gcomm._ctx.exchange.seq in waited, (gcomm._ctx.exchange.seq, waited)
     assert err is None or err.reads == 0
+    seq = gcomm._ctx.exchange.seq
+    if kernel is not None and not gcomm.blocking:  # posted, not waited for: read back
+        assert gcomm._ctx.posted[1] == seq and seq not in waited, (seq, waited)
+        gcomm.synchronize()  # (which reads the error word, as it always does)
+        assert gcomm._ctx.posted is None
+    elif r != 0:  # (rank 0 may wait too: where ranks outnumber cores its polls are few)
+        assert seq in waited, (seq, waited)
 
 
 class _Counted:
@@ -198,10 +207,15 @@ class _Counted:
         return self.a.copy_to_host(*args, **kwargs)
 
 
-def test_a_rank_leaving_a_kept_signature_is_caught_on_every_rank(world):
+@pytest.mark.parametrize("blocking", [False, True])
+def test_a_rank_leaving_a_kept_signature_is_caught_on_every_rank(world, blocking):
     """Rank 0 repeats a kept kernel-path call while the others change its count: the kept
-    record is agreed on like any other, so every rank raises MismatchError."""
-    c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH)
+    record is agreed on like any other, so every rank raises MismatchError naming the
+    count: at the call, but on rank 0 where calls are stream-ordered (its kept call posts
+    its record without waiting, ring/host/repeated.py's post_kept): there at synchronize(),
+    which reads the round back (its kernel stopped at the call board meanwhile)."""
+    c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH,
+                          blocking=blocking)
     x, out = _gpu(np.ones(40, np.float32)), _gpu(np.zeros(40, np.float32))
     c.allreduce(x, out=out, algorithm="ring")
     if PATH == "kernel":
@@ -210,9 +224,32 @@ def test_a_rank_leaving_a_kept_signature_is_caught_on_every_rank(world):
     if c.size == 1:  # no one to differ: the kept call again
         assert c.allreduce(*mine, algorithm="ring") is out
         assert np.array_equal(_host(out), _host(x))
+    elif c.rank == 0 and c._kfast is not None and not blocking:
+        assert c.allreduce(*mine, algorithm="ring") is out  # enqueued
+        with pytest.raises(ring.MismatchError, match="count"):
+            c.synchronize()
     else:
         with pytest.raises(ring.MismatchError, match="count"):
             c.allreduce(*mine, algorithm="ring")
+    c.close()
+
+
+def test_a_kept_call_beside_a_peer_on_the_full_path(world):
+    """Stream-ordered: rank 0's out is new memory every call (the full path: the host's
+    agreement, which waits for every rank's record), the others' is the same (a kept call:
+    its record posted without waiting). Every call right on every rank, and the rounds
+    stay in step."""
+    c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH)
+    k = c.size
+    x, out = _gpu(np.full(33, c.rank + 1, np.float32)), _gpu(np.zeros(33, np.float32))
+    for i in range(4):
+        if c.rank == 0:
+            out = _gpu(np.zeros(33, np.float32))
+        assert c.allreduce(x, out=out, algorithm="ring") is out
+        c.synchronize()
+        assert np.array_equal(_host(out), np.full(33, k * (k + 1) / 2, np.float32))
+    if c._kfast is not None:
+        assert len(c._kfast) == (4 if c.rank == 0 else 1)
     c.close()
 
 
@@ -282,6 +319,32 @@ def test_a_call_is_left_running_on_the_callers_stream_until_synchronize(gcomm):
     assert np.array_equal(_host(out), np.full(37, k * (k + 1) / 2, np.float32))
 
 
+def test_a_call_on_another_stream_waits_for_the_last_calls_launch(gcomm, monkeypatch):
+    """The kernel path: calls on stream s, s again, then t, then s (the full path, then
+    kept launches): each launch on a stream other than the previous launch's is ordered
+    after that launch (streams.Streams.after_latest; the kernels read what the last one
+    left: the ring's counters, the call board's count), as NCCL orders a communicator's
+    calls; one on the same stream needs nothing (the other paths wait on the host for the
+    caller's stream: no such order is needed). Every result right."""
+    from ring.cuda.streams import Streams
+    k, r = gcomm.size, gcomm.rank
+    waits = []
+    real = Streams.after_latest
+    monkeypatch.setattr(Streams, "after_latest",
+                        lambda self, h, prev: (waits.append((h, prev)), real(self, h, prev)))
+    s, t = _a_stream(), (8 if SIMULATED else cp.cuda.Stream(non_blocking=True))
+    x = _gpu(np.full(41, r + 1, np.float32))
+    out = _gpu(np.zeros(41, np.float32))
+    gcomm.allreduce(x, out=out, stream=s)  # (the last launch before: another stream, or
+    waits.clear()  # none)
+    for stream in (s, t, s, t):
+        assert gcomm.allreduce(x, out=out, stream=stream) is out
+    gcomm.synchronize()
+    hs, ht = _handle(s), _handle(t)
+    assert waits == ([(ht, hs), (hs, ht), (ht, hs)] if gcomm.path == "kernel" else [])
+    assert np.array_equal(_host(out), np.full(41, k * (k + 1) / 2, np.float32))
+
+
 def test_a_call_is_ordered_after_its_streams_producer(gcomm):
     """x is written by a slow kernel on stream s, the all-reduce is called with stream=s
     and read back on s: it must see x as written (and, on a GPU, not the zeros under it)."""
@@ -324,20 +387,35 @@ def test_blocking_calls_wait_for_their_result(world):
     c.close()
 
 
-def test_a_bad_stream_is_refused_on_every_rank(world):
+@pytest.mark.parametrize("blocking", [False, True])
+def test_a_bad_stream_is_refused_on_every_rank(world, blocking):
     """A stream argument that is no stream: TypeError at the call on its rank, and
-    MismatchError on the others, on the full path and on a kept signature's."""
+    MismatchError on the others: at the call on the full path (the host's agreement), and
+    on a kept signature's where calls block. Stream-ordered, a kept kernel-path call does
+    not wait for the peers' records (ring/host/repeated.py's post_kept): the others'
+    kernels run, stop at the call board on the refusing rank's REFUSED (at once, not at
+    the timeout: their error word says so), and synchronize() raises the MismatchError
+    (reading the call's round back, as the host's agreement would have said it)."""
     for kept in (False, True):
-        c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH)
+        c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH,
+                              blocking=blocking)
         x, out = _gpu(np.ones(8, np.float32)), _gpu(np.zeros(8, np.float32))
         if kept:
             c.allreduce(x, out=out)
-        exc = TypeError if c.rank == 0 else ring.MismatchError
-        with pytest.raises(exc, match="stream: expected a CUDA stream" if c.rank == 0 else
-                           r"rank\(s\) \[0\]"):
-            c.allreduce(x, out=out, stream="not a stream" if c.rank == 0 else None)
-        with pytest.raises(ring.CommunicatorError):
-            c.synchronize()
+        later = kept and not blocking and c.rank != 0 and c._kfast is not None
+        if later:  # enqueued; the GPU finds it
+            c.allreduce(x, out=out)
+            with pytest.raises(ring.MismatchError, match=r"rank\(s\) \[0\] passed bad"):
+                c.synchronize()  # (the round read back says it as the host's agreement)
+            err = c._ctx.backend.kernel.err.copy_to_host()
+            assert (err[ERR_CODE], err[ERR_SEEN]) == (board.MISMATCH, board.REFUSED)
+        else:
+            exc = TypeError if c.rank == 0 else ring.MismatchError
+            with pytest.raises(exc, match="stream: expected a CUDA stream" if c.rank == 0
+                               else r"rank\(s\) \[0\]"):
+                c.allreduce(x, out=out, stream="not a stream" if c.rank == 0 else None)
+            with pytest.raises(ring.CommunicatorError):
+                c.synchronize()
         c.close()
 
 

@@ -304,35 +304,52 @@ def test_a_bad_argument_to_register_raises_on_every_rank(world):
     buf.free()
 
 
-@pytest.mark.parametrize("algorithm,differs", [("twoshot", "count"), ("twoshot", "dtype"),
-                                               ("oneshot", "count"), ("oneshot", "op")])
-def test_ranks_whose_calls_differ_get_mismatch_from_the_kernel_records(world, algorithm,
-                                                                       differs):
+@pytest.mark.parametrize("algorithm,differs", [
+    ("twoshot", "count"), ("twoshot", "dtype"), ("oneshot", "count"), ("oneshot", "op"),
+    ("ring", "count"), ("ring", "op"), ("ring", "collective"), ("ring", "algorithm"),
+    ("oneshot", "algorithm")])
+def test_ranks_whose_calls_differ_get_mismatch_from_the_call_board(world, algorithm, differs):
     """check=False: no host agreement; rank 0's call differs from the others' (one more
-    element, float64 for float32, or max for sum). Every rank's kernel
-    reads the others' records before any of their data, stops, and synchronize() raises
-    MismatchError, on every rank; the communicator is broken after."""
+    element, float64 for float32, max for sum, a reduce-scatter for the all-reduce, or the
+    two-shot kernel where the others run `algorithm`'s, every kernel having run once). Every
+    rank's kernel reads every
+    rank's word on the call board before it touches any peer's data, stops, and
+    synchronize() raises MismatchError, on every rank; the communicator is broken after."""
     r = world.rank
     odd = r == 0
-    n = 9 + (odd and differs == "count")
+    n = 8 * world.size + (odd and differs == "count")
     dtype = np.float32 if not (odd and differs == "dtype") else np.float64
     op = "max" if odd and differs == "op" else "sum"
-    said = {"twoshot": r"two-shot kernel: rank \d+ called all-reduce with count \d+, ",
-            "oneshot": r"one-shot kernel: rank \d+ called all-reduce with another count"}
+    alg = "twoshot" if odd and differs == "algorithm" else algorithm
     with ring.Communicator(device="cuda", timeout=30, path="kernel", check=False) as c:
         x = cuda.to_device(np.ones(n, dtype)) if SIMULATED else \
             __import__("cupy").ones(n, dtype)
-        with pytest.raises(ring.MismatchError, match=said[algorithm]):
-            c.allreduce(x, op=op, algorithm=algorithm)
+        if differs == "algorithm":  # (a kernel's areas are made by every rank together,
+            for a in (algorithm, "twoshot"):  # on its first call: before ranks differ)
+                c.allreduce(cuda.to_device(np.ones(8, np.float32)), algorithm=a)
+        with pytest.raises(ring.MismatchError, match=r"rank \d+ runs another call than rank "
+                                                     rf"{r}: .*found on the GPU"):
+            if odd and differs == "collective":
+                c.reduce_scatter(x, op=op, algorithm=alg)
+            else:
+                c.allreduce(x, op=op, algorithm=alg)
             c.synchronize()
         with pytest.raises(ring.CommunicatorError):
             c.allreduce(x, algorithm=algorithm)
 
 
-def test_call_words_tell_counts_dtypes_and_ops_apart():
-    from ringtypes import Op
-    words = {twoshot_kernel.call_word(op, d, n) for op in Op for d in ("float32", "int8")
-             for n in (0, 1, 1 << 40)}
-    assert len(words) == 2 * 3 * len(Op)
-    assert twoshot_kernel.describe_call(twoshot_kernel.call_word(Op.MAX, "int8", 7)) == \
-        "count 7, int8, op max"
+def test_the_call_board_counts_every_kernel_path_launch(world):
+    """check=False, every rank alike: calls of the three kernels in turn (and again), all
+    right; every launch moves the board's count on by one, whatever its kernel."""
+    with ring.Communicator(device="cuda", timeout=30, path="kernel", check=False) as c:
+        n = 8 * world.size
+        x = cuda.to_device(np.arange(n, dtype=np.float32)) if SIMULATED else \
+            __import__("cupy").arange(n, dtype=np.float32)
+        algs = ["ring", "oneshot", "twoshot", "ring", "twoshot", "oneshot"]
+        for alg in algs:
+            out = c.allreduce(x, algorithm=alg)
+            c.synchronize()
+            got = out.copy_to_host() if SIMULATED else out.get()
+            np.testing.assert_array_equal(got, np.arange(n, dtype=np.float32) * world.size)
+        board = c._ctx.backend.kernel.board
+        assert board.state.copy_to_host().tolist() == [len(algs), 0]
