@@ -617,7 +617,9 @@ class Communicator:
         if isinstance(e, TimeoutError):
             fatal.peer_lost()
         refuse = getattr(getattr(self._ctx, "backend", None), "refuse", None)
-        if refuse is not None:  # (cuda: peers' kernels must not wait for this rank's)
+        # (cuda: peers' kernels must not wait for this rank's; where its own kernel found the
+        # error, they find it too)
+        if refuse is not None and not getattr(e, "found_on_gpu", False):
             try:
                 refuse()
             except Exception:  # noqa: BLE001 - the call's own error is the one to raise

@@ -85,9 +85,9 @@ SINCE = {
         "                    good = waited(mine, a_out, uout - nslots,",
         "the ring kernel writes a chunk into the successor's slot one credit early"),
     "kernel-ll-credit-early": (
-        P, "if f & SEND and uout >= nslots:\n"
+        P, "if good == 1 and f & SEND and uout >= nslots:\n"
            "                        good = waited(mine, a_out, uout + 1 - nslots,",
-        "if f & SEND and uout >= nslots:\n"
+        "if good == 1 and f & SEND and uout >= nslots:\n"
         "                        good = waited(mine, a_out, uout - nslots,",
         "the LL protocol writes a chunk's words one credit early"),
     "kernel-empty-no-ack": (
@@ -177,6 +177,13 @@ SINCE = {
         "        if send is not None and send.direct:  # MPI: every message taken (transport/mpi.py)\n"
         "            send.flush()", "        pass",
         "a host call across nodes returns with its last sends in flight"),
+    "board-no-compare": (
+        "ring/cuda/board.py", "if (word & LOW) != (record & LOW):", "if False:",
+        "the call board never compares the ranks' calls: a rank in another call goes on"),
+    "board-no-refusal": (
+        "ring/cuda/board.py", "        if self.k > 1:\n            refusal()",
+        "        if False:\n            refusal()",
+        "a rank that raises on the host leaves its peers' kernels waiting at the board"),
     "in-place-gather-offset": (
         "ring/call.py", "if collective in (C.ALLGATHER, C.GATHER) and xa == oa + rank * xb:",
         "if collective in (C.ALLGATHER, C.GATHER) and xa == oa:",
@@ -201,6 +208,8 @@ OWN_TESTS = {
     "torch-avg-as-sum": "tests/test_torch.py",
     "wait-no-progress": _LINKS, "staged-flush-returns": _LINKS, "host-flush-skipped": _LINKS,
     "in-place-gather-offset": "tests/test_mpi.py::test_on_ranks[2]",
+    "board-no-compare": "tests/test_mpi.py::test_cuda_registered_buffers[2]",
+    "board-no-refusal": "tests/test_mpi.py::test_cuda_kernel_path[2]",
 }
 
 

@@ -20,7 +20,12 @@ thread 0 of each block
      WAIT in the error word.
 
 Every launch of the kernel path counts, whatever its kernel, so a rank that runs another
-kernel altogether (the ring kernel where a peer runs the two-shot) is found too. A parity
+kernel altogether (the ring kernel where a peer runs the two-shot) is found too. A kernel
+may post (steps 1-2) first and check (step 3) later, before it reads anything a peer wrote:
+the one-shot before it folds its inbox, the ring kernel before the first chunk it receives
+(what it sent before lands in its successor's slots, which the successor's kernel reads
+only after its own check); the two-shot checks before it writes anything into a peer's
+memory (its record, then every rank's x and out, perhaps the users' own, registered). A parity
 is written again two launches later only: a rank's launch s + 2 starts after its launch
 s + 1, every block of which saw every peer's word of s + 1, which each peer wrote after its
 launch s had read this rank's word of s (stream order). No word is overwritten before it

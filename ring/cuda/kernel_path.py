@@ -28,7 +28,7 @@ from kernels.arrays import address
 from kernels.bound_launch import BoundLaunch
 from .repeated import remember
 from ringtypes import Op
-from ..errors import MismatchError
+from ..errors import MismatchError, RingError
 from ..schedule import Plan
 from .arrays import SIMULATED
 from .board import MISMATCH as BOARD_MISMATCH
@@ -312,6 +312,14 @@ class KernelPath:
         err = self.err.copy_to_host(self._err_host)
         if err[ERR_CODE] == 0:
             return
+        try:
+            self._raise(waiter, err, earlier)
+        except RingError as e:
+            e.found_on_gpu = True  # (Communicator._broken: no REFUSED after it, board.py)
+            raise
+
+    def _raise(self, waiter, err, earlier: str) -> None:
+        """check()'s raise of the error word err."""
         pred, succ = (self.rank - 1) % self.size, (self.rank + 1) % self.size
         need, seen = int(err[ERR_NEED]), int(err[ERR_SEEN])
         code = err[ERR_CODE]

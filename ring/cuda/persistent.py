@@ -117,8 +117,8 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     slots as int64 words, for ll), mine / pred / succ the int64 headers of this rank's, its
     predecessor's and its successor's segments, recvs / sends the program's receives and
     sends (what the call adds to the channel's totals), and board .. record the call board's
-    (board.py: every channel checks that every rank runs this call before it waits for
-    anything else). unroll (1 or 4): the elements, nt apart, each thread loads before it
+    (board.py: every channel posts the call first, and checks that every rank runs it
+    before it waits for anything it receives). unroll (1 or 4): the elements, nt apart, each thread loads before it
     stores any: a memory-bound loop runs at the bytes it keeps in flight. gpu_scope: the
     fences around the counters are GPU-scoped (every neighbour runs on this GPU, processes
     under MPS included), not system-scoped (needed across GPUs). acqrel: the counters are
@@ -146,7 +146,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     # an element's bits in an LL word and back (storage of at most 4 bytes: one a word)
     elem, bits_t = kd.storage.type, UNSIGNED[kd.storage.itemsize][0]
     scope = "gpu" if gpu_scope else "sys"
-    enter = hand(scope).enter
+    post, check = hand(scope).post, hand(scope).check
     ll_wait, ll_store = sync(scope).wait_flag, sync(scope).store
     to_bits = bits_of(kd)
     storage, L = kd.numba_type, VECTOR_BYTES // kd.storage.itemsize  # L: lanes of a vector
@@ -215,6 +215,11 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         # of a thread that has not read it yet (it would leave, and miss the barrier)
         ok = cuda.shared.array(2, types.int64)
         totals = cuda.shared.array(2, types.int64)
+        # the call board's (board.py): this launch's number, and whether thread 0 has
+        # checked every rank's word (before the first unit that receives: what this channel
+        # sends before it lands in the successor's slots only, which the successor's kernel
+        # reads after its own check). Shared, not registers: the vector loops have none spare
+        called = cuda.shared.array(2, types.int64)
         va = cuda.local.array(V, lane_t)  # vectors in flight: received (or x's)
         vb = cuda.local.array(V, lane_t)  # x's, to fold with them
         p_in, a_out = BASE + STRIDE * c, BASE + STRIDE * c + ACKED_AT
@@ -222,10 +227,9 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
         if t == 0:  # written by this rank's earlier launches only, on the same stream
             totals[0] = mine[tot]
             totals[1] = mine[tot + 1]
-            ok[0] = enter(board, state, me, k, record, timeout_ns, err)  # every rank's call
+            called[0] = post(board, state, me, k, record)  # this rank's call, on the board
+            called[1] = 0
         cuda.syncthreads()
-        if ok[0] == 0:
-            return
         base_in, base_out = totals[0], totals[1]
         for i in range(prog.shape[0]):
             f, n = prog[i, FLAGS], prog[i, N]
@@ -244,7 +248,10 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
             if ll:  # the chunk as flagged words: each thread waits for its own elements
                 if t == 0:
                     good = 1
-                    if f & SEND and uout >= nslots:
+                    if f & RECV and called[1] == 0:  # every rank's call, before its data
+                        good = check(board, me, k, record, called[0], timeout_ns, err)
+                        called[1] = 1
+                    if good == 1 and f & SEND and uout >= nslots:
                         good = waited(mine, a_out, uout + 1 - nslots, timeout_ns, err,
                                       WAIT_CREDIT, c, i, prog)
                         fence()  # acquire: the successor's reads of the slot came first
@@ -284,7 +291,10 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
                 continue
             if t == 0:
                 good = 1
-                if f & RECV:
+                if f & RECV and called[1] == 0:  # every rank's call, before its data
+                    good = check(board, me, k, record, called[0], timeout_ns, err)
+                    called[1] = 1
+                if good == 1 and f & RECV:
                     good = waited(mine, p_in, uin + 1, timeout_ns, err, WAIT_DATA, c, i, prog)
                 if good == 1 and f & SEND and uout >= nslots:
                     good = waited(mine, a_out, uout + 1 - nslots, timeout_ns, err,
@@ -369,6 +379,9 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
                 if f & SEND:
                     publish(succ, p_in, uout + 1)
         if t == 0:
+            if called[1] == 0:  # (a channel that received nothing: checked here)
+                if check(board, me, k, record, called[0], timeout_ns, err) == 0:
+                    return
             mine[tot] = base_in + recvs
             mine[tot + 1] = base_out + sends
             leave(state)

@@ -307,17 +307,19 @@ def test_a_bad_argument_to_register_raises_on_every_rank(world):
 @pytest.mark.parametrize("algorithm,differs", [
     ("twoshot", "count"), ("twoshot", "dtype"), ("oneshot", "count"), ("oneshot", "op"),
     ("ring", "count"), ("ring", "op"), ("ring", "collective"), ("ring", "algorithm"),
-    ("oneshot", "algorithm")])
+    ("oneshot", "algorithm"), ("ring", "count of a large call")])
 def test_ranks_whose_calls_differ_get_mismatch_from_the_call_board(world, algorithm, differs):
     """check=False: no host agreement; rank 0's call differs from the others' (one more
-    element, float64 for float32, max for sum, a reduce-scatter for the all-reduce, or the
+    element, of a small call or a large one, float64 for float32, max for sum, a reduce-scatter for the all-reduce, or the
     two-shot kernel where the others run `algorithm`'s, every kernel having run once). Every
     rank's kernel reads every
     rank's word on the call board before it touches any peer's data, stops, and
     synchronize() raises MismatchError, on every rank; the communicator is broken after."""
     r = world.rank
     odd = r == 0
-    n = 8 * world.size + (odd and differs == "count")
+    # (a large call goes in the ring kernel's simple protocol, a small one as LL words)
+    n = (8 if differs != "count of a large call" else 1024) * world.size + \
+        (odd and differs.startswith("count"))
     dtype = np.float32 if not (odd and differs == "dtype") else np.float64
     op = "max" if odd and differs == "op" else "sum"
     alg = "twoshot" if odd and differs == "algorithm" else algorithm
