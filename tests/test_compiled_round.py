@@ -159,6 +159,36 @@ def test_a_peer_not_there_is_waiting_and_a_different_record_is_a_mismatch():
     assert compiled_round.finish(plan, out, 3) == compiled_round.MISMATCH
 
 
+def test_a_kept_rounds_read_back_comes_before_the_next_post():
+    """settle_then_post (a stream-ordered kept call, ring/host/repeated.py's post_kept):
+    round 3, posted earlier, read back first; the next round (4) is posted only where it
+    was DONE: a peer late on round 3 is WAITING and nothing of round 4 posted; a peer's
+    different record of round 3 a MISMATCH, again nothing posted."""
+    w = Window(2)
+    row = np.arange(6, dtype=np.int64)
+    before, mine = compiled_round.plan(0, AREA, Op.SUM, False, w.bases, row, posts=False)
+    plan, _ = compiled_round.plan(0, AREA, Op.SUM, False, w.bases, row.copy(), posts=False)
+    none = np.empty(0, np.int64)
+    compiled_round.post(before, none, 30, 3)  # (our call 30, round 3)
+    counter = lambda: int(np.frombuffer(w.segs[0][:8], np.int64)[0])  # noqa: E731
+    assert counter() == 3
+    assert compiled_round.settle_then_post(before, 3, plan, 31, 4, 50, 0) == \
+        compiled_round.WAITING
+    assert counter() == 3  # round 4 not posted
+    theirs = mine.copy()
+    theirs[2] += 1
+    w.post(1, 3, theirs, none)
+    assert compiled_round.settle_then_post(before, 3, plan, 31, 4, 50, 0) == \
+        compiled_round.MISMATCH
+    assert counter() == 3
+    w.post(1, 3, mine.copy(), none)
+    assert compiled_round.settle_then_post(before, 3, plan, 31, 4, 50, 0) == \
+        compiled_round.DONE
+    assert counter() == 4
+    posted = w.segs[0][w.slot(0, 4):w.slot(0, 4) + 48].view(np.int64)
+    assert posted[0] == 31 and posted[1:].tolist() == row[1:].tolist()
+
+
 def test_the_call_number_is_posted_and_noted_for_the_peers():
     """call() writes its number into the record row it posts (agreement.FIELDS[0]) and
     at plan's ENTERED address (the backend header the peers' timeout messages read)."""

@@ -222,6 +222,18 @@ def post(plan, x, number, seq):
 
 
 @njit(nogil=True, cache=True)
+def settle_then_post(before, seq_before, plan, number, seq, spins, yields):
+    """settle(before, seq_before), then, where it is DONE, post(plan, number, seq): a kept
+    call's round read back and the next posted in one dispatch. settle's status (nothing
+    posted unless DONE)."""
+    none = np.empty(0, np.int64)
+    status = settle(before, none, seq_before, spins, yields)
+    if status == DONE:
+        _post(plan, none, number, seq)
+    return status
+
+
+@njit(nogil=True, cache=True)
 def settle(plan, out, seq, spins, yields):
     """call()'s poll and finish of round seq (posted already): DONE, WAITING or MISMATCH."""
     k, me = plan[K], plan[ME]

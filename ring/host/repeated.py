@@ -249,9 +249,17 @@ def post_kept(ctx: Context, a: Agreement, call: int) -> None:
     and a rank posts round s only once every peer has posted s - 1, so no row is written
     again before it is read (2 parities). The host's wait is one call behind: a kept call
     waits for no peer that is not at least at the call before."""
-    read_back(ctx)
+    posted, ctx.posted = ctx.posted, None
     seq = ctx.exchange.next_round()
-    compiled_round.post(a.plan, NO_DATA, call, seq)
+    if posted is None:
+        compiled_round.post(a.plan, NO_DATA, call, seq)
+    else:  # (read_back and the post in one dispatch)
+        before, seq_before = posted
+        status = compiled_round.settle_then_post(before.plan, seq_before, a.plan, call, seq,
+                                                 ctx.waiter.spins, ctx.waiter.yields)
+        if status != compiled_round.DONE:
+            _settle(ctx, before, status, seq_before, NO_DATA)  # (waits, or raises)
+            compiled_round.post(a.plan, NO_DATA, call, seq)
     ctx.posted = (a, seq)
 
 
