@@ -172,17 +172,17 @@ def test_a_kept_rounds_read_back_comes_before_the_next_post():
     compiled_round.post(before, none, 30, 3)  # (our call 30, round 3)
     counter = lambda: int(np.frombuffer(w.segs[0][:8], np.int64)[0])  # noqa: E731
     assert counter() == 3
-    assert compiled_round.settle_then_post(before, 3, plan, 31, 4, 50, 0) == \
+    assert compiled_round.settle_then_post(before, 3, plan, none, 31, 4, 50, 0) == \
         compiled_round.WAITING
     assert counter() == 3  # round 4 not posted
     theirs = mine.copy()
     theirs[2] += 1
     w.post(1, 3, theirs, none)
-    assert compiled_round.settle_then_post(before, 3, plan, 31, 4, 50, 0) == \
+    assert compiled_round.settle_then_post(before, 3, plan, none, 31, 4, 50, 0) == \
         compiled_round.MISMATCH
     assert counter() == 3
     w.post(1, 3, mine.copy(), none)
-    assert compiled_round.settle_then_post(before, 3, plan, 31, 4, 50, 0) == \
+    assert compiled_round.settle_then_post(before, 3, plan, none, 31, 4, 50, 0) == \
         compiled_round.DONE
     assert counter() == 4
     posted = w.segs[0][w.slot(0, 4):w.slot(0, 4) + 48].view(np.int64)

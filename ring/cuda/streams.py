@@ -89,10 +89,7 @@ class Streams:
     def mark(self, h: int, fired: float, call: int = 0) -> None:
         """The launch of call `call`, fired at `fired` on stream h: record h's event
         after it."""
-        ev = self.launched.get(h)
-        if ev is None:
-            ev = self.launched[h] = event()
-        self.record_on(ev, h)
+        self.latest(h)
         self.since.setdefault(h, (fired, call))
         self.last_call = call
 
@@ -108,8 +105,8 @@ class Streams:
             ok(drv.cuStreamWaitEvent(drv.CUstream(h), ev.handle, 0))
 
     def latest(self, h: int) -> None:
-        """Record h's `launched` event after a launch there that mark() does not note (a
-        Work's, which its own Pending waits for)."""
+        """Record h's `launched` event after the latest launch there (mark()'s, and a Work's,
+        which mark() does not note: its own Pending waits for it)."""
         ev = self.launched.get(h)
         if ev is None:
             ev = self.launched[h] = event()

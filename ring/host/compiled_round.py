@@ -222,11 +222,11 @@ def post(plan, x, number, seq):
 
 
 @njit(nogil=True, cache=True)
-def settle_then_post(before, seq_before, plan, number, seq, spins, yields):
-    """settle(before, seq_before), then, where it is DONE, post(plan, number, seq): a kept
-    call's round read back and the next posted in one dispatch. settle's status (nothing
-    posted unless DONE)."""
-    none = np.empty(0, np.int64)
+def settle_then_post(before, seq_before, plan, none, number, seq, spins, yields):
+    """settle(before, none, seq_before), then, where it is DONE, post(plan, none, number,
+    seq): a kept call's round read back and the next posted in one dispatch (none: an
+    empty array, the data of rounds that carry none). settle's status (nothing posted
+    unless DONE)."""
     status = settle(before, none, seq_before, spins, yields)
     if status == DONE:
         _post(plan, none, number, seq)
