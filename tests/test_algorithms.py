@@ -39,6 +39,7 @@ def test_an_algorithm_refuses_what_it_does_not_serve(name, device):
     `serves` leaves the collective out (hierarchical needs nodes: asked there on 2)."""
     ctx = context(device, nodes=2 if name == "hierarchical" else 1,
                   exchange=name != "hierarchical")
+    ctx.backend.kernel = object()  # (cuda: the kernel path, where twoshot runs its halves)
     alg = BY_NAME[name]
     for c in EVERY:
         why = alg.why_not(ctx, c, 64)
@@ -64,8 +65,14 @@ def test_the_two_shot_kernel_takes_any_size_where_the_kernel_path_runs():
     the stream path the host-driven twoshot keeps the window's."""
     one = context("cuda")
     assert "at most" in why_not(one, "twoshot", Collective.ALLREDUCE, EXCHANGE_BYTES + 1)
+    for half in (Collective.REDUCE_SCATTER, Collective.ALLGATHER):  # its kernel's only
+        assert "kernel path" in why_not(one, "twoshot", half, 64)
+        assert why_not(context(), "twoshot", half, 64) == \
+            f"twoshot runs {half} on the cuda device only"
     one.backend.kernel = object()
     assert why_not(one, "twoshot", Collective.ALLREDUCE, 1 << 30) is None
+    for half in (Collective.REDUCE_SCATTER, Collective.ALLGATHER):
+        assert why_not(one, "twoshot", half, 1 << 30) is None
     assert why_not(one, "twoshot", Collective.BROADCAST, 64) is not None
 
 

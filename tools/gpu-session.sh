@@ -20,7 +20,7 @@
 # results/gpu-session-timings.md (give a fresh machine's first step its Numba compiles).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
 #        kernelpath autopath inner suite alone kernelprofile kernelshapes kernelbench kernelsweep algos training pick kernelcache handoff all
-#        ncclpart nccl ncclcmp launches commshapes
+#        ncclpart nccl ncclcmp launches commshapes halves
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
 # GPU or the carried wheels (tests/test_gpu_session.py checks every command that way)
 if [ -n "$DRY" ]; then
@@ -225,6 +225,21 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               TAIL=30 step ${LAUNCH_LIMIT:-420} launches python3 -m pytest tests/test_mpi.py tests/test_faults.py \
                   tests/test_topk.py -q -p no:cacheprovider --durations=10 \
                   -k "$LAUNCH_K or kept_kernel or gpus_selection"
+              echo quit | nvidia-cuda-mps-control ;;
+  halves)     # issue 53's reduce-scatter and all-gather as the two-shot kernel (simulator-tested,
+              # 2026-11-28) beside the ring kernel and NCCL (>= 2.30 after the nccl step), under MPS,
+              # 8 B - 256 MiB; REGISTER=1: ring's buffers registered (reduce-scatter's x read and
+              # all-gather's out written in place); then the cuda table's rules for both
+              # ("where they measure faster": tune, ring against twoshot, per size)
+              nvidia-cuda-mps-control -d > /tmp/mps-halves.txt 2>&1; echo "== mps start rc=$?"
+              for np in ${NPS:-2 4}; do for c in reduce_scatter allgather; do
+                TAIL=20 step ${SWEEP_LIMIT:-150} $c-$np mpiexec -n $np python3 -m harness $c -b 8 -e ${MAX:-256M} -f 4 \
+                  -a 64M,${MAX:-256M} -n ${ITERS:-20} -w 3 --device cuda --impl ring-flat,ring-twoshot,nccl \
+                  ${REGISTER:+-R} --json $OUT/$c-${np}ranks-twoshot-mps${REGISTER:+-registered}-$GPU.json
+                TAIL=14 step 200 tune-$c-$np mpiexec -n $np python3 -m harness tune --device cuda -b 8 \
+                  -e ${TUNE_MAX:-64M} -f 4 --rounds 3 --algos ring,twoshot --collective $c ${REGISTER:+-R} \
+                  $([ -f $OUT/cuda-table.json ] && echo --merge $OUT/cuda-table.json) \
+                  --out $OUT/cuda-table.json; done; done
               echo quit | nvidia-cuda-mps-control ;;
   pick)       # a few chosen checks when a session has minutes for little else: the tests named in
               # PICK (files or node ids), narrowed by PICK_K, under MPS (processes sharing the GPU)

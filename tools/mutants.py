@@ -188,6 +188,17 @@ SINCE = {
         "ring/call.py", "if collective in (C.ALLGATHER, C.GATHER) and xa == oa + rank * xb:",
         "if collective in (C.ALLGATHER, C.GATHER) and xa == oa:",
         "an in-place all-gather is taken at block 0 instead of the rank's block"),
+    "twoshot-rs-wrong-block": (
+        "ring/cuda/twoshot_kernel.py", "load16(vals, (q * U + u) * LW, ins[q], me * cap + e)",
+        "load16(vals, (q * U + u) * LW, ins[q], q * cap + e)",
+        "the two-shot reduce-scatter folds each rank's own block, not this rank's, of the "
+        "staged inputs (16-byte vectors)"),
+    "twoshot-ag-gather-offset": (
+        "ring/cuda/twoshot_kernel.py",
+        "copy(out, q * n + r0, outs[me], q * cap, lo, hi, vgather, words)",
+        "copy(out, q * cap + r0, outs[me], q * cap, lo, hi, vgather, words)",
+        "the two-shot all-gather copies each block out of its area to the area's offset, "
+        "not the block's"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -210,6 +221,8 @@ OWN_TESTS = {
     "in-place-gather-offset": "tests/test_mpi.py::test_on_ranks[2]",
     "board-no-compare": "tests/test_mpi.py::test_cuda_registered_buffers[2]",
     "board-no-refusal": "tests/test_mpi.py::test_cuda_kernel_path[2]",
+    "twoshot-rs-wrong-block": "tests/test_mpi.py::test_cuda_registered_buffers[2]",
+    "twoshot-ag-gather-offset": "tests/test_mpi.py::test_cuda_registered_buffers[3]",
 }
 
 

@@ -44,8 +44,9 @@ class Algorithm:
         can). A function of the layout and agreed arguments only: every rank answers alike."""
         if collective in self.serves[ctx.device]:
             return None
-        if collective in self.serves["host"]:
-            return f"{self.name} runs {collective} on the host device only"
+        for device in DEVICES:
+            if collective in self.serves[device]:
+                return f"{self.name} runs {collective} on the {device} device only"
         return f"it is an all-reduce algorithm; {collective} runs on the ring"
 
     def chunk_bytes(self, ctx: Context, c: Call, given: bool) -> int:

@@ -10,6 +10,13 @@ rank's block reduced and pushed into every rank's output area, flag barriers bet
 size in rounds of the areas); elsewhere the data sit in the GPU areas every rank maps
 (ring/cuda/areas.py) and the rounds go through the host's window. Element e is reduced in rank
 order, ((x[0] op x[1]) op ...) op x[K-1]: the same bits as oneshot, naive and ps.
+
+Reduce-scatter and all-gather are its two halves, and on the cuda device, where the kernel
+path runs, it runs them too, as one launch each (the same kernel module): rank r folds
+block r of every rank's x into its out (reading x in place where every rank registered it,
+else through the areas), or pushes its x into block r of every rank's out (in place where
+every rank registered out). A rank moves n elements of memory (plus the staging) where the
+ring's K - 1 steps write and read every block again through its slots.
 """
 
 from __future__ import annotations
@@ -25,11 +32,14 @@ from .base import ALLREDUCE, Algorithm
 from .oneshot import ONE_NODE, on_gpu, too_big
 
 WAITING = "to post its reduced block (twoshot)"
+HALVES = frozenset({Collective.REDUCE_SCATTER, Collective.ALLGATHER})  # (its kernel's only)
+KERNEL_ONLY = ("it runs reduce-scatter and all-gather as its kernel only, where the kernel "
+               "path runs (path=\"kernel\": every rank of the node sharing GPU memory)")
 
 
 class Twoshot(Algorithm):
     name = "twoshot"
-    serves = {"host": ALLREDUCE, "cuda": ALLREDUCE}
+    serves = {"host": ALLREDUCE, "cuda": ALLREDUCE | HALVES}
 
     def why_not(self, ctx: Context, collective: Collective, nbytes: int) -> str | None:
         why = super().why_not(ctx, collective, nbytes)
@@ -43,6 +53,8 @@ class Twoshot(Algorithm):
                 return why
         if ctx.device == "cuda" and ctx.backend.kernel is not None:
             return None  # the two-shot kernel: any size, in rounds of its areas
+        if collective in HALVES:
+            return KERNEL_ONLY
         return too_big(collective, nbytes, ctx.size)
 
     def rides(self, ctx: Context) -> bool:
@@ -62,6 +74,11 @@ class Twoshot(Algorithm):
                 defer)
             if ran:
                 return pending
+            if c.collective in HALVES:  # one rank (why_not refuses them elsewhere)
+                if not c.in_place:
+                    ctx.backend.copy(c.out, c.x)
+                    ctx.backend.finish()
+                return None
             seq = ex.next_round()
             areas, storage = on_gpu(ctx, c, seq)
             dev = ctx.backend

@@ -222,10 +222,11 @@ class CudaBackend(DeviceArrays):
 
     def one_launch(self, which: str, c, before, defer: bool = False):
         """The all-reduce c as the one-shot or the two-shot kernel (which: "oneshot",
-        oneshot_kernel.py; "twoshot", twoshot_kernel.py), where the kernel path runs (every
-        rank on this node, co-resident) and, for the one-shot, c fits its inbox: fired as
-        the kernel path's launches are (on the call's stream, kept for a repeated call):
-        (True, its Pending with defer, else None); (False, None) where it cannot: the
+        oneshot_kernel.py; "twoshot", twoshot_kernel.py, which runs reduce-scatter and
+        all-gather too), where the kernel path runs (every rank on this node, co-resident)
+        and, for the one-shot, c fits its inbox: fired as the kernel path's launches are
+        (on the call's stream, kept for a repeated call): (True, its Pending with defer,
+        else None); (False, None) where it cannot: the
         caller then takes the host-driven algorithm. The same answer on every rank (the
         kernel path is chosen by every rank together; the call was agreed). before(): the
         barrier under the call's deadline that the areas' first call makes first."""
@@ -243,18 +244,22 @@ class CudaBackend(DeviceArrays):
                 maker.blocks(self.kernel.channels, threads, self.busiest, kernel_path.room),
                 threads,
                 self.rank.stream)
-        regs = ()
+        regs, more = (), {}
         if which == "twoshot":  # registered arrays: read and written in place
             size = np.dtype(self.storage(c.dtype)).itemsize
-            regs = (registered.find(self.registry, c.x, size),
-                    registered.find(self.registry, c.out, size))
-        key = (which, c.op, c.dtype.name, c.count, self.waiter.timeout,
+            none = (None, -1)  # reduce-scatter reads only x in place, all-gather writes
+            regs = (registered.find(self.registry, c.x, size)  # only out
+                    if c.collective is not Collective.ALLGATHER else none,
+                    registered.find(self.registry, c.out, size)
+                    if c.collective is not Collective.REDUCE_SCATTER else none)
+            more = {"collective": c.collective}
+        key = (which, c.collective, c.op, c.dtype.name, c.count, self.waiter.timeout,
                kernel_path.memory_of(c.x), kernel_path.memory_of(c.out), self.record,
                *((twoshot_kernel.index(r), r[1]) for r in regs))
         bound = self._launches.get(key)
         if bound is None:
             bound = made.bind(c.op, c.dtype.name, c.x, c.out, c.count, self.comm.size,
-                              self.waiter.timeout, self.record, *regs)
+                              self.waiter.timeout, self.record, *regs, **more)
             bound.registered = any(r is not None for r, _ in regs)
             if bound.registered:  # kept calls ask again, cheaply, that they still hold
                 bound.valid = registered.still(self.registry, [

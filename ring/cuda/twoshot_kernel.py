@@ -39,6 +39,15 @@ earlier work on them done) and its WRITTEN (after which nothing of the call touc
 The sequence numbers live on the GPU (`seqs`, per block): the launch never changes (kept
 for repeated calls, capturable in a graph).
 
+The same steps make the two halves alone (reduce_scatter, all_gather below; a kernel each):
+the reduce-scatter stages x's blocks (block q of the round at q cap of the input area: cap
+is then a block's share of the area), folds block me of the K inputs straight into its own
+out and waits at WRITTEN (every peer has read its area, or its x in place, before anyone
+stages again or leaves); the all-gather pushes x into block me of every rank's output area
+(or registered out), WRITTEN, and copies the K blocks out (STAGED before every round after
+the first: the areas read out). In place, x is read (out written) by the peers between the
+same two barriers.
+
 Data moves in 16-byte vectors (kernels/vector.py) wherever the arrays a step touches start
 16-byte aligned: the areas always; x and out as each rank's record says (a staged x is
 copied in vectors where this rank's is aligned, a registered one read in vectors where every
@@ -67,6 +76,8 @@ from kernels.spin import sync
 from kernels.vector import aligned, lanes, load16, store16
 from ringtypes import Op
 
+from ..schedule import Collective
+
 from .arrays import SIMULATED
 from .board import hand as on_board
 from .board import leave
@@ -90,10 +101,12 @@ VECTORS = 4  # 16-byte vectors a thread keeps in flight (reduce: from every rank
 
 
 @lru_cache(maxsize=None)
-def twoshot_kernel(op: Op, dtype_name: str, k: int):
-    """The compiled kernel for (op, dtype, K ranks): kernel(x, out, ins, outs, xs, ys,
+def twoshot_kernel(op: Op, dtype_name: str, k: int, collective=Collective.ALLREDUCE):
+    """The compiled kernel for (op, dtype, K ranks, the collective: all-reduce, or
+    reduce-scatter / all-gather: the module's end): kernel(x, out, ins, outs, xs, ys,
     flags, seqs, n, me, cap, timeout_ns, div, err, rx, ox, ro, oo, al, board, state,
-    record_hash); ins / outs /
+    record_hash) (reduce-scatter and all-gather: n a block's elements, cap a round's of a
+    block); ins / outs /
     flags: every rank's input area, output area and flags (this rank's at `me`); xs / ys:
     every rank's allocation of the registration that holds this rank's x / out (rx / ro: its
     index, -1 for none: then the areas stand in), ox / oo: x's / out's element offset in it;
@@ -236,6 +249,28 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
             ok[3], ok[4] = ok[3] & theirs, ok[4] & (theirs >> 1)
         ok[0] = 1
 
+    @cuda.jit(device=True, inline=True)
+    def begin(ok, offx, offo, flags, me, seq, timeout_ns, err, rx, ox, ro, oo, al, board,
+              state, record_hash):
+        """Step 0, every kernel's: thread 0 checks that every rank runs this call (the call
+        board), then exchanges the records (where this rank's x and out are); ok, offx,
+        offo as record() leaves them, for every thread of the block."""
+        if cuda.threadIdx.x == 0:
+            ok[0] = enter(board, state, me, k, record_hash, timeout_ns, err)
+            if ok[0] == 1:
+                record(ok, flags, me, cuda.blockIdx.x, cuda.gridDim.x, seq, timeout_ns, err,
+                       rx, ox, ro, oo, al, offx, offo)
+        cuda.syncthreads()
+
+    @cuda.jit(device=True, inline=True)
+    def end(seqs, seq, state):
+        """Every kernel's last step: the block's sequence number kept for the next launch,
+        and the launch's leave() (board.py)."""
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            seqs[cuda.blockIdx.x] = seq
+            leave(state)
+
     def kernel(x, out, ins, outs, xs, ys, flags, seqs, n, me, cap, timeout_ns, div, err,
                rx, ox, ro, oo, al, board, state, record_hash):
         b, nb = cuda.blockIdx.x, cuda.gridDim.x
@@ -247,13 +282,8 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
         vals = cuda.local.array(V, lane_t)  # the vectors in flight: (rank, u) at (q U + u) LW
         words = cuda.local.array(W, types.uint32)  # a copy's vectors, as 32-bit words
         seq = seqs[b] + 1
-        if t == 0:  # 0. every rank runs this call (the board), then the record: where this
-            # rank's x and out are
-            ok[0] = enter(board, state, me, k, record_hash, timeout_ns, err)
-            if ok[0] == 1:
-                record(ok, flags, me, b, nb, seq, timeout_ns, err, rx, ox, ro, oo, al, offx,
-                       offo)
-        cuda.syncthreads()
+        begin(ok, offx, offo, flags, me, seq, timeout_ns, err, rx, ox, ro, oo, al, board,
+              state, record_hash)
         inx, ino = ok[1] != 0, ok[2] != 0
         # vectors where every array the step reads or writes is aligned at element 0 of the
         # round (the areas always are; a round starts at a multiple of cap, itself of L)
@@ -313,11 +343,141 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
                 for q in range(k):  # 3. every block's sub-slice b into out
                     lo, hi = sub(rn, q, b, nb)
                     copy(out, r0, outs[me], 0, lo, hi, vgather, words)
-        cuda.syncthreads()
-        if t == 0:
-            seqs[b] = seq
-            leave(state)
+        end(seqs, seq, state)
 
+    @cuda.jit(device=True, inline=True)
+    def piece(rn, b, nb):
+        """[lo, hi) of a block's rn elements of the round: sub-slice b, cut in whole
+        vectors of L (lo a multiple of L; hi too, but for the block's last element)."""
+        lo, hi = part((rn + L - 1) // L, b, nb)
+        return min(rn, lo * L), min(rn, hi * L)
+
+    def reduce_scatter(x, out, ins, outs, xs, ys, flags, seqs, n, me, cap, timeout_ns, div,
+                       err, rx, ox, ro, oo, al, board, state, record_hash):
+        """Rank me's block of the reduced array: block me (n elements, x[me n:(me+1) n]) of
+        every rank's x folded in rank order, into out (this rank's: never another's). In
+        rounds of cap elements of every block: 1. x's blocks staged into this rank's input
+        area (block q at q cap), STAGED; 2. the fold, from the areas or (x registered on
+        every rank) from every rank's x in place; WRITTEN: every peer has read what it
+        needs of this rank's area (or x) before anyone stages the next round or leaves."""
+        b, nb = cuda.blockIdx.x, cuda.gridDim.x
+        t, nt = cuda.threadIdx.x, cuda.blockDim.x
+        ok = cuda.shared.array(5, types.int64)
+        offx = cuda.shared.array(k, types.int64)
+        offo = cuda.shared.array(k, types.int64)
+        vals = cuda.local.array(V, lane_t)
+        words = cuda.local.array(W, types.uint32)
+        seq = seqs[b] + 1
+        begin(ok, offx, offo, flags, me, seq, timeout_ns, err, rx, ox, ro, oo, al, board,
+              state, record_hash)
+        inx = ok[1] != 0
+        vstage = (al & 1) != 0  # (bit 0: x aligned at every block's start; bit 1: out)
+        vreduce = (ok[3] != 0 or not inx) and (al & 2) != 0
+        step = max(n, 1) if inx else cap
+        rounds = 0 if ok[0] == 0 else max(1, (n + step - 1) // step)
+        for j in range(rounds):
+            r0 = j * step
+            rn = min(step, n - r0)
+            lo, hi = piece(rn, b, nb)
+            if not inx:
+                for q in range(k):  # 1. stage sub-slice b of every block's round
+                    copy(ins[me], q * cap, x, q * n + r0, lo, hi, vstage, words)
+                seq += 1
+                if passed(ok, flags, me, STAGED, b, nb, seq, timeout_ns, err, j) == 0:
+                    break
+            full = lo + (hi - lo) // L * L if vreduce else lo  # 2. fold block me
+            e0 = lo + t * L
+            while e0 < full:
+                for u in range(U):
+                    e = e0 + u * nt * L
+                    if e < full:
+                        for q in range(k):
+                            if inx:
+                                load16(vals, (q * U + u) * LW, xs[q], offx[q] + me * n + r0 + e)
+                            else:
+                                load16(vals, (q * U + u) * LW, ins[q], me * cap + e)
+                for u in range(U):
+                    e = e0 + u * nt * L
+                    if e < full:
+                        folds(vals, u * LW, div)
+                        store16(out, r0 + e, vals, u * LW)
+                e0 += nt * L * U
+            for e in range(full + t, hi, nt):
+                acc = xs[0][offx[0] + me * n + r0 + e] if inx else ins[0][me * cap + e]
+                for q in range(1, k):
+                    v = xs[q][offx[q] + me * n + r0 + e] if inx else ins[q][me * cap + e]
+                    acc = last(acc, v, div) if q == k - 1 else mid(acc, v, div)
+                out[r0 + e] = acc
+            seq += 1
+            if passed(ok, flags, me, WRITTEN, b, nb, seq, timeout_ns, err, j) == 0:
+                break
+        end(seqs, seq, state)
+
+    P = k * U  # an all-gather's vectors in flight a thread (one source: x)
+
+    def all_gather(x, out, ins, outs, xs, ys, flags, seqs, n, me, cap, timeout_ns, div,
+                   err, rx, ox, ro, oo, al, board, state, record_hash):
+        """x (n elements) into block me of every rank's out. In rounds of cap elements of
+        every block: (after the first) STAGED: every peer has copied the last round out of
+        its output area; 2. x pushed into block me of every rank's output area (at me cap)
+        or, out registered on every rank, of every rank's out in place; WRITTEN; 3. (out not
+        in place) every block of the round out of this rank's output area into out."""
+        b, nb = cuda.blockIdx.x, cuda.gridDim.x
+        t, nt = cuda.threadIdx.x, cuda.blockDim.x
+        ok = cuda.shared.array(5, types.int64)
+        offx = cuda.shared.array(k, types.int64)
+        offo = cuda.shared.array(k, types.int64)
+        vals = cuda.local.array(V, lane_t)
+        words = cuda.local.array(W, types.uint32)
+        seq = seqs[b] + 1
+        begin(ok, offx, offo, flags, me, seq, timeout_ns, err, rx, ox, ro, oo, al, board,
+              state, record_hash)
+        ino = ok[2] != 0
+        vpush = (al & 1) != 0 and (ok[4] != 0 or not ino)
+        vgather = (al & 2) != 0  # (bit 1: out aligned at every block's start)
+        step = max(n, 1) if ino else cap
+        rounds = 0 if ok[0] == 0 else max(1, (n + step - 1) // step)
+        for j in range(rounds):
+            r0 = j * step
+            rn = min(step, n - r0)
+            lo, hi = piece(rn, b, nb)
+            if j > 0:  # the output areas free again (the record's barrier: the first's)
+                seq += 1
+                if passed(ok, flags, me, STAGED, b, nb, seq, timeout_ns, err, j) == 0:
+                    break
+            full = lo + (hi - lo) // L * L if vpush else lo  # 2. push sub-slice b of x
+            e0 = lo + t * L
+            while e0 < full:
+                for u in range(P):
+                    e = e0 + u * nt * L
+                    if e < full:
+                        load16(vals, u * LW, x, r0 + e)
+                for u in range(P):
+                    e = e0 + u * nt * L
+                    if e < full:
+                        for p in range(k):
+                            if ino:
+                                store16(ys[p], offo[p] + me * n + r0 + e, vals, u * LW)
+                            else:
+                                store16(outs[p], me * cap + e, vals, u * LW)
+                e0 += nt * L * P
+            for e in range(full + t, hi, nt):
+                v = x[r0 + e]
+                for p in range(k):
+                    if ino:
+                        ys[p][offo[p] + me * n + r0 + e] = v
+                    else:
+                        outs[p][me * cap + e] = v
+            seq += 1
+            if passed(ok, flags, me, WRITTEN, b, nb, seq, timeout_ns, err, j) == 0:
+                break
+            if not ino:
+                for q in range(k):  # 3. sub-slice b of every block into out
+                    copy(out, q * n + r0, outs[me], q * cap, lo, hi, vgather, words)
+        end(seqs, seq, state)
+
+    body = {Collective.ALLREDUCE: kernel, Collective.REDUCE_SCATTER: reduce_scatter,
+            Collective.ALLGATHER: all_gather}[collective]
     arr = kd.numba_type[::1]
     words = types.int64[::1]
     i64, ranks = types.int64, types.UniTuple(arr, k)
@@ -328,7 +488,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int):
     # kernel_path.room counts when TwoShot.blocks sizes the grid: unbounded, it took 70
     # (tools/compile_kernels.py checks)
     bounds = {} if SIMULATED else {"launch_bounds": (SHAPE[1], 1024 // SHAPE[1])}
-    return cuda.jit(sig, **bounds)(kernel)
+    return cuda.jit(sig, **bounds)(body)
 
 
 def ranks(reg, storage):
@@ -379,21 +539,34 @@ class TwoShot:
         comm.Barrier()
 
     def bind(self, op: Op, dtype_name: str, x, out, n: int, divisor: int, timeout_s: float,
-             record: int, xreg=(None, -1), oreg=(None, -1)):
+             record: int, xreg=(None, -1), oreg=(None, -1), collective=Collective.ALLREDUCE):
         """The call as one launch, ready to fire (kernels.bound_launch.BoundLaunch);
-        record: its board.record_hash. xreg, oreg: (the registration holding x / out, its
-        element offset in this rank's allocation), or (None, -1) (ring/cuda/registered.py's
-        find)."""
+        n: the plan's count (reduce-scatter: x's; all-gather: out's); record: its
+        board.record_hash. xreg, oreg: (the registration holding x / out, its element
+        offset in this rank's allocation), or (None, -1) (ring/cuda/registered.py's find;
+        reduce-scatter reads only x in place, all-gather writes only out: the other stays
+        (None, -1))."""
         from kernels.bound_launch import BoundLaunch
         kd = kernel_dtype(dtype_name)
-        kernel = twoshot_kernel(op, dtype_name, self.k)
+        whole = collective is Collective.ALLREDUCE
+        if collective is Collective.ALLGATHER:
+            op = Op.SUM  # (none: one kernel whatever the call says)
+        kernel = twoshot_kernel(op, dtype_name, self.k, collective)
         x, out = x.view(kd.storage), out.view(kd.storage)
         ins = tuple(s[0].view(kd.storage) for s in self.areas.slots)
         outs = tuple(s[1].view(kd.storage) for s in self.areas.slots)
         xs, ys = (ranks(r, kd.storage) if r is not None else a
                   for (r, _), a in ((xreg, ins), (oreg, outs)))
-        cap = CAP_BYTES // kd.storage.itemsize
-        al = int(aligned(address(x))) | int(aligned(address(out))) << 1
+        cap, L = CAP_BYTES // kd.storage.itemsize, lanes(kd.storage)
+        xa, oa = aligned(address(x)), aligned(address(out))
+        if not whole:  # per block: the kernel's n and cap are a block's, and every block
+            n //= self.k  # must start aligned for vectors
+            cap = cap // self.k // L * L
+            if collective is Collective.REDUCE_SCATTER:
+                xa = xa and n % L == 0
+            else:
+                oa = oa and n % L == 0
+        al = int(xa) | int(oa) << 1
         args = (x, out, ins, outs, xs, ys, self.flags, self.seqs, n, self.me, cap,
                 int(timeout_s * 1e9), float(divisor), self.err, index(xreg), xreg[1],
                 index(oreg), oreg[1], al, self.board.words, self.board.state, record)

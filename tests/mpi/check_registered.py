@@ -105,6 +105,11 @@ def test_one_process_registers_nothing(world):
             __import__("cupy").ones(4, np.float32)
         assert c.register(x) is False
         assert np.array_equal(_host(c.allreduce(x, algorithm="twoshot")), np.ones(4))
+        for coll in ("reduce_scatter", "allgather"):  # (a copy, or nothing in place)
+            y = cuda.to_device(np.arange(4, dtype=np.float32)) if SIMULATED else \
+                __import__("cupy").arange(4, dtype=np.float32)
+            assert np.array_equal(_host(getattr(c, coll)(y, algorithm="twoshot")), np.arange(4))
+            assert getattr(c, coll)(y, out=y, algorithm="twoshot") is y
 
 
 def _host(a):
@@ -218,6 +223,121 @@ def _device(a: np.ndarray):
     return cuda.to_device(a) if SIMULATED else __import__("cupy").asarray(a)
 
 
+# a block of each rank: one element; odd, in rounds from 3 ranks on (the simulator's areas
+# hold 256 float32, a 64 of them a block at 4 ranks) and one element off 16 bytes on rank
+# 0; whole vectors, in rounds from 2 ranks on where the elements are 2 bytes or less
+BLOCKS = ((1, False), (77, False), (128, True)) if SIMULATED else \
+    ((1, False), (3001, False), ((5 << 20) + 64, True))
+HALF_DTYPES = sorted({d for d, _ in CASES})
+
+
+def _half(kcomm, world, collective: str, dtype: str, op: str) -> None:
+    """kcomm.<collective>(x, out, algorithm="twoshot") for every block size of BLOCKS, out
+    of place and in place, the arrays registered (the one the peers touch: reduce-scatter's
+    x, all-gather's out, read or written in place) or not (staged): the same bits as the
+    rank-order reference, and the areas the call needs untouched where it went in place."""
+    k, r = kcomm.size, kcomm.rank
+    logical = ringtypes.BY_NAME[dtype]
+    bits = storage_of(logical)
+    kw = {"dtype": dtype} if bits != logical else {}
+    kw.update(op=op) if collective == "reduce_scatter" else None
+    lanes = 16 // np.dtype(bits).itemsize
+    rs = collective == "reduce_scatter"
+    top = k * max(m for m, _ in BLOCKS) + 2 * lanes
+    buf = Buffer(world, top, bits)
+    assert kcomm.register(buf.array)
+    for (m, vectors), in_place, registered in itertools.product(BLOCKS, (False, True),
+                                                                 (False, True)):
+        inputs = [make(q, k * m if rs else m, dtype, op=op) for q in range(k)]
+        want = (reference.in_rank_order(inputs, op)[r * m:(r + 1) * m] if rs else
+                np.concatenate(inputs)).view(bits)
+        lo = 0 if vectors or r else 1  # (rank 0's arrays one element off 16 bytes)
+        big = np.zeros(top, bits)  # the array of k m: x, or out
+        if rs:
+            big[lo:lo + k * m] = inputs[r].view(bits)
+        else:
+            big[lo + r * m:lo + (r + 1) * m] = inputs[r].view(bits)
+        if registered:
+            buf.set(big)
+            whole = buf.array[lo:lo + k * m]
+        else:
+            whole = _device(big)[lo:lo + k * m]
+        mine = whole[r * m:(r + 1) * m]
+        if rs:
+            x, out = whole, (mine if in_place else _device(np.zeros(m + lo, bits))[lo:])
+        else:
+            x, out = (mine if in_place else _device(big[lo + r * m:lo + (r + 1) * m])), whole
+        _clear_areas(kcomm)
+        world.Barrier()
+        got = getattr(kcomm, collective)(x, out=out, algorithm="twoshot", **kw)
+        kcomm.synchronize()
+        assert got is out
+        assert_ran("twoshot", collective)
+        assert _launch_registered(kcomm) == registered
+        aligned = kcomm._ctx.backend.last_launch.aligned
+        # (bit 0: x 16-byte aligned at every block it is read from; bit 1: out)
+        at = lo == 0 and (not in_place or r * m % lanes == 0)  # this rank's block
+        blocks = lo == 0 and m % lanes == 0  # every block of the k m
+        want_al = int(blocks) | int(at) << 1 if rs else int(at or not in_place) | int(blocks) << 1
+        assert aligned == want_al, (aligned, m, in_place)
+        assert aligned == 3 or not vectors
+        # reduce-scatter never writes the output areas, all-gather never the input areas;
+        # registered, the other is left alone too
+        assert _untouched(kcomm) == ([registered, True] if rs else [True, registered])
+        assert _host(out).tobytes() == want.tobytes(), (m, in_place, registered)
+    assert kcomm.deregister(buf.array)
+    buf.free()
+
+
+@pytest.mark.parametrize("dtype,op", CASES)
+def test_two_shot_reduce_scatter_folds_each_block_in_rank_order(kcomm, world, dtype, op):
+    """The two-shot kernel's reduce-scatter: block r of every rank's x, read in place
+    (registered) or staged, folded in rank order into rank r's out; every op x dtype."""
+    _half(kcomm, world, "reduce_scatter", dtype, op)
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_two_shot_all_gather_pushes_each_block_into_every_out(kcomm, world, dtype):
+    """The two-shot kernel's all-gather: rank r's x into block r of every rank's out,
+    written in place (registered) or through the output areas; every dtype."""
+    _half(kcomm, world, "allgather", dtype, "sum")
+
+
+def test_two_shot_halves_repeat_as_kept_calls(kcomm, world):
+    """A reduce-scatter and an all-gather repeated on the same arrays: kept (one launch,
+    replayed), right each time with new data."""
+    k, r = kcomm.size, kcomm.rank
+    m = 37
+    x, out = _device(np.zeros(k * m, np.float32)), _device(np.zeros(m, np.float32))
+    y, g = _device(np.zeros(m, np.float32)), _device(np.zeros(k * m, np.float32))
+    before = len(kcomm._kfast)
+    for i in range(3):
+        xs = [make(q, k * m, "float32", seed=30 + i) for q in range(k)]
+        x.copy_to_device(xs[r]) if SIMULATED else x.set(xs[r])
+        y.copy_to_device(xs[r][:m]) if SIMULATED else y.set(xs[r][:m])
+        assert kcomm.reduce_scatter(x, out=out, algorithm="twoshot") is out
+        assert kcomm.allgather(y, out=g, algorithm="twoshot") is g
+        kcomm.synchronize()
+        want = reference.in_rank_order(xs, "sum")[r * m:(r + 1) * m]
+        assert _host(out).tobytes() == want.tobytes(), i
+        assert _host(g).tobytes() == np.concatenate([a[:m] for a in xs]).tobytes(), i
+    assert len(kcomm._kfast) == before + 2  # (the two signatures, kept)
+
+
+def test_two_shot_halves_are_kernel_only(world):
+    """Off the kernel path (path="stream") twoshot refuses reduce-scatter and all-gather
+    with its reason on every rank; on the host device it says it runs them on cuda."""
+    with ring.Communicator(device="cuda", timeout=30, path="stream") as c:
+        for coll in ("reduce_scatter", "allgather"):
+            why = c.why_not("twoshot", coll, 64)
+            assert why is not None and "kernel path" in why, why
+        with pytest.raises(ValueError, match="kernel path"):  # (and the communicator
+            c.allgather(_device(np.ones(2, np.float32)), algorithm="twoshot")  # broken)
+    with ring.Communicator(device="host") as h:
+        assert h.why_not("twoshot", "allgather", 64) == \
+            "twoshot runs allgather on the cuda device only"
+
+
 def test_a_freed_buffer_is_staged_and_a_new_one_at_its_address_never_read_stale(kcomm, world):
     """Register a, free it, make b (where the allocator may put it at a's address) and call
     with b unregistered: staged, right; registered: in place, right. Each rank's mapping of
@@ -306,14 +426,15 @@ def test_a_bad_argument_to_register_raises_on_every_rank(world):
 
 @pytest.mark.parametrize("algorithm,differs", [
     ("twoshot", "count"), ("twoshot", "dtype"), ("oneshot", "count"), ("oneshot", "op"),
-    ("ring", "count"), ("ring", "op"), ("ring", "collective"), ("ring", "algorithm"),
+    ("ring", "count"), ("ring", "op"), ("ring", "collective"), ("twoshot", "collective"),
+    ("ring", "algorithm"),
     ("oneshot", "algorithm"), ("ring", "count of a large call")])
 def test_ranks_whose_calls_differ_get_mismatch_from_the_call_board(world, algorithm, differs):
     """check=False: no host agreement; rank 0's call differs from the others' (one more
-    element, of a small call or a large one, float64 for float32, max for sum, a reduce-scatter for the all-reduce, or the
-    two-shot kernel where the others run `algorithm`'s, every kernel having run once). Every
-    rank's kernel reads every
-    rank's word on the call board before it touches any peer's data, stops, and
+    element, of a small call or a large one, float64 for float32, max for sum, a
+    reduce-scatter for the all-reduce, or the two-shot kernel where the others run
+    `algorithm`'s, every kernel having run once). Every rank's kernel reads every rank's
+    word on the call board before it touches any peer's data, stops, and
     synchronize() raises MismatchError, on every rank; the communicator is broken after."""
     r = world.rank
     odd = r == 0
@@ -353,5 +474,13 @@ def test_the_call_board_counts_every_kernel_path_launch(world):
             c.synchronize()
             got = out.copy_to_host() if SIMULATED else out.get()
             np.testing.assert_array_equal(got, np.arange(n, dtype=np.float32) * world.size)
+        m, r = n // world.size, world.rank
+        for _ in range(2):  # the two-shot's reduce-scatter and all-gather: launches too
+            out = c.reduce_scatter(x, algorithm="twoshot")
+            c.synchronize()
+            np.testing.assert_array_equal(_host(out), np.arange(r * m, (r + 1) * m) * world.size)
+            out = c.allgather(x[:m], algorithm="twoshot")
+            c.synchronize()
+            np.testing.assert_array_equal(_host(out), np.tile(np.arange(m), world.size))
         board = c._ctx.backend.kernel.board
-        assert board.state.copy_to_host().tolist() == [len(algs), 0]
+        assert board.state.copy_to_host().tolist() == [len(algs) + 4, 0]
