@@ -55,17 +55,18 @@ def test_every_kernel_compiles_for_the_gpu():
     assert total(out, "hand-off kernels") == 6, out
     # the LL kernels of the four cases of at most 4 bytes an element (GPU scope, acqrel)
     assert total(out, "LL variants of the ring kernel") == 4, out
-    # assembled, launchable: the ring kernel's 28, and the one-shot and two-shot kernels' 5
-    # cases each, within 64 registers a thread (two blocks of 512 a multiprocessor, as
+    # assembled, launchable: the ring kernel's 28, the one-shot and two-shot all-reduce
+    # kernels' 5 cases each and the two-shot reduce-scatter's and all-gather's 3 each,
+    # within 64 registers a thread (two blocks of 512 a multiprocessor, as
     # kernel_path.room counts: the two-shot took 70 before its launch bounds)
     assert out.count("registers per thread") == 28 + 10 + 6, out
     lines = out.splitlines()
-    assert sum("two-shot" in s and "registers per thread" in s for s in lines) == 5, out
+    assert sum("two-shot" in s and "registers per thread" in s for s in lines) == 5 + 6, out
     assert out.count("one-shot") == 5, out
     # the 16-byte loops read in the SASS (cuobjdump, nvdisasm: in the same wheels' bin):
-    # the two-shot's 5 cases and the ring kernel's 24 variants (simple protocol), free of
+    # the two-shot's 11 kernels and the ring kernel's 24 variants (simple protocol), free of
     # spills (compile_kernels exits otherwise)
     if (CU / "bin" / "cuobjdump").exists() and (CU / "bin" / "nvdisasm").exists():
         vector = [s for s in lines if "innermost 16-byte loops" in s]
-        assert sum("two-shot" in s for s in vector) == 5, out
+        assert sum("two-shot" in s for s in vector) == 5 + 6, out
         assert sum("shot" not in s for s in vector) == 24, out

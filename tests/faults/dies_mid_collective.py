@@ -31,9 +31,11 @@ import os
 import sys
 
 import numpy as np
+from mpi4py import MPI
 
 import ring
 from reported import say, wait_for_reports
+from ring.host import compiled_round
 
 timeout = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
 device = sys.argv[2] if len(sys.argv) > 2 else "host"
@@ -47,6 +49,10 @@ device, path = ("cuda", "kernel") if device == "cuda-kernel" else (device, "stre
 comm = ring.Communicator(device=device, timeout=timeout, algorithm=algorithm, path=path,
                          chunk_bytes=4096 if device == "host" else 1024)
 victim = comm.size - 1
+# the agreement's compiled rounds loaded from Numba's cache now (about 1 s a process, in the
+# first call otherwise: under the short timeout, beside two more fault jobs on two cores,
+# a rank could take past 2 s to join it)
+compiled_round.warm()
 direct = os.environ.get("RING_TEST_DIRECT") == "1"
 if direct:  # every rank: MPI links send and receive every chunk in the arrays
     from ring.host import executor
@@ -118,6 +124,10 @@ if fast:  # the signature learnt, then taken by the fast path
     comm.allreduce(x, out=out)
     assert path != "kernel" or len(comm._kfast) == 1
 
+# every rank here before the fault's call, its short timeout (beside two more fault jobs on
+# two cores, a rank's imports and first arrays could leave it 2 s behind: a join timeout,
+# not the fault)
+MPI.COMM_WORLD.Barrier()
 if comm.rank == victim:
     if fast and device == "host":  # the agreement's allgather has completed when its records are compared
         from ring.host import compiled_round
