@@ -226,8 +226,8 @@ class CudaBackend(DeviceArrays):
         all-gather too), where the kernel path runs (every rank on this node, co-resident)
         and, for the one-shot, c fits its inbox: fired as the kernel path's launches are
         (on the call's stream, kept for a repeated call): (True, its Pending with defer,
-        else None); (False, None) where it cannot: the
-        caller then takes the host-driven algorithm. The same answer on every rank (the
+        else None); (False, None) where it cannot: the caller then takes the host-driven
+        algorithm. The same answer on every rank (the
         kernel path is chosen by every rank together; the call was agreed). before(): the
         barrier under the call's deadline that the areas' first call makes first."""
         if self.kernel is None or self.comm.size == 1 or (which == "oneshot" and not
@@ -247,8 +247,9 @@ class CudaBackend(DeviceArrays):
         regs, more = (), {}
         if which == "twoshot":  # registered arrays: read and written in place
             size = np.dtype(self.storage(c.dtype)).itemsize
-            none = (None, -1)  # reduce-scatter reads only x in place, all-gather writes
-            regs = (registered.find(self.registry, c.x, size)  # only out
+            # (reduce-scatter reads only x in place, all-gather writes only out)
+            none = (None, -1)
+            regs = (registered.find(self.registry, c.x, size)
                     if c.collective is not Collective.ALLGATHER else none,
                     registered.find(self.registry, c.out, size)
                     if c.collective is not Collective.REDUCE_SCATTER else none)

@@ -255,8 +255,9 @@ def post_kept(ctx: Context, a: Agreement, call: int) -> None:
         compiled_round.post(a.plan, NO_DATA, call, seq)
     else:  # (read_back and the post in one dispatch)
         before, seq_before = posted
-        status = compiled_round.settle_then_post(before.plan, seq_before, a.plan, NO_DATA, call, seq,
-                                                 ctx.waiter.spins, ctx.waiter.yields)
+        status = compiled_round.settle_then_post(before.plan, seq_before, a.plan, NO_DATA,
+                                                 call, seq, ctx.waiter.spins,
+                                                 ctx.waiter.yields)
         if status != compiled_round.DONE:
             _settle(ctx, before, status, seq_before, NO_DATA)  # (waits, or raises)
             compiled_round.post(a.plan, NO_DATA, call, seq)
