@@ -6,15 +6,18 @@
 
 Profiles `calls` all-reduces of --count float32 (default 2: 8 bytes) after warm-up and prints rank 0's top functions by
 own time, and, without the profiler, the host time to enqueue a call (the calls back to
-back, before the wait: a stream-ordered call's cost to its caller) and the wall time per
-call (the same calls and the one wait after them, as nccl-tests times NCCL). --blocking:
-Communicator(blocking=True), every call waiting for its result.
+back, before the wait: a stream-ordered call's cost to its caller; the median over bursts
+of at most --burst calls, each waited for after it: past about a thousand launches not yet
+run, a launch waits for the GPU's queue, and the time would be the kernel's) and the wall
+time per call (all the calls and the one wait after them, as nccl-tests times NCCL).
+--blocking: Communicator(blocking=True), every call waiting for its result.
 """
 
 import argparse
 import cProfile
 import io
 import pstats
+import statistics
 import time
 
 import numpy as np
@@ -33,6 +36,7 @@ def main():
     ap.add_argument("--algorithm", default="auto", help="Communicator's algorithm")
     ap.add_argument("--path", default="stream", help="data path: stream, copy or kernel")
     ap.add_argument("--blocking", action="store_true", help="Communicator(blocking=True)")
+    ap.add_argument("--burst", type=int, default=200, help="calls a burst, for the enqueue time")
     a = ap.parse_args()
     if a.group:
         g = ring.Group(a.group, path=a.path)
@@ -50,12 +54,19 @@ def main():
     for _ in range(20):
         call()
     sync()
+    bursts = []
+    for start in range(0, a.calls, a.burst):
+        n = min(a.burst, a.calls - start)
+        t = time.perf_counter()
+        for _ in range(n):
+            call()
+        bursts.append((time.perf_counter() - t) / n * 1e6)
+        sync()
+    enqueue = statistics.median(bursts)
     t = time.perf_counter()
     for _ in range(a.calls):
         call()
-    queued = time.perf_counter()
     sync()
-    enqueue = (queued - t) / a.calls * 1e6
     wall = (time.perf_counter() - t) / a.calls * 1e6
     prof = cProfile.Profile()
     prof.enable()
@@ -67,7 +78,7 @@ def main():
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(a.top)
         print(f"# {what}: {4 * a.count}-byte all-reduce ({a.algorithm}), {enqueue:.1f} us to "
-              f"enqueue a call, {wall:.1f} us per call with the wait after them (no profiler)")
+              f"enqueue a call (median of {len(bursts)} bursts of <= {a.burst}), {wall:.1f} us per call with the wait after them (no profiler)")
         print("\n".join(s.getvalue().splitlines()[:a.top + 12]))
 
 

@@ -13,10 +13,26 @@ def simulated() -> bool:
     return bool(config.ENABLE_CUDASIM)
 
 
+_DRV = None  # cuda.bindings.driver, once imported
+_STREAMS: dict[int, object] = {}  # CUstream handle -> its cuda.bindings CUstream
+
+
 def driver():
     """cuda.bindings' driver module (imported on first use: not under the simulator)."""
-    from cuda.bindings import driver as drv
-    return drv
+    global _DRV
+    if _DRV is None:
+        from cuda.bindings import driver as drv
+        _DRV = drv
+    return _DRV
+
+
+def cu_stream(h: int):
+    """cuda.bindings' CUstream for handle h, made once per handle (a kept call's launch and
+    event record take it on every call)."""
+    s = _STREAMS.get(h)
+    if s is None:
+        s = _STREAMS[h] = driver().CUstream(h)
+    return s
 
 
 def ok(result):
@@ -29,12 +45,19 @@ def ok(result):
     return values[0] if len(values) == 1 else values
 
 
-def stream_handle(stream):
-    """The CUstream of a Numba stream (or 0 for the default stream)."""
-    drv = driver()
+def handle_of(stream) -> int:
+    """The CUstream handle (an int) of a Numba stream, an object with __cuda_stream__
+    (cuda.core, CuPy), an int, or 0 / None (the legacy default stream)."""
+    if hasattr(stream, "__cuda_stream__"):
+        return int(stream.__cuda_stream__()[1])
     h = getattr(stream, "handle", stream)
     h = getattr(h, "value", h)
-    return drv.CUstream(int(h or 0))
+    return int(h or 0)
+
+
+def stream_handle(stream):
+    """The CUstream of a Numba stream (or 0 for the default stream)."""
+    return cu_stream(handle_of(stream))
 
 
 def event():

@@ -7,8 +7,12 @@ so the host time per launch is the launch overhead (the GPU finishes each in ~2 
 keeps up). Methods:
   numba-dispatch     kernel[grid, block, stream](numba device arrays)
   numba-cupy-args    the same with CuPy arrays (__cuda_array_interface__ read every call)
-  bound-cuda.core    BoundLaunch: arguments packed once, one cuda.core launch per call
-  cuLaunchKernel     cuda.bindings driver call with a pre-packed parameter buffer
+  bound-driver       BoundLaunch (the default): the values packed once into a table,
+                     one cuLaunchKernel (cuda.bindings) per call
+  bound-cuda.core    BoundLaunch(via="core"): the values packed once, converted by
+                     cuda.core's launch on every call
+  ... (84 values)    both again for a kernel of 12 arrays (the kernel path's kernels take
+                     60-90 values), its result checked once
   graph-replay       N launches captured once in a CUDA graph; one graph launch, cost / N
   cupy-elementwise   cupy.add(a, b, out=o), for comparison
 """
@@ -38,9 +42,20 @@ def per_launch_us(fn, n=2000, reps=5, sync=None):
     return statistics.median(best)
 
 
+def _wide_kernel():
+    from numba import cuda
+
+    @cuda.jit("void(float32[:], " + ", ".join(["float32[:]"] * 11) + ")")
+    def wide(o, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
+        i = cuda.grid(1)
+        if i < o.size:
+            o[i] = a0[i] + a1[i] + a2[i] + a3[i] + a4[i] + a5[i] + a6[i] + a7[i] + a8[i] \
+                + a9[i] + a10[i]
+    return wide
+
+
 def main():
     import cupy as cp
-    from cuda.bindings import driver as drv
     from numba import cuda
 
     from ringtypes import Op
@@ -49,6 +64,7 @@ def main():
     from .reduce import kernel_for
 
     k = kernel_for(Op.SUM, "float32", False)
+    wide_kernel = _wide_kernel()
     stream = cuda.stream()
     a = cuda.to_device(np.ones(8, np.float32), stream=stream)
     b = cuda.to_device(np.ones(8, np.float32), stream=stream)
@@ -66,30 +82,23 @@ def main():
     record("numba-dispatch", lambda: k[1, 32, stream](o, a, b, 1.0))
     cps = cuda.external_stream(cp.cuda.get_current_stream().ptr)
     record("numba-cupy-args", lambda: k[1, 32, cps](co, ca, cb, 1.0))
-    bound = BoundLaunch(k, (o, a, b, 1.0), 1, 32, stream)
-    record("bound-cuda.core", bound)
-
-    # cuLaunchKernel with a parameter buffer packed once.
-    try:
-        kern = next(iter(k.overloads.values()))
-        func = kern._codelibrary.get_cufunc()
-        handle = getattr(func, "handle", None)
-        packed, retr = [], []
-        for ty, val in zip(kern.argument_types, (o, a, b, 1.0)):
-            kern._prepare_args(ty, val, stream, retr, packed)
-        cvals = [v if isinstance(v, ctypes._SimpleCData) else ctypes.c_int64(int(v)) for v in packed]
-        ptrs = (ctypes.c_void_p * len(cvals))(*[ctypes.addressof(v) for v in cvals])
-        hstream = drv.CUstream(stream.handle.value if hasattr(stream.handle, "value") else int(stream.handle))
-        cufn = handle if isinstance(handle, drv.CUfunction) else drv.CUfunction(int(handle))
-
-        def raw():
-            drv.cuLaunchKernel(cufn, 1, 1, 1, 32, 1, 1, 0, hstream, ctypes.addressof(ptrs), 0)
-        raw()
+    for via in ("driver", "core"):
+        bound = BoundLaunch(k, (o, a, b, 1.0), 1, 32, stream, via=via)
+        o[:] = 0
+        bound()
         sync()
-        assert (o.copy_to_host() == 2).all()
-        record("cuLaunchKernel", raw)
-    except Exception as e:
-        rows.append(("cuLaunchKernel", f"failed: {type(e).__name__}: {str(e)[:120]}"))
+        right = (o.copy_to_host() == 2).all()
+        record(f"bound-{'cuda.core' if via == 'core' else via} (22 values)"
+               f"{'' if right else ' WRONG RESULT'}", bound)
+    arrays = [cuda.to_device(np.full(8, i, np.float32), stream=stream) for i in range(11)]
+    for via in ("driver", "core"):
+        wide = BoundLaunch(wide_kernel, (o, *arrays), 1, 32, stream, via=via)
+        o[:] = 0
+        wide()
+        sync()
+        right = (o.copy_to_host() == 55).all()  # 0 + 1 + ... + 10
+        record(f"bound-{'cuda.core' if via == 'core' else via} (84 values)"
+               f"{'' if right else ' WRONG RESULT'}", wide)
 
     # CUDA graph of G bound launches, replayed.
     try:

@@ -217,14 +217,14 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               echo quit | nvidia-cuda-mps-control
               tar -C $OUT -czf $OUT/shapes.tgz shapes && rm -r $OUT/shapes ;;
   launches)   # the calls that are one launch on the caller's stream, first time on a GPU (2026-11-27,
-              # simulator-tested): stream order, blocking, errors at the next call / synchronize, the
+              # simulator-tested), fired by cuLaunchKernel on a table of values (2026-11-28): stream order, blocking, errors at the next call / synchronize, the
               # call board (every kernel checks every rank's call on the GPU, 2026-11-28),
               # the one-shot and two-shot kernels (every op x dtype at 2), Top-K's kernels, under MPS
               nvidia-cuda-mps-control -d > /tmp/mps-launches.txt 2>&1; echo "== mps start rc=$?"
               LAUNCH_K="cuda_kernel_path and not fence or one_shot or two_shot or stream_ordered or registered or call_board"
-              TAIL=30 step ${LAUNCH_LIMIT:-420} launches python3 -m pytest tests/test_mpi.py tests/test_faults.py \
-                  tests/test_topk.py -q -p no:cacheprovider --durations=10 \
-                  -k "$LAUNCH_K or kept_kernel or gpus_selection"
+              TAIL=30 step ${LAUNCH_LIMIT:-420} launches python3 -m pytest tests/test_bound_launch.py tests/test_mpi.py \
+                  tests/test_faults.py tests/test_topk.py -q -p no:cacheprovider --durations=10 \
+                  -k "$LAUNCH_K or kept_kernel or gpus_selection or on_a_gpu"
               echo quit | nvidia-cuda-mps-control ;;
   halves)     # issue 53's reduce-scatter and all-gather as the two-shot kernel (simulator-tested,
               # 2026-11-28) beside the ring kernel and NCCL (>= 2.30 after the nccl step), under MPS,

@@ -445,7 +445,7 @@ class CudaBackend(DeviceArrays):
         if h is None:
             launch()
         else:
-            launch(self.streams.core(h))
+            launch(h)
             if not (defer or self.blocking):
                 self.streams.mark(h, fired_at, self.call)
                 return None

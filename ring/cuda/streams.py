@@ -10,7 +10,7 @@ says its handle (the `__cuda_stream__` protocol of cuda.core, CuPy and recent to
 torch's `.cuda_stream`; CuPy's `.ptr`; Numba's `.handle`) or the handle as an int.
 
 A stream is known by its handle (an int; 0: the legacy default stream, 2 the per-thread
-one). `Streams` keeps, per handle, what a launch on it needs (cuda.core's Stream) and one
+one; a launch takes the handle, kernels/bound_launch.py). `Streams` keeps, per handle, one
 event, re-recorded after every launch there: whether the work on it has finished.
 Under Numba's simulator every launch has run by the time it returns: handles are kept for
 the bookkeeping only.
@@ -18,7 +18,7 @@ the bookkeeping only.
 
 from __future__ import annotations
 
-from kernels.driver import event, simulated
+from kernels.driver import cu_stream, driver, event, ok, simulated
 
 LEGACY, PER_THREAD = 0, 2  # CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
 
@@ -68,23 +68,14 @@ def of(stream, x) -> int:
 
 
 class Streams:
-    """Per stream handle: cuda.core's Stream for a launch there, and the event recorded
-    after the latest launch there (`launched`), with the time of the oldest launch there
-    not yet known to have ended cleanly (`since`)."""
+    """Per stream handle: the event recorded after the latest launch there (`launched`),
+    with the time of the oldest launch there not yet known to have ended cleanly
+    (`since`)."""
 
     def __init__(self):
-        self._core: dict[int, object] = {}
         self.launched: dict[int, object] = {}  # handle -> event after the latest launch
         self.since: dict[int, tuple[float, int]] = {}  # handle -> (monotonic time, call)
         self.last_call = 0
-
-    def core(self, h: int):
-        """cuda.core's Stream of handle h (None under the simulator)."""
-        s = self._core.get(h)
-        if s is None and not simulated():
-            from kernels.bound_launch import core_stream_of
-            s = self._core[h] = core_stream_of(h)
-        return s
 
     def mark(self, h: int, fired: float, call: int = 0) -> None:
         """The launch of call `call`, fired at `fired` on stream h: record h's event
@@ -100,9 +91,7 @@ class Streams:
         not overlap it, as NCCL orders a communicator's calls whatever their streams."""
         ev = self.launched.get(prev)
         if ev is not None and not simulated():
-            from kernels.driver import driver, ok
-            drv = driver()
-            ok(drv.cuStreamWaitEvent(drv.CUstream(h), ev.handle, 0))
+            ok(driver().cuStreamWaitEvent(cu_stream(h), ev.handle, 0))
 
     def latest(self, h: int) -> None:
         """Record h's `launched` event after the latest launch there (mark()'s, and a Work's,
@@ -116,6 +105,4 @@ class Streams:
     def record_on(ev, h: int) -> None:
         """Record event ev on stream h."""
         if not simulated():
-            from kernels.driver import driver, ok
-            drv = driver()
-            ok(drv.cuEventRecord(ev.handle, drv.CUstream(h)))
+            ok(driver().cuEventRecord(ev.handle, cu_stream(h)))
