@@ -1,5 +1,5 @@
-"""ring/cuda/kernel_cache.py: the persistent kernel's disk-cache key is the same in every
-process (Numba's own hashes the closure, whose device functions pickle with a per-process
+"""ring/cuda/kernel_cache.py: a kernel-path kernel's disk-cache key (the persistent ring
+kernel's, the one-shot's, the two-shot's) is the same in every process (Numba's own hashes the closure, whose device functions pickle with a per-process
 UUID), differs for every variant and every change to the kernel's sources, and a cache
 that cannot be read or written costs a compile, not an error. No GPU needed: the key is
 made before anything compiles."""
@@ -20,15 +20,26 @@ import hashlib, json, pickle, sys
 from numba import cuda
 from ringtypes import Op
 from ring.cuda import kernel_cache, persistent as P
+from ring.cuda.oneshot_kernel import oneshot_source
+from ring.cuda.twoshot_kernel import twoshot_source
+from ring.schedule import Collective
+class Codegen:
+    def magic_tuple(self): return ("sm_90",)
+def key_of(fn, sig, variant):
+    d = cuda.jit(cache=True)(fn)
+    kernel_cache.keyed(d._cache, variant)
+    return hashlib.sha256(pickle.dumps(d._cache._index_key(sig.args, Codegen()))).hexdigest()
 out = {}
 for op, dtype, ll in [("SUM", "float32", False), ("MAX", "float32", False), ("SUM", "float32", True),
                       ("SUM", "int8", False)]:
-    d = cuda.jit(cache=True)(P.source(Op[op], dtype, ll=ll))
-    kernel_cache.keyed(d._cache, ("persistent", op, dtype, 4, False, False, ll))
-    class Codegen:
-        def magic_tuple(self): return ("sm_90",)
-    key = d._cache._index_key(P.signature(dtype).args, Codegen())
-    out[f"{op}-{dtype}-{ll}"] = hashlib.sha256(pickle.dumps(key)).hexdigest()
+    out[f"{op}-{dtype}-{ll}"] = key_of(P.source(Op[op], dtype, ll=ll), P.signature(dtype),
+                                       ("persistent", op, dtype, 4, False, False, ll))
+for op, dtype, k in [("SUM", "float32", 2), ("SUM", "float32", 4), ("MAX", "float32", 2)]:
+    out[f"oneshot-{op}-{dtype}-{k}"] = key_of(*oneshot_source(Op[op], dtype, k),
+                                              ("oneshot", op, dtype, k))
+    for c in ("ALLREDUCE", "REDUCE_SCATTER"):
+        out[f"twoshot-{op}-{dtype}-{k}-{c}"] = key_of(
+            *twoshot_source(Op[op], dtype, k, Collective[c]), ("twoshot", op, dtype, k, c))
 print(json.dumps(out))
 """
 
@@ -45,7 +56,8 @@ def keys_in_a_new_process() -> dict:
 def test_every_process_looks_a_kernel_up_by_the_same_key():
     first, second = keys_in_a_new_process(), keys_in_a_new_process()
     assert first == second
-    assert len(set(first.values())) == 4  # op, protocol and dtype each make a key of their own
+    # op, protocol, dtype, K and the collective each make a key of their own
+    assert len(first) == 4 + 3 * 3 and len(set(first.values())) == len(first)
 
 
 class Cache:

@@ -302,27 +302,27 @@ def topk_kernels(cuda, cc) -> int:
 def shots(cuda, cc) -> int:
     """The one-shot and two-shot all-reduce kernels (ring/cuda/oneshot_kernel.py,
     twoshot_kernel.py) for a cross-section of op x dtype x K (the two-shot's reduce-scatter
-    and all-gather for the first three), with cuda.jit patched as
-    library() patches it: each compiles, and (with ptxas) fits 1024 threads of a
-    multiprocessor's registers, as kernel_path.room assumes when it sizes their grids; the
-    two-shot's loads and stores of data are 16-byte vectors."""
-    from ring.cuda.oneshot_kernel import oneshot_kernel
-    from ring.cuda.twoshot_kernel import twoshot_kernel
+    and all-gather for the first three), from their (function, signature): each compiles,
+    and (with ptxas) fits 1024 threads of a multiprocessor's registers, as kernel_path.room
+    assumes when it sizes their grids; the two-shot's loads and stores of data are 16-byte
+    vectors."""
+    from ring.cuda.oneshot_kernel import oneshot_source
+    from ring.cuda.twoshot_kernel import BOUNDS, twoshot_source
     from ring.schedule import Collective
     from ringtypes import Op
     done = 0
-    halves = [("two-shot reduce-scatter", lambda op, d, k: twoshot_kernel.__wrapped__(
+    halves = [("two-shot reduce-scatter", lambda op, d, k: twoshot_source(
                   op, d, k, Collective.REDUCE_SCATTER)),
-              ("two-shot all-gather", lambda op, d, k: twoshot_kernel.__wrapped__(
+              ("two-shot all-gather", lambda op, d, k: twoshot_source(
                   op, d, k, Collective.ALLGATHER))]
     for i, (op, dtype, k) in enumerate(((Op.SUM, "float32", 2), (Op.AVG, "bfloat16", 4),
                                         (Op.MAX, "int8", 3), (Op.PROD, "float64", 4),
                                         (Op.MIN, "uint64", 2))):
-        for name, make in [("one-shot", oneshot_kernel.__wrapped__),
-                           ("two-shot", twoshot_kernel.__wrapped__), *(halves if i < 3 else [])]:
-            kernel = make(op, dtype, k)  # (past its cache: patched jit)
-            ptx, _ = cuda.compile_ptx(kernel.py_func, kernel.sig, cc=cc,
-                                      launch_bounds=kernel.bounds)
+        for name, make in [("one-shot", oneshot_source), ("two-shot", twoshot_source),
+                           *(halves if i < 3 else [])]:
+            fn, sig = make(op, dtype, k)
+            ptx, _ = cuda.compile_ptx(fn, sig, cc=cc,
+                                      launch_bounds=BOUNDS if "two" in name else None)
             what = f"{name} {op} {dtype} K={k}"
             launchable(ptx, cc, what)
             if name.startswith("two-shot"):  # 16-byte vectors, whatever the dtype

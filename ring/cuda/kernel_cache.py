@@ -1,15 +1,18 @@
-"""The persistent kernels kept on disk, so that a process loads what another compiled.
+"""The kernel path's kernels kept on disk, so that a process loads what another compiled.
 
 Numba compiles the persistent ring kernel (persistent.py) for each op x dtype x variant a
 process calls, 1.5-4 s each on an H100 machine's CPU (results/h100/kernel-path.md), and
 every process of every run did it again: a rank's first all-reduce of a dtype cost
-seconds, and Numba's compiles were most of a GPU test step's time. Numba can keep a
-kernel on disk (`cuda.jit(cache=True)`), but its cache looks a kernel up by a hash of the
-function's closure, and this kernel's closure holds device functions, which pickle with a
-UUID drawn anew in every process: no process ever found another's kernel.
+seconds, and Numba's compiles were most of a GPU test step's time. The one-shot and
+two-shot kernels (oneshot_kernel.py, twoshot_kernel.py: per op x dtype x K, and the
+two-shot's collective) likewise. Numba can keep a kernel on disk (`cuda.jit(cache=True)`),
+but its cache looks a kernel up by a hash of the function's closure, and these kernels'
+closures hold device functions, which pickle with a UUID drawn anew in every process: no
+process ever found another's kernel.
 
-So the kernel's cache entry is keyed here by what the kernel is made from instead: the
-variant (op, dtype, unroll, scope, hand-off, protocol), the text of every source file the
+So a kernel's cache entry is keyed here by what the kernel is made from instead: the
+variant (which kernel; op, dtype; the ring's unroll, scope, hand-off, protocol; the shots'
+K and collective), the text of every source file the
 kernel is built from (SOURCES: a change to any makes a new key), the signature, the
 target GPU and numba-cuda's version (Numba's own parts of the key). A failure to read or
 write the cache costs a compile, never an error. RING_KERNEL_CACHE=0 turns it off; under
@@ -28,11 +31,14 @@ from numba import cuda
 from .arrays import SIMULATED
 
 ROOT = Path(__file__).resolve().parents[2]
-# what the persistent kernel is built from: its source, the call board's and the error
-# word's, the program's and segment's layouts, the op / dtype / hand-off device
-# functions, the op enumeration
-SOURCES = ("ring/cuda/persistent.py", "ring/cuda/board.py", "ring/cuda/error_word.py",
-           "ring/cuda/program.py", "ring/transport/ipc.py", "kernels/*.py", "ringtypes/*.py")
+# what the kernel path's kernels are built from: their sources (the persistent ring
+# kernel's, the one-shot's, the two-shot's), the call board's and the error word's, the
+# program's and segment's layouts, the op / dtype / hand-off / vector device functions, the
+# op and collective enumerations
+SOURCES = ("ring/cuda/persistent.py", "ring/cuda/oneshot_kernel.py",
+           "ring/cuda/twoshot_kernel.py", "ring/cuda/board.py", "ring/cuda/error_word.py",
+           "ring/cuda/program.py", "ring/transport/ipc.py", "ring/schedule.py", "kernels/*.py",
+           "ringtypes/*.py")
 
 
 def enabled() -> bool:

@@ -45,6 +45,7 @@ from .arrays import SIMULATED
 from .board import hand as on_board
 from .board import leave
 from .error_word import fail
+from .kernel_cache import compiled
 from .persistent import UNSIGNED, bits_of, part
 
 # int64 words of one sender's place in an inbox (a call's parity): an element of up to 4
@@ -69,7 +70,14 @@ def fits(count: int, itemsize: int) -> bool:
 
 @lru_cache(maxsize=None)
 def oneshot_kernel(op: Op, dtype_name: str, k: int):
-    """The compiled kernel for (op, dtype, K ranks), compiled on first use (stores and loads
+    """The compiled kernel of oneshot_source (compiled on first request and kept; on a GPU
+    also on disk for the next process, kernel_cache.py)."""
+    fn, sig = oneshot_source(op, dtype_name, k)
+    return compiled(fn, sig, ("oneshot", op.name, dtype_name, k))
+
+
+def oneshot_source(op: Op, dtype_name: str, k: int):
+    """(the kernel's function, its signature) for (op, dtype, K ranks) (stores and loads
     at system scope, as the peers may be other GPUs):
     kernel(x, out, mine, peers, seqs, n, me, timeout_ns, div, err, board, state, record);
     peers: the K inboxes (this rank's own at `me`, unused), mine: this rank's; board,
@@ -161,7 +169,7 @@ def oneshot_kernel(op: Op, dtype_name: str, k: int):
     words = types.int64[::1]
     sig = types.void(arr, arr, words, types.UniTuple(words, k), words, types.int64,
                      types.int64, types.int64, types.float64, words, words, words, types.int64)
-    return cuda.jit(sig)(kernel)
+    return kernel, sig
 
 
 class OneShot:

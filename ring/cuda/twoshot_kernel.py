@@ -82,6 +82,7 @@ from .arrays import SIMULATED
 from .board import hand as on_board
 from .board import leave
 from .error_word import fail
+from .kernel_cache import compiled
 from .persistent import part
 
 # Elements of a round at most, in bytes of the areas (each rank: an input area, an output
@@ -100,10 +101,23 @@ PW = 8
 VECTORS = 4  # 16-byte vectors a thread keeps in flight (reduce: from every rank together)
 
 
+# two blocks of SHAPE's threads per multiprocessor (at most 64 registers a thread), as
+# kernel_path.room counts when TwoShot.blocks sizes the grid: unbounded, it took 70
+# (tools/compile_kernels.py checks); None under the simulator (it takes no bounds)
+BOUNDS = None if SIMULATED else (SHAPE[1], 1024 // SHAPE[1])
+
+
 @lru_cache(maxsize=None)
 def twoshot_kernel(op: Op, dtype_name: str, k: int, collective=Collective.ALLREDUCE):
-    """The compiled kernel for (op, dtype, K ranks, the collective: all-reduce, or
-    reduce-scatter / all-gather: the module's end): kernel(x, out, ins, outs, xs, ys,
+    """The compiled kernel of twoshot_source (compiled on first request and kept; on a GPU
+    also on disk for the next process, kernel_cache.py)."""
+    fn, sig = twoshot_source(op, dtype_name, k, collective)
+    return compiled(fn, sig, ("twoshot", op.name, dtype_name, k, collective.name), BOUNDS)
+
+
+def twoshot_source(op: Op, dtype_name: str, k: int, collective=Collective.ALLREDUCE):
+    """(the kernel's function, its signature) for (op, dtype, K ranks, the collective:
+    all-reduce, or reduce-scatter / all-gather: the module's end): kernel(x, out, ins, outs, xs, ys,
     flags, seqs, n, me, cap, timeout_ns, div, err, rx, ox, ro, oo, al, board, state,
     record_hash) (reduce-scatter and all-gather: n a block's elements, cap a round's of a
     block); ins / outs /
@@ -484,11 +498,7 @@ def twoshot_kernel(op: Op, dtype_name: str, k: int, collective=Collective.ALLRED
     sig = types.void(arr, arr, ranks, ranks, ranks, ranks, types.UniTuple(words, k), words,
                      i64, i64, i64, i64, types.float64, words, i64, i64, i64, i64, i64,
                      words, words, i64)
-    # two blocks of SHAPE's threads per multiprocessor (at most 64 registers a thread), as
-    # kernel_path.room counts when TwoShot.blocks sizes the grid: unbounded, it took 70
-    # (tools/compile_kernels.py checks)
-    bounds = {} if SIMULATED else {"launch_bounds": (SHAPE[1], 1024 // SHAPE[1])}
-    return cuda.jit(sig, **bounds)(body)
+    return body, sig
 
 
 def ranks(reg, storage):
