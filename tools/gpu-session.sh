@@ -56,6 +56,9 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               nvidia-cuda-mps-control -d > /tmp/mps-profile.txt 2>&1; echo "== mps start rc=$?"
               TAIL=40 step 90 profile-group python3 benchmarks/profile_call.py --group 4
               TAIL=40 step 90 profile-comm mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel --calls 2000
+              # before the driver's launch on a table of values (2026-11-28): cuda.core's, per value
+              RING_LAUNCH=core TAIL=40 step 90 profile-core mpiexec -n 2 python3 benchmarks/profile_call.py \
+                  --path kernel --calls 2000
               TAIL=40 step 90 profile-oneshot mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel \
                   --algorithm oneshot --calls 2000
               TAIL=40 step 90 profile-blocking mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel \
