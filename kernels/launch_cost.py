@@ -19,7 +19,6 @@ keeps up). Methods:
 
 from __future__ import annotations
 
-import ctypes
 import statistics
 import time
 

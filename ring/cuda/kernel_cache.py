@@ -12,11 +12,11 @@ process ever found another's kernel.
 
 So a kernel's cache entry is keyed here by what the kernel is made from instead: the
 variant (which kernel; op, dtype; the ring's unroll, scope, hand-off, protocol; the shots'
-K and collective), the text of every source file the
-kernel is built from (SOURCES: a change to any makes a new key), the signature, the
-target GPU and numba-cuda's version (Numba's own parts of the key). A failure to read or
-write the cache costs a compile, never an error. RING_KERNEL_CACHE=0 turns it off; under
-the simulator there is nothing to compile or keep.
+K and collective), the text of every source file the kernels are built from (SOURCES: a
+change to any makes a new key), the signature, the target GPU and numba-cuda's version
+(Numba's own parts of the key). A failure to read or write the cache costs a compile,
+never an error. RING_KERNEL_CACHE=0 turns it off; under the simulator there is nothing to
+compile or keep.
 """
 
 from __future__ import annotations
