@@ -36,6 +36,14 @@ DTYPE_ALIASES = {"float": "float32", "half": "float16", "double": "float64", "in
                  "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
+REGISTERED = "+R"  # an --impl name's suffix: that ring implementation's buffers registered
+
+
+def registered(name: str) -> tuple[str, bool]:
+    """(the implementation, whether its buffers are registered) of an --impl name."""
+    return (name[:-len(REGISTERED)], True) if name.endswith(REGISTERED) else (name, False)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m harness", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -57,7 +65,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-G", "--cudagraph", type=int, default=0,
                    help="CUDA-graph replays (needs the cuda device)")
     p.add_argument("--device", choices=["auto", "cuda", "host"], default="auto")
-    p.add_argument("--impl", default="ring,mpi", help="comma list of: " + ",".join(IMPLS))
+    p.add_argument("--impl", default="ring,mpi",
+                   help="comma list of: " + ",".join(IMPLS) + "; a ring implementation with "
+                        f"{REGISTERED} (ring-twoshot{REGISTERED}) registers its buffers as -R "
+                        "does, beside the same one staged")
     p.add_argument("--algo", metavar="LIST",
                    help="ring's algorithms side by side, in place of ring in --impl: a comma "
                         "list of " + ",".join(ALGORITHMS))
@@ -103,11 +114,15 @@ def main(argv=None) -> int:
         if any(a not in ALGORITHMS for a in algos):
             raise SystemExit(f"--algo: choose from {ALGORITHMS}, got {algos}")
         ring_impls = [Ring.NAMES.get(a, f"ring-{a}") for a in algos]
-        names = [n for n in names if not n.startswith("ring")] + ring_impls
+        names = [n for n in names if not n.startswith("ring") or registered(n)[1]] + ring_impls
         names = ring_impls + [n for n in names if n not in ring_impls]
-    bad = [n for n in names if n not in IMPLS]
+    bad = [n for n in names if registered(n)[0] not in IMPLS]
     if bad:
         raise SystemExit(f"--impl: unknown {bad}; choose from {sorted(IMPLS)}")
+    bad = [n for n in names if registered(n)[1] and not n.startswith("ring")]
+    if bad:
+        raise SystemExit(f"--impl: {REGISTERED} (registered buffers) is for ring's "
+                         f"implementations, got {bad}")
     if args.cudagraph:
         raise SystemExit("-G: CUDA-graph replay needs the cuda device, which is not built yet")
     try:
@@ -128,11 +143,16 @@ def main(argv=None) -> int:
         from numba import config
         config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
     bufs = buffers.for_rank(args.device, world)
-    impls = [IMPLS[n](world, bufs, **({"hostid": True} if n == "nccl" and args.nccl_hostid else
-                                       {**({"blocking": True} if args.blocking else {}),
-                                        **({"register": True} if args.register else {})}
-                                       if n.startswith("ring") else {}))
-             for n in names]
+    impls = []
+    for n in names:
+        base, reg = registered(n)
+        impls.append(IMPLS[base](world, bufs, **(
+            {"hostid": True} if n == "nccl" and args.nccl_hostid else
+            {**({"blocking": True} if args.blocking else {}),
+             **({"register": True} if args.register or reg else {})}
+            if n.startswith("ring") else {})))
+        if reg:
+            impls[-1].name = n
     if coll.rooted and not 0 <= args.root < world.size:
         raise SystemExit(f"-r: the root must be a rank (0..{world.size - 1}), got {args.root}")
     for i in impls:
@@ -169,14 +189,18 @@ def main(argv=None) -> int:
                        + ("blocking (each waits for its result)" if args.blocking else
                           "stream-ordered (enqueued; as nccl-tests times NCCL)")
                        + ("; ring's buffers registered (comm.register) before each case, "
-                          "NCCL's not" if args.register else "")}
+                          "NCCL's not" if args.register else
+                          f"; the buffers of the implementations named with {REGISTERED} "
+                          "registered (comm.register) before each case"
+                          if any(registered(n)[1] for n in names) else "")}
 
     def save(complete: bool) -> None:
         """The JSON as it stands: rewritten after every size, so that a sweep stopped by a
         time limit leaves the sizes it finished ("complete": false says it was cut short)."""
-        if args.register:  # how many cases' buffers every rank could register
+        if any(getattr(i, "register", False) for i in impls):  # how many cases' buffers
+            # every rank could register
             about["registration"] = {i.name: dict(i.registration) for i in impls
-                                     if getattr(i, "registration", None)}
+                                     if getattr(i, "register", False)}
         if rank0 and args.json:
             with open(args.json + ".part", "w") as f:
                 json.dump({"meta": about, "complete": complete,

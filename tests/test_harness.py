@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.__main__ import parser
+from harness.__main__ import parser, registered
 from harness.sizes import parse_size, parse_sizes, sizes, with_also
 from harness.collectives import ALIASES, COLLECTIVES, fill
 from harness.model import fit, report
@@ -319,6 +319,41 @@ def test_register_registers_ring_buffers_per_case_and_says_so(tmp_path):
     # simulator's private arrays)
     assert data["meta"]["registration"] == {"ring-twoshot": {"cases": 12, "registered": 0}}
     assert all(r["wrong"] == 0 and r["algo"] == "twoshot" for r in data["results"])
+
+
+def test_an_impl_name_says_whether_its_buffers_are_registered():
+    assert registered("ring-twoshot+R") == ("ring-twoshot", True)
+    assert registered("ring-twoshot") == ("ring-twoshot", False)
+    assert registered("ring+R") == ("ring", True)
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(not SIMULATED, reason="Numba's simulator (on a GPU: gpu-session's sweeps)")
+def test_an_impl_with_plus_r_registers_beside_the_same_one_staged(tmp_path):
+    """--impl ring-twoshot,ring-twoshot+R: two rows a case, the second's buffers registered
+    before each case (its label and the timing note say so; the simulator's private arrays
+    are never mapped, so both are staged here, right), the first's never tried."""
+    js = tmp_path / "r.json"
+    out = _sweep(2, "allreduce", "--device", "cuda", "-b", "8", "-e", "512", "-f", "8",
+                 "-n", "1", "-w", "1", "--impl", "ring-twoshot,ring-twoshot+R", "--json", str(js))
+    assert "Out of bounds values : 0 OK" in out
+    data = json.loads(js.read_text())
+    names = data["meta"]["implementations"]
+    assert "registered buffers" in names["ring-twoshot+R"]
+    assert "registered buffers" not in names["ring-twoshot"]
+    assert "named with +R registered" in data["meta"]["timing"]
+    assert data["meta"]["registration"] == {"ring-twoshot+R": {"cases": 12, "registered": 0}}
+    rows = data["results"]
+    assert {r["impl"] for r in rows} == {"ring-twoshot", "ring-twoshot+R"}
+    assert all(r["wrong"] == 0 and r["algo"] == "twoshot" for r in rows)
+
+
+@pytest.mark.mpi
+def test_plus_r_is_refused_for_what_is_not_ring(tmp_path):
+    rc, out = mpirun(1, ["-m", "harness", "allreduce", "-b", "8", "-e", "8", "--impl",
+                         "ring,mpi+R"], timeout=120)
+    assert rc != 0 and "+R (registered buffers) is for ring's implementations" in out
+    assert "['mpi+R']" in out
 
 
 @pytest.mark.mpi

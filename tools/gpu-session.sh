@@ -165,7 +165,8 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   -n ${ITERS:-10} -w 2 --device cuda --impl ring-kernel,ring-stream,nccl,mpi --nccl-hostid \
                   --json $OUT/allreduce-${np}ranks-kernel-mps-$GPU.json; done
               echo quit | nvidia-cuda-mps-control ;;
-  algos)      # issue 16's cuda columns: oneshot / twoshot through GPU areas (CUDA IPC), the other
+  algos)      # issue 16's cuda columns: oneshot / twoshot through GPU areas (CUDA IPC; ring-twoshot+R:
+              # the two-shot on registered buffers, in place), the other
               # algorithms on host copies, beside NCCL (>= 2.30 after the nccl step: its P2P
               # transport; else 2.28 over sockets, --nccl-hostid) and MPI, 8 B - 1 MB.
               # MPS=1: under MPS, where the ring's path="auto" is the persistent kernel (without
@@ -173,7 +174,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               [ -n "$MPS" ] && { nvidia-cuda-mps-control -d > /tmp/mps-algos.txt 2>&1; echo "== mps start rc=$?"; }
               for np in ${NPS:-2 4}; do
                 TAIL=30 step 270 algos-$np mpiexec -n $np python3 -m harness allreduce -b 8 -e 1M -f 4 \
-                  -n ${ITERS:-50} -w 5 --device cuda --algo ring,oneshot,twoshot,naive --impl nccl,mpi \
+                  -n ${ITERS:-50} -w 5 --device cuda --algo ring,oneshot,twoshot,naive --impl ring-twoshot+R,nccl,mpi \
                   $([ -n "$RING_NCCL_LIB" ] || echo --nccl-hostid) --json $OUT/allreduce-${np}ranks-algos${MPS:+-mps}-$GPU.json; done
               # ... and the table "auto" could read on the cuda device (ring/tables/cuda.json): one
               # GPU shared by processes is not a node of GPUs, so commit it only labelled as such
@@ -231,13 +232,15 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               echo quit | nvidia-cuda-mps-control ;;
   halves)     # issue 53's reduce-scatter and all-gather as the two-shot kernel (simulator-tested,
               # 2026-11-28) beside the ring kernel and NCCL (>= 2.30 after the nccl step), under MPS,
-              # 8 B - 256 MiB; REGISTER=1: ring's buffers registered (reduce-scatter's x read and
-              # all-gather's out written in place); then the cuda table's rules for both
+              # 8 B - 256 MiB, the two-shot staged and registered (ring-twoshot+R: reduce-scatter's x
+              # read and all-gather's out written in place); REGISTER=1: all of ring's buffers
+              # registered; then the cuda table's rules for both
               # ("where they measure faster": tune, ring against twoshot, per size)
               nvidia-cuda-mps-control -d > /tmp/mps-halves.txt 2>&1; echo "== mps start rc=$?"
               for np in ${NPS:-2 4}; do for c in reduce_scatter allgather; do
                 TAIL=20 step ${SWEEP_LIMIT:-150} $c-$np mpiexec -n $np python3 -m harness $c -b 8 -e ${MAX:-256M} -f 4 \
-                  -a 64M,${MAX:-256M} -n ${ITERS:-20} -w 3 --device cuda --impl ring-flat,ring-twoshot,nccl \
+                  -a 64M,${MAX:-256M} -n ${ITERS:-20} -w 3 --device cuda \
+                  --impl ring-flat,ring-twoshot,$([ -n "$REGISTER" ] || echo ring-twoshot+R,)nccl \
                   ${REGISTER:+-R} --json $OUT/$c-${np}ranks-twoshot-mps${REGISTER:+-registered}-$GPU.json
                 TAIL=14 step 200 tune-$c-$np mpiexec -n $np python3 -m harness tune --device cuda -b 8 \
                   -e ${TUNE_MAX:-64M} -f 4 --rounds 3 --algos ring,twoshot --collective $c ${REGISTER:+-R} \
