@@ -172,11 +172,14 @@ def from_table(table: dict) -> list[dict]:
     all-reduce results, named as the harness names them (ring-naive, ...)."""
     out = []
     for layout, m in table["measured"].items():
-        results = [{"impl": TUNE_NAMES.get(a, f"ring-{a}"), "collective": "allreduce",
+        # "K ranks, N node(s)", "reduce_scatter, K ranks, N node(s)", "..., registered"
+        words = [w.strip() for w in layout.split(",")]
+        collective = "allreduce" if words[0][0].isdigit() else words.pop(0)
+        results = [{"impl": TUNE_NAMES.get(a, f"ring-{a}"), "collective": collective,
                     "nbytes": int(s), "dtype": "float32", "op": "sum", "in_place": False,
                     "time_us": t, "skipped": None}
                    for a, v in m["us_per_call"].items() for s, t in v.items()]
-        out.append({"meta": {"ranks": int(layout.split()[0]), "layout": layout},
+        out.append({"meta": {"ranks": int(words[0].split()[0]), "layout": layout},
                     "results": results})
     return out
 

@@ -97,10 +97,13 @@ def measure(world, comm, algos, byte_sizes, rounds: int, bufs=None,
 
 
 def rules(best: dict[str, dict[int, float]], ranks: int, nodes: int,
-          collective: str = "allreduce") -> list[dict]:
-    """Consecutive sizes with the same winner make one rule, up to the last it won."""
+          collective: str = "allreduce", registered: bool | None = None) -> list[dict]:
+    """Consecutive sizes with the same winner make one rule, up to the last it won.
+    registered: the rules' condition on the calls' buffers (None: none; ring/tuning.py)."""
     measured = sorted({s for times in best.values() for s in times})
     named = {} if collective == "allreduce" else {"collective": collective}
+    if registered is not None:
+        named["registered"] = registered
     out: list[dict] = []
     for s in measured:
         winner = min((t[s], a) for a, t in best.items() if s in t)[1]
@@ -167,13 +170,17 @@ def main(argv) -> int:
                        args.rounds, bufs, args.collective, args.register)
     if world.rank != 0:
         return 0
-    mine = rules(best, world.size, nodes, args.collective)
+    # on the cuda device, where registration decides the two-shot's bytes, each rule says
+    # which buffers it was measured on (-R: registered); the host's apply to every call
+    reg = args.register if args.device == "cuda" else None
+    mine = rules(best, world.size, nodes, args.collective, reg)
     kept = []
     if args.merge:
         with open(args.merge) as f:
             old = json.load(f)
-        kept = [r for r in old["rules"] if (r["ranks"], r["nodes"], r.get("collective", "allreduce"))
-                != (world.size, nodes, args.collective)]
+        kept = [r for r in old["rules"] if (r["ranks"], r["nodes"], r.get("collective", "allreduce"),
+                                            r.get("registered")) != (world.size, nodes,
+                                                                     args.collective, reg)]
     f = fits(best)
     emulated, commit = os.environ.get("RING_NODES"), meta.git_commit()
     command = (f"RING_NODES={emulated} " if emulated else "") + \
@@ -183,9 +190,11 @@ def main(argv) -> int:
              "host": __import__("platform").node(), "command": command,
              "git_commit": commit,
              "rules": sorted(kept + mine, key=lambda r: (r.get("collective", ""), r["nodes"],
-                                                         r["ranks"], r["max_bytes"])),
+                                                         r["ranks"], str(r.get("registered")),
+                                                         r["max_bytes"])),
              "measured": {f"{'' if args.collective == 'allreduce' else args.collective + ', '}"
-                          f"{world.size} ranks, {nodes} node(s)": {
+                          f"{world.size} ranks, {nodes} node(s)"
+                          f"{', registered' if reg else ''}": {
                  "command": command, "git_commit": commit, "registered": args.register,
                  "us_per_call": {a: {str(s): round(t, 2) for s, t in sorted(v.items())}
                                  for a, v in best.items()},

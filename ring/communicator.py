@@ -177,11 +177,13 @@ class Communicator:
         self._round = repeated.Agreement(exchange, {}) if exchange is not None else None
         # signatures of oneshot calls seen, for the host's repeated calls (host/repeated.py)
         self._fast = {} if self.device == "host" else None
-        # "auto"'s rules: the all-reduce's, and every other collective's by collective
-        self._rules = _tuning.rules_for(table, self.size, topo.nnodes)
-        self._rules_of = {c: _tuning.rules_for(table, self.size, topo.nnodes, c.label)
-                          for c in Collective if c not in (Collective.ALLREDUCE,
-                                                           Collective.BARRIER)}
+        # "auto"'s rules, by collective and by whether the call's buffers are registered
+        # (only where a rule says: _registered asks the backend then)
+        self._rules_of = {(c, reg): _tuning.rules_for(table, self.size, topo.nnodes, c.label,
+                                                      reg)
+                          for c in Collective if c is not Collective.BARRIER
+                          for reg in (False, True)}
+        self._by_registration = _tuning.by_registration(table)
         self.last_algorithm: str | None = None  # what the latest call ran (as RING_DEBUG logs)
         # kernel-path signatures seen, for the cuda device's repeated calls (cuda/repeated.py)
         self._kfast = {} if getattr(backend, "kernel", None) is not None else None
@@ -455,7 +457,7 @@ class Communicator:
                         check_chunk(chunk_bytes, self.chunk_bytes), "ring", dtype, root,
                         compression=compression)
             c.algorithm = self._resolve(algorithm, collective, c.count * c.dtype.itemsize,
-                                        c.compression)
+                                        c.compression, self._registered(c))
             if chunk_bytes is None:  # the algorithm's, for a call that names none
                 c.chunk_bytes = algorithms.get(c.algorithm).chunk_bytes(ctx, c, self._chunk_given)
             record.update(c.record())
@@ -626,10 +628,14 @@ class Communicator:
                 pass
 
     def _resolve(self, algorithm, collective: Collective, nbytes: int,
-                 compression: str | None = None) -> str:
+                 compression: str | None = None, registered: bool = False) -> str:
         """The algorithm a call runs (algorithms.resolve), "auto" by this communicator's
-        tuning rules for the collective."""
+        tuning rules for the collective (and the registration of its buffers)."""
         algorithm = self.algorithm if algorithm is None else algorithm
-        rules = self._rules if collective is Collective.ALLREDUCE else \
-            self._rules_of.get(collective, ())
+        rules = self._rules_of.get((collective, registered), ())
         return algorithms.resolve(self._ctx, algorithm, collective, nbytes, rules, compression)
+
+    def _registered(self, c) -> bool:
+        """Whether call c's buffers are registered, where a tuning rule depends on it (the
+        ones the two-shot would take in place: ring/cuda/backend.py's in_place)."""
+        return self._by_registration and self._ctx.backend.in_place(c)

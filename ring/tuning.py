@@ -7,14 +7,20 @@ A table is JSON:
      "rules": [{"ranks": 2, "nodes": 1, "max_bytes": 16384, "algorithm": "oneshot"}, ...,
                {"collective": "allgather", "ranks": 2, ...}, ...]}
 
-A rule without "collective" is an all-reduce's. For a call of S bytes (the call's full
-array: call.Call.count elements, so an all-gather's output) on K ranks over N nodes, the
-first rule of its collective with ranks == K (or,
-when no rule names K, the largest ranks below it), nodes == N and S <= max_bytes names the
+A rule without "collective" is an all-reduce's. A rule with "registered" applies only to
+calls whose buffers are (true) or are not (false) registered (comm.register: the ones the
+two-shot would read or write in place: an all-reduce's x and out, a reduce-scatter's x, an
+all-gather's out), as `harness tune` writes them on the cuda device with and without -R:
+registered, the two-shot moves 2N bytes a rank; staged, 6N. For a call of S bytes (the
+call's full array: call.Call.count elements, so an all-gather's output) on K ranks over N
+nodes, the first rule of its collective (and registration) with ranks == K (or, when no
+rule names K, the largest ranks below it), nodes == N and S <= max_bytes names the
 algorithm, if it can run here; otherwise the ring (two-level where it applies). ring ships
 one table per device kind (ring/tables/<device>.json); Communicator(tuning=PATH) or the
 RING_TUNING environment variable names another. The choice is a pure function of the call's
-size and the communicator's layout, which every rank shares, so ranks never diverge (and
+size, the communicator's layout and the registration of the call's buffers, which every rank
+shares (register is collective; a rank that deregisters a buffer its peers keep registered
+is found by the agreement step, MismatchError on every rank), so ranks never diverge (and
 the agreement step would catch them if their tables did).
 """
 
@@ -45,22 +51,31 @@ def load(path: str | None, device: str) -> dict:
             int(r["ranks"]), int(r["nodes"]), int(r["max_bytes"]), str(r["algorithm"])
             if r.get("collective", ALLREDUCE) not in NAMES:
                 raise ValueError(f"collective {r['collective']!r} is none of {sorted(NAMES)}")
+            if not isinstance(r.get("registered", False), bool):
+                raise ValueError(f"registered: true or false, got {r['registered']!r}")
     except (OSError, ValueError, KeyError, TypeError) as e:
         what = "tuning" if path else ("RING_TUNING" if os.environ.get("RING_TUNING") else "tuning table")
         raise ValueError(f"{what}: cannot read a tuning table from {source!r}: {e}") from None
     return table
 
 
-def rules_for(table: dict, ranks: int, nodes: int,
-              collective: str = "allreduce") -> list[tuple[int, str]]:
-    """(max_bytes, algorithm) for this layout and collective, in the table's order."""
+def rules_for(table: dict, ranks: int, nodes: int, collective: str = "allreduce",
+              registered: bool = False) -> list[tuple[int, str]]:
+    """(max_bytes, algorithm) for this layout and collective, and calls whose buffers are
+    (or are not) registered, in the table's order."""
     mine = [r for r in table["rules"] if int(r["nodes"]) == nodes
-            and r.get("collective", ALLREDUCE) == collective]
+            and r.get("collective", ALLREDUCE) == collective
+            and r.get("registered", registered) == registered]
     known = sorted({int(r["ranks"]) for r in mine if int(r["ranks"]) <= ranks})
     if not known:
         return []
     k = ranks if ranks in known else known[-1]
     return [(int(r["max_bytes"]), str(r["algorithm"])) for r in mine if int(r["ranks"]) == k]
+
+
+def by_registration(table: dict) -> bool:
+    """Whether any rule depends on the registration of the call's buffers."""
+    return any("registered" in r for r in table["rules"])
 
 
 def choose(rules: list[tuple[int, str]], nbytes: int, runs) -> str | None:

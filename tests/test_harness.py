@@ -174,6 +174,14 @@ def test_model_reads_every_layout_of_a_tuning_table(tmp_path):
     assert "ring-naive allreduce float32 sum: alpha = 20.00 us" in second
     # 20 + s / 1000 against 10 + s / 250: equal at 3333 B
     assert "ring-naive faster 8 .. 2048 B, then ring-flat faster 8192 .. 131072 B" in first
+    # another collective's layout, and one measured on registered buffers (the cuda device)
+    measured = {"reduce_scatter, 2 ranks, 1 node(s), registered": {"us_per_call": {
+        "ring": {str(s): 10.0 + s / 1000.0 for s in sizes}}}}
+    path.write_text(json.dumps({"rules": [], "command": "harness tune ...", "git_commit": "abc",
+                                "measured": measured}))
+    out = report(str(path), 0, 1 << 40, None, None, None)
+    assert "(reduce_scatter, 2 ranks, 1 node(s), registered;" in out
+    assert "ring-flat reduce_scatter float32 sum: alpha = 10.00 us" in out
 
 
 def test_plot_without_matplotlib_says_what_to_install(tmp_path):
@@ -210,7 +218,8 @@ def test_tune_writes_a_table_that_auto_reads(device, tmp_path):
     assert data["device"] == device
     assert data["command"].startswith("mpiexec -n 3 python -m harness tune")
     for k in (2, 3):
-        entry = data["measured"][f"{k} ranks, 1 node(s)"]
+        entry = data["measured"][f"{k} ranks, 1 node(s)"
+                                 f"{', registered' if device == 'cuda' and k == 3 else ''}"]
         assert entry["command"].startswith(f"mpiexec -n {k} python -m harness tune --device")
         assert entry["registered"] == (device == "cuda" and k == 3)
         times = entry["us_per_call"]
@@ -219,8 +228,15 @@ def test_tune_writes_a_table_that_auto_reads(device, tmp_path):
                    for t in times.values())
         rules = [r for r in data["rules"] if r["ranks"] == k]
         assert rules and rules[-1]["max_bytes"] == 4096 and all(r["nodes"] == 1 for r in rules)
+        # on the cuda device each rule says which buffers it was measured on (-R: registered)
+        assert all(r.get("registered") == ((k == 3) if device == "cuda" else None)
+                   for r in rules)
     from ring.tuning import load, rules_for
-    assert rules_for(load(str(table), device), 3, 1)
+    loaded = load(str(table), device)
+    assert rules_for(loaded, 3, 1) == rules_for(loaded, 2 if device == "cuda" else 3, 1)
+    if device == "cuda":  # registered calls at 3 ranks: the 3-rank rules; staged: the 2-rank
+        assert rules_for(loaded, 3, 1, registered=True) == [
+            (r["max_bytes"], r["algorithm"]) for r in data["rules"] if r["ranks"] == 3]
     if device == "host":  # another collective's rules name it, beside the all-reduce's
         _sweep(2, "tune", "--collective", "reduce_scatter", "-b", "8", "-e", "64", "-f", "8",
                "--rounds", "1", "--algos", "ring,oneshot", "--merge", str(table),

@@ -69,3 +69,32 @@ def test_rules_name_their_collective_and_an_unknown_one_is_refused(tmp_path):
     bad.write_text(json.dumps(table))
     with pytest.raises(ValueError, match="cannot read a tuning table.*all_to_all"):
         tuning.load(str(bad), "host")
+
+
+REGISTERED = {"rules": [
+    {"ranks": 2, "nodes": 1, "max_bytes": 1 << 20, "algorithm": "twoshot", "registered": False},
+    {"ranks": 2, "nodes": 1, "max_bytes": 1 << 28, "algorithm": "twoshot", "registered": True},
+    {"ranks": 2, "nodes": 1, "max_bytes": 64, "algorithm": "oneshot", "collective": "allgather"},
+]}
+
+
+def test_a_rule_may_apply_to_registered_buffers_or_to_staged_ones_only():
+    # staged, the two-shot up to 1 MiB (it moves 6N bytes a rank there); registered, to 256 MiB
+    assert tuning.rules_for(REGISTERED, 2, 1) == [(1 << 20, "twoshot")]
+    assert tuning.rules_for(REGISTERED, 2, 1, registered=True) == [(1 << 28, "twoshot")]
+    every = lambda a: True  # noqa: E731
+    assert tuning.choose(tuning.rules_for(REGISTERED, 2, 1), 64 << 20, every) is None
+    assert tuning.choose(tuning.rules_for(REGISTERED, 2, 1, registered=True), 64 << 20,
+                         every) == "twoshot"
+    # a rule without the condition applies to both
+    for reg in (False, True):
+        assert tuning.rules_for(REGISTERED, 2, 1, "allgather", reg) == [(64, "oneshot")]
+    assert tuning.by_registration(REGISTERED) and not tuning.by_registration(TABLE)
+
+
+def test_a_rules_registration_is_true_or_false(tmp_path):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"rules": [{"ranks": 2, "nodes": 1, "max_bytes": 8,
+                                        "algorithm": "ring", "registered": "yes"}]}))
+    with pytest.raises(ValueError, match="registered: true or false, got 'yes'"):
+        tuning.load(str(p), "cuda")

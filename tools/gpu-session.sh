@@ -177,12 +177,13 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   -n ${ITERS:-50} -w 5 --device cuda --algo ring,oneshot,twoshot,naive --impl ring-twoshot+R,nccl,mpi \
                   $([ -n "$RING_NCCL_LIB" ] || echo --nccl-hostid) --json $OUT/allreduce-${np}ranks-algos${MPS:+-mps}-$GPU.json; done
               # ... and the table "auto" could read on the cuda device (ring/tables/cuda.json): one
-              # GPU shared by processes is not a node of GPUs, so commit it only labelled as such
-              for np in ${NPS:-2 4}; do
-                TAIL=14 step 240 tune-$np mpiexec -n $np python3 -m harness tune --device cuda -b 8 \
-                  -e ${TUNE_MAX:-64M} -f 4 --rounds 3 ${REGISTER:+-R} \
+              # GPU shared by processes is not a node of GPUs, so commit it only labelled as such;
+              # rules for staged buffers and for registered ones (TUNE_REG: either alone)
+              for np in ${NPS:-2 4}; do for reg in ${TUNE_REG:-staged registered}; do
+                TAIL=14 step 240 tune-$np-$reg mpiexec -n $np python3 -m harness tune --device cuda -b 8 \
+                  -e ${TUNE_MAX:-64M} -f 4 --rounds 3 $([ $reg = registered ] && echo -R) \
                   $([ -f $OUT/cuda-table.json ] && echo --merge $OUT/cuda-table.json) \
-                  --out $OUT/cuda-table.json; done
+                  --out $OUT/cuda-table.json; done; done
               [ -n "$MPS" ] && echo quit | nvidia-cuda-mps-control ;;
   training)   # issue 17's GPU half: the examples on CuPy arrays (their step times printed), torch
               # on CUDA tensors beside NCCL and gloo, int8 kernels; compression on the GPU
@@ -234,7 +235,7 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # 2026-11-28) beside the ring kernel and NCCL (>= 2.30 after the nccl step), under MPS,
               # 8 B - 256 MiB, the two-shot staged and registered (ring-twoshot+R: reduce-scatter's x
               # read and all-gather's out written in place); REGISTER=1: all of ring's buffers
-              # registered; then the cuda table's rules for both
+              # registered; then the cuda table's rules for both, staged and registered
               # ("where they measure faster": tune, ring against twoshot, per size)
               nvidia-cuda-mps-control -d > /tmp/mps-halves.txt 2>&1; echo "== mps start rc=$?"
               for np in ${NPS:-2 4}; do for c in reduce_scatter allgather; do
@@ -242,10 +243,12 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   -a 64M,${MAX:-256M} -n ${ITERS:-20} -w 3 --device cuda \
                   --impl ring-flat,ring-twoshot,$([ -n "$REGISTER" ] || echo ring-twoshot+R,)nccl \
                   ${REGISTER:+-R} --json $OUT/$c-${np}ranks-twoshot-mps${REGISTER:+-registered}-$GPU.json
-                TAIL=14 step 200 tune-$c-$np mpiexec -n $np python3 -m harness tune --device cuda -b 8 \
-                  -e ${TUNE_MAX:-64M} -f 4 --rounds 3 --algos ring,twoshot --collective $c ${REGISTER:+-R} \
-                  $([ -f $OUT/cuda-table.json ] && echo --merge $OUT/cuda-table.json) \
-                  --out $OUT/cuda-table.json; done; done
+                for reg in ${TUNE_REG:-staged registered}; do
+                  TAIL=14 step 200 tune-$c-$np-$reg mpiexec -n $np python3 -m harness tune --device cuda \
+                    -b 8 -e ${TUNE_MAX:-64M} -f 4 --rounds 3 --algos ring,twoshot --collective $c \
+                    $([ $reg = registered ] && echo -R) \
+                    $([ -f $OUT/cuda-table.json ] && echo --merge $OUT/cuda-table.json) \
+                    --out $OUT/cuda-table.json; done; done; done
               echo quit | nvidia-cuda-mps-control ;;
   pick)       # a few chosen checks when a session has minutes for little else: the tests named in
               # PICK (files or node ids), narrowed by PICK_K, under MPS (processes sharing the GPU)

@@ -49,7 +49,8 @@ def resolve(ctx: Context, asked: str, collective: Collective, nbytes: int, rules
     where it runs, else the flat ring. A compressed call runs where the ring's slots carry
     the compressed wire (Algorithm.why_not_compressed); "auto" there takes the two-level
     all-reduce where it runs (the wire only across nodes), else the flat ring. A function of
-    the layout and agreed arguments only: every rank resolves alike."""
+    the layout, the agreed arguments and the registration of the buffers (rules: the ones
+    for it; registration is collective) only: every rank resolves alike."""
     check_algorithm(asked)
     if compression is not None:
         if ctx.device != "host":

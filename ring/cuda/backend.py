@@ -269,6 +269,17 @@ class CudaBackend(DeviceArrays):
         self.last_launch = bound
         return True, self.replay(bound, defer)
 
+    def in_place(self, c) -> bool:
+        """Whether call c's buffers that the two-shot takes in place are registered on this
+        rank (an all-reduce's x and out, a reduce-scatter's x, an all-gather's out):
+        "auto"'s rules may depend on it (ring/tuning.py)."""
+        if not self.registry or not c.count:
+            return False
+        size = np.dtype(self.storage(c.dtype)).itemsize
+        arrays = (c.x,) if c.collective is Collective.REDUCE_SCATTER else (c.out,) \
+            if c.collective is Collective.ALLGATHER else (c.x, c.out)
+        return all(registered.find(self.registry, a, size)[0] is not None for a in arrays)
+
     def no_peer_access(self) -> str | None:
         """Why every rank cannot map every other rank's GPU memory (the one-shot and two-shot
         read it all), None where it can; the same answer on every rank."""

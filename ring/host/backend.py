@@ -193,6 +193,11 @@ class HostBackend:
     def order(h, one_launch: bool) -> None:
         """Nothing to order on the host."""
 
+    @staticmethod
+    def in_place(c) -> bool:
+        """No buffer is registered on the host (comm.register: the cuda device's)."""
+        return False
+
     def close(self) -> None:
         for end in (self.send, self.recv):
             if end is not None:

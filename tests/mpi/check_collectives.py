@@ -383,7 +383,9 @@ def test_auto_never_takes_an_algorithm_that_cannot_run(world):
     """Above the exchange's capacity, or across nodes, "auto" keeps to the ring."""
     from ring.options import EXCHANGE_BYTES
     with ring.Communicator(device="host", timeout=60, tuning=None) as c:
-        c._rules = [(1 << 40, "oneshot")]  # a table that asks for oneshot at every size
+        from ring.schedule import Collective
+        # a table that asks for oneshot at every size (buffers not registered: the host's)
+        c._rules_of[Collective.ALLREDUCE, False] = [(1 << 40, "oneshot")]
         big = np.ones(EXCHANGE_BYTES // 4 + 1, np.float32)
         c.allreduce(big)
         assert_ran("hierarchical" if two_level_nodes(c.size) > 1 else "ring", "allreduce")
@@ -536,7 +538,7 @@ def test_auto_takes_a_tables_rule_for_every_collective(world):
         k = c.size
         for collective in Collective:
             if collective not in (Collective.ALLREDUCE, Collective.BARRIER):
-                c._rules_of[collective] = [(64, "oneshot")]
+                c._rules_of[collective, False] = [(64, "oneshot")]
         small, big = np.ones(4 * k, np.float32), np.ones(64 * k, np.float32)
         for name, call in [("reduce_scatter", c.reduce_scatter), ("alltoall", c.alltoall),
                            ("broadcast", lambda x: c.broadcast(x, root=k - 1)),

@@ -392,6 +392,45 @@ def test_kept_calls_on_registered_buffers_ask_that_their_registrations_hold(kcom
     b.free()
 
 
+def test_auto_takes_the_rules_for_the_registration_of_the_calls_buffers(world, tmp_path):
+    """A tuning table whose all-reduce rules differ by registration (ring/tuning.py): the
+    two-shot for registered buffers, the ring for staged ones. "auto" runs each where its
+    rule says, right; a rank that deregisters a buffer its peers keep registered resolves
+    otherwise, and every rank gets MismatchError (blocking calls: at the call)."""
+    import json
+    table = tmp_path / "cuda.json"  # (each rank its own copy of the same table)
+    table.write_text(json.dumps({"rules": [
+        {"ranks": 2, "nodes": 1, "max_bytes": 1 << 30, "algorithm": "twoshot",
+         "registered": True},
+        {"ranks": 2, "nodes": 1, "max_bytes": 1 << 30, "algorithm": "ring",
+         "registered": False}]}))
+    c = ring.Communicator(device="cuda", timeout=60, path="kernel", tuning=str(table),
+                          blocking=True)
+    k, r = c.size, c.rank
+    n = 37
+    inputs = [make(q, n, "float32", seed=30) for q in range(k)]
+    want = reference.in_rank_order(inputs, "sum").tobytes()
+    buf = Buffer(world, n, np.float32)
+    assert c.register(buf.array)
+    for _ in range(2):  # the full path, then kept
+        buf.set(inputs[r])
+        c.allreduce(buf.array, out=buf.array)
+        assert c.last_algorithm == "twoshot" and _launch_registered(c)
+        assert buf.get().tobytes() == want
+    x = cuda.to_device(inputs[r]) if SIMULATED else __import__("cupy").asarray(inputs[r])
+    c.allreduce(x, out=x)
+    assert c.last_algorithm == "ring"  # (its own order of the sums from 3 ranks on)
+    np.testing.assert_allclose(x.copy_to_host() if SIMULATED else x.get(),
+                               reference.in_rank_order(inputs, "sum"), rtol=1e-5)
+    if r == k - 1:
+        assert c.deregister(buf.array)
+    buf.set(inputs[r])
+    with pytest.raises(ring.MismatchError, match="algorithm"):
+        c.allreduce(buf.array, out=buf.array)
+    c.close()
+    buf.free()
+
+
 def test_memory_no_peer_can_map_is_not_registered_on_any_rank(kcomm, world):
     """Rank 0's buffer cannot be mapped (under the simulator: private memory; on a GPU: not
     device memory at all is refused as a bad argument, so the mappable case stands in):
