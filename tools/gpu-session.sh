@@ -235,7 +235,8 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # 2026-11-28) beside the ring kernel and NCCL (>= 2.30 after the nccl step), under MPS,
               # 8 B - 256 MiB, the two-shot staged and registered (ring-twoshot+R: reduce-scatter's x
               # read and all-gather's out written in place); REGISTER=1: all of ring's buffers
-              # registered; then the cuda table's rules for both, staged and registered
+              # registered; then the cuda table's rules for both, staged and registered (not yet
+              # timed; estimated ~400 s for NPS="2 4": give NPS=2 and NPS=4 a call each if short)
               # ("where they measure faster": tune, ring against twoshot, per size)
               nvidia-cuda-mps-control -d > /tmp/mps-halves.txt 2>&1; echo "== mps start rc=$?"
               for np in ${NPS:-2 4}; do for c in reduce_scatter allgather; do
