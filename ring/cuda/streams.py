@@ -18,6 +18,8 @@ the bookkeeping only.
 
 from __future__ import annotations
 
+from numba import config
+
 from kernels.driver import cu_stream, driver, event, ok, simulated
 
 LEGACY, PER_THREAD = 0, 2  # CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
@@ -44,21 +46,33 @@ def handle(stream) -> int:
                     f"handle, got {type(stream).__name__}")
 
 
+_CURRENT: dict = {}  # array class -> how to read its library's current stream
+
+
 def current(x) -> int:
-    """The handle of the current stream of x's array library (see the module's docstring)."""
-    lib = type(x).__module__.split(".", 1)[0]
+    """The handle of the current stream of x's array library (see the module's docstring);
+    the library looked up once per array class, not imported per call."""
+    read = _CURRENT.get(type(x))
+    if read is None:
+        read = _CURRENT[type(x)] = _reader(type(x))
+    return read(x)
+
+
+def _reader(cls):
+    lib = cls.__module__.split(".", 1)[0]
     if lib == "torch":
         import torch
-        return int(torch.cuda.current_stream(x.device).cuda_stream)
+        stream_of = torch.cuda.current_stream
+        return lambda x: int(stream_of(x.device).cuda_stream)
     if lib == "cupy":
         import cupy
-        return int(cupy.cuda.get_current_stream().ptr)
-    return numba_default()
+        get = cupy.cuda.get_current_stream
+        return lambda x: int(get().ptr)
+    return lambda x: numba_default()
 
 
 def numba_default() -> int:
     """Numba's default stream: the per-thread one where Numba is configured for it."""
-    from numba import config
     return PER_THREAD if getattr(config, "CUDA_PER_THREAD_DEFAULT_STREAM", False) else LEGACY
 
 
