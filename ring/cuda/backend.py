@@ -370,8 +370,8 @@ class CudaBackend(DeviceArrays):
             return
         del self.streams.since[h]
         alone = self.kernel.unwaited == 0 and not self.streams.since
-        self.kernel.check(self.waiter, time.monotonic() - since[0] if alone else None,
-                          earlier=self._earlier(since[1]))
+        if not self.kernel.clean(self.waiter, time.monotonic() - since[0] if alone else None):
+            self.kernel.check(self.waiter, earlier=self._earlier(since[1]))
 
     def _earlier(self, first: int) -> str:
         """Which calls a failed kernel-path launch left running may have been."""

@@ -307,7 +307,7 @@ class KernelPath:
         the next kernel stop at the first wait it has to make, quickly: a Work not yet
         waited for (`unwaited`) could have left one, so a launch fired while one is out
         is always read."""
-        if elapsed is not None and elapsed < waiter.timeout / 2:
+        if self.clean(waiter, elapsed):
             return
         err = self.err.copy_to_host(self._err_host)
         if err[ERR_CODE] == 0:
@@ -317,6 +317,14 @@ class KernelPath:
         except RingError as e:
             e.found_on_gpu = True  # (Communicator._broken: no REFUSED after it, board.py)
             raise
+
+    @staticmethod
+    def clean(waiter, elapsed: float | None) -> bool:
+        """Whether a launch seen finished `elapsed` seconds after it was fired (None: not
+        known, or an earlier launch's word may be set) cannot have written the error word:
+        check()'s shortcut, which a caller takes before it names the launch (a string
+        formatted only where the word is read)."""
+        return elapsed is not None and elapsed < waiter.timeout / 2
 
     def _raise(self, waiter, err, earlier: str) -> None:
         """check()'s raise of the error word err."""
