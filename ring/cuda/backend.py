@@ -246,13 +246,7 @@ class CudaBackend(DeviceArrays):
                 self.rank.stream)
         regs, more = (), {}
         if which == "twoshot":  # registered arrays: read and written in place
-            size = np.dtype(self.storage(c.dtype)).itemsize
-            # (reduce-scatter reads only x in place, all-gather writes only out)
-            none = (None, -1)
-            regs = (registered.find(self.registry, c.x, size)
-                    if c.collective is not Collective.ALLGATHER else none,
-                    registered.find(self.registry, c.out, size)
-                    if c.collective is not Collective.REDUCE_SCATTER else none)
+            regs = self._registrations(c)
             more = {"collective": c.collective}
         key = (which, c.collective, c.op, c.dtype.name, c.count, self.waiter.timeout,
                kernel_path.memory_of(c.x), kernel_path.memory_of(c.out), self.record,
@@ -269,16 +263,26 @@ class CudaBackend(DeviceArrays):
         self.last_launch = bound
         return True, self.replay(bound, defer)
 
+    @staticmethod
+    def _sides(c) -> tuple[bool, bool]:
+        """Whether the two-shot may take call c's x / out in place: an all-reduce both, a
+        reduce-scatter only x (it reads), an all-gather only out (it writes)."""
+        return c.collective is not Collective.ALLGATHER, \
+            c.collective is not Collective.REDUCE_SCATTER
+
+    def _registrations(self, c) -> tuple:
+        """registered.find's answer for c's x and out, (None, -1) for a side not taken."""
+        size = np.dtype(self.storage(c.dtype)).itemsize
+        return tuple(registered.find(self.registry, a, size) if taken else (None, -1)
+                     for a, taken in zip((c.x, c.out), self._sides(c)))
+
     def in_place(self, c) -> bool:
-        """Whether call c's buffers that the two-shot takes in place are registered on this
-        rank (an all-reduce's x and out, a reduce-scatter's x, an all-gather's out):
-        "auto"'s rules may depend on it (ring/tuning.py)."""
+        """Whether call c's buffers that the two-shot takes in place (_sides) are registered
+        on this rank: "auto"'s rules may depend on it (ring/tuning.py)."""
         if not self.registry or not c.count:
             return False
-        size = np.dtype(self.storage(c.dtype)).itemsize
-        arrays = (c.x,) if c.collective is Collective.REDUCE_SCATTER else (c.out,) \
-            if c.collective is Collective.ALLGATHER else (c.x, c.out)
-        return all(registered.find(self.registry, a, size)[0] is not None for a in arrays)
+        return all(r is not None for (r, _), taken in zip(self._registrations(c),
+                                                         self._sides(c)) if taken)
 
     def no_peer_access(self) -> str | None:
         """Why every rank cannot map every other rank's GPU memory (the one-shot and two-shot
