@@ -199,6 +199,26 @@ SINCE = {
         "copy(out, q * cap + r0, outs[me], q * cap, lo, hi, vgather, words)",
         "the two-shot all-gather copies each block out of its area to the area's offset, "
         "not the block's"),
+    "registry-stale-ident": (
+        "ring/transport/registry.py",
+        "if now is not None and now.ident == r.mine.ident:", "if now is not None:",
+        "a buffer freed and a new one made at its address is still found registered (its "
+        "peers' mappings are of the freed memory)"),
+    "peer-map-stale": (
+        "ring/transport/registry.py", "if had is not None and had[0] == alloc.ident:",
+        "if had is not None:",
+        "a peer's new allocation at a freed one's base is served the old mapping"),
+    "kept-registration-not-asked": (
+        "ring/communicator.py",
+        "if known is not None and known.valid is not None and not known.valid():",
+        "if known is not None and known.valid is not None and False:",
+        "a kept call bound to registered memory fires after that memory was freed and made "
+        "again (the launch reads and writes through the stale mappings)"),
+    "auto-ignores-registration": (
+        "ring/tuning.py",
+        "and r.get(\"registered\", registered) == registered]", "]",
+        "auto takes the rules for registered buffers and for staged ones alike (the first "
+        "rule of either that covers the size)"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -211,6 +231,7 @@ _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
 _ONESHOT = "tests/test_recipe.py tests/test_mpi.py::test_on_ranks[3]"
 _INT8 = "tests/test_buckets.py tests/test_mpi.py::test_on_ranks[3]"
 _LINKS = "tests/test_mpi.py::test_links_across_nodes_over_an_mpi_that_moves_messages_on_the_senders_calls"
+_REGISTERED = "tests/test_registry.py tests/test_mpi.py::test_cuda_registered_buffers[2]"
 # the tests that cover each mutant's code (--own-tests); the others: the whole suite
 OWN_TESTS = {
     **{n: _KERNEL for n in SINCE if n.startswith("kernel-")},
@@ -226,6 +247,9 @@ OWN_TESTS = {
     "board-no-refusal": "tests/test_mpi.py::test_cuda_kernel_path[2]",
     "twoshot-rs-wrong-block": "tests/test_mpi.py::test_cuda_registered_buffers[2]",
     "twoshot-ag-gather-offset": "tests/test_mpi.py::test_cuda_registered_buffers[3]",
+    "registry-stale-ident": _REGISTERED, "peer-map-stale": _REGISTERED,
+    "kept-registration-not-asked": _REGISTERED,
+    "auto-ignores-registration": "tests/test_tuning.py " + _REGISTERED,
 }
 
 
