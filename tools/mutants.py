@@ -199,6 +199,19 @@ SINCE = {
         "copy(out, q * cap + r0, outs[me], q * cap, lo, hi, vgather, words)",
         "the two-shot all-gather copies each block out of its area to the area's offset, "
         "not the block's"),
+    "twoshot-tail-no-divide": (
+        "ring/cuda/twoshot_kernel.py",
+        "                    v = xs[q][offx[q] + r0 + e] if inx else ins[q][e]\n"
+        "                    acc = last(acc, v, div) if q == k - 1 else mid(acc, v, div)",
+        "                    v = xs[q][offx[q] + r0 + e] if inx else ins[q][e]\n"
+        "                    acc = mid(acc, v, div)",
+        "the two-shot all-reduce's elements past its 16-byte vectors are never divided "
+        "(avg) nor finished by the last rank's fold"),
+    "twoshot-one-round-x-only": (
+        "ring/cuda/twoshot_kernel.py",
+        "step = max(n, 1) if inx and ino else cap", "step = max(n, 1) if inx else cap",
+        "the two-shot all-reduce takes the whole array in one round where x alone is "
+        "registered, writing past the output areas that hold a round of cap elements"),
     "registry-stale-ident": (
         "ring/transport/registry.py",
         "if now is not None and now.ident == r.mine.ident:", "if now is not None:",
@@ -247,6 +260,8 @@ OWN_TESTS = {
     "board-no-refusal": "tests/test_mpi.py::test_cuda_kernel_path[2]",
     "twoshot-rs-wrong-block": "tests/test_mpi.py::test_cuda_registered_buffers[2]",
     "twoshot-ag-gather-offset": "tests/test_mpi.py::test_cuda_registered_buffers[3]",
+    "twoshot-tail-no-divide": "tests/test_mpi.py::test_cuda_registered_buffers[2]",
+    "twoshot-one-round-x-only": "tests/test_mpi.py::test_cuda_registered_buffers[2]",
     "registry-stale-ident": _REGISTERED, "peer-map-stale": _REGISTERED,
     "kept-registration-not-asked": _REGISTERED,
     "auto-ignores-registration": "tests/test_tuning.py " + _REGISTERED,
