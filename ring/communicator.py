@@ -23,7 +23,7 @@ from .agreement import agree, agree_shared, mine, raise_refused, record_hash, re
 from .call import Call, check_chunk, prepare
 from .context import Context
 from .errors import CommunicatorError, MismatchError, TimeoutError
-from .host import repeated
+from .host import compiled_round, repeated
 from .options import (DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, EXCHANGE_BYTES, check_algorithm,
                       check_path, check_slots)
 from .schedule import Collective
@@ -149,6 +149,8 @@ class Communicator:
         # algorithms' chunk_bytes).
         mine = (error is not None, self.device, self.chunk_bytes, self._chunk_given, self.nslots,
                 self.path)
+        if error is None:  # Numba's first load here, where no peer waits under a deadline
+            compiled_round.warm_agreement()
         everyone = self._comm.allgather(mine)
         if error is not None or any(e[0] for e in everyone) or len(set(everyone)) > 1:
             self._comm.Free()

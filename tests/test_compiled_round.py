@@ -289,3 +289,21 @@ def test_a_recipe_followed_compiled_is_numpys(k, dtype, collective, per_rank, se
         follow(segments, lambda q: xs[q], op, want)
     if fold_here or not collective.reduces:
         assert same_bits(out, want)
+
+
+def test_a_communicator_loads_the_agreements_round_before_its_first_call():
+    """Numba's first load in a process (its CPU target set up: 0.25 s idle, over a second on
+    shared cores) happens in the constructor, where no peer waits under a deadline, not in
+    the first call, where a short timeout could expire on a peer that is only loading."""
+    import subprocess
+    import sys
+    code = ("import ring\n"
+            "from ring.host import compiled_round as cr\n"
+            "before = len(cr.call.overloads)\n"
+            "c = ring.Communicator(device='host', timeout=60)\n"
+            "print(before, len(cr.call.overloads))\n"
+            "c.close()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "1"], out.stdout + out.stderr

@@ -246,6 +246,21 @@ def settle(plan, out, seq, spins, yields):
     return finish(plan, out, seq)
 
 
+def warm_agreement() -> None:
+    """Load (from Numba's cache, else compile) the round that agrees on a call's record
+    alone, on a private buffer laid out as one rank's segment. A process's first load of
+    any compiled function also sets up Numba's CPU target: 0.25 s of the first call on an
+    idle 2-core machine, over a second where nine ranks share its cores, during which a
+    rank's peers wait for it under the call's deadline. The Communicator's constructor
+    calls this where no deadline runs, so that a short timeout does not expire on a peer
+    that is only loading code."""
+    seg = np.zeros(HEADER + 2 * (RECORD * 8 + 64), np.uint8)
+    p, _ = plan(0, RECORD * 8 + 64, Op.SUM, False, np.array([seg.ctypes.data]),
+                np.zeros(4), posts=False)
+    none = np.empty(0, np.int64)
+    call(p, none, none, 1, 1, 0, 0, ANY)
+
+
 def warm() -> None:
     """Compile (or load from Numba's cache) the rounds of every dtype the fast path takes,
     on a private buffer laid out as one rank's segment."""
