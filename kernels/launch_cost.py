@@ -2,9 +2,10 @@
 
     python -m kernels.launch_cost
 
-Launches a tiny reduce kernel (8 elements) N times back to back without synchronising,
-so the host time per launch is the launch overhead (the GPU finishes each in ~2 us and
-keeps up). Methods:
+Launches a tiny reduce kernel (8 elements) in bursts of 200 without synchronising, each
+burst waited for outside the timing, so the host time per launch is the launch overhead
+(before 2026-11-28: 2000 back to back, which a launch cheaper than the kernel's ~2 us on
+the GPU would have filled the queue with). Methods:
   numba-dispatch     kernel[grid, block, stream](numba device arrays)
   numba-cupy-args    the same with CuPy arrays (__cuda_array_interface__ read every call)
   bound-driver       BoundLaunch (the default): the values packed once into a table,
@@ -13,6 +14,9 @@ keeps up). Methods:
                      cuda.core's launch on every call
   ... (84 values)    both again for a kernel of 12 arrays (the kernel path's kernels take
                      60-90 values), its result checked once
+  graph-of-one       the bound launch captured once as a graph of one kernel node, then one
+                     cuGraphLaunch (cuda.bindings) per call, at 22 and 84 values: what a kept
+                     call's launch would cost as a graph (issue 52), its result checked once
   graph-replay       N launches captured once in a CUDA graph; one graph launch, cost / N
   cupy-elementwise   cupy.add(a, b, out=o), for comparison
 """
@@ -25,7 +29,11 @@ import time
 import numpy as np
 
 
-def per_launch_us(fn, n=2000, reps=5, sync=None):
+def per_launch_us(fn, n=200, reps=15, sync=None):
+    """Median over reps of the host's time per call of fn in a burst of n calls, each
+    burst waited for outside the timing: past about a thousand launches queued, the
+    driver's launch waits for the GPU, and the figure would be the kernel's time, not the
+    host's (benchmarks/profile_call.py times its enqueue so too)."""
     fn()
     if sync:
         sync()
@@ -39,6 +47,33 @@ def per_launch_us(fn, n=2000, reps=5, sync=None):
             sync()
         best.append(dt / n * 1e6)
     return statistics.median(best)
+
+
+def graph_of_one(bound, stream) -> object:
+    """A function that launches `bound` (a BoundLaunch) as a CUDA graph of its one kernel
+    node on `stream`: captured once on a stream of its own (its values copied into the
+    node then), instantiated, and each call one cuGraphLaunch."""
+    from .driver import cu_stream, driver, handle_of, ok
+    drv = driver()
+    s = ok(drv.cuStreamCreate(1))  # CU_STREAM_NON_BLOCKING (the legacy stream cannot capture)
+    try:
+        ok(drv.cuStreamBeginCapture(s, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+        try:
+            bound(int(s))
+        finally:
+            graph = ok(drv.cuStreamEndCapture(s))
+        exe = ok(drv.cuGraphInstantiate(graph, 0))
+    finally:
+        ok(drv.cuStreamDestroy(s))
+    target, success = cu_stream(handle_of(stream)), drv.CUresult.CUDA_SUCCESS
+    launch_graph = drv.cuGraphLaunch
+
+    def launch():
+        err = launch_graph(exe, target)[0]
+        if err != success:
+            ok((err,))
+    launch.keep = (graph, exe, bound)  # (alive as long as the function)
+    return launch
 
 
 def _wide_kernel():
@@ -98,6 +133,21 @@ def main():
         right = (o.copy_to_host() == 55).all()  # 0 + 1 + ... + 10
         record(f"bound-{'cuda.core' if via == 'core' else via} (84 values)"
                f"{'' if right else ' WRONG RESULT'}", wide)
+
+    # the bound launch as a graph of one kernel node, one cuGraphLaunch a call
+    for values, args, kernel, want in ((22, (o, a, b, 1.0), k, 2),
+                                       (84, (o, *arrays), wide_kernel, 55)):
+        name = f"graph-of-one ({values} values)"
+        try:
+            one = graph_of_one(BoundLaunch(kernel, args, 1, 32, stream, via="driver"), stream)
+            o[:] = 0
+            one()
+            sync()
+            right = (o.copy_to_host() == want).all()
+        except Exception as e:  # report, keep measuring the others
+            rows.append((name, f"failed: {type(e).__name__}: {str(e)[:120]}"))
+            continue
+        record(name + ("" if right else " WRONG RESULT"), one)
 
     # CUDA graph of G bound launches, replayed.
     try:

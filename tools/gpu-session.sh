@@ -53,6 +53,9 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   faults)     step 200 faults python3 -m pytest tests/test_faults.py -q -p no:cacheprovider --durations=0 -k "${FAULTS_K:-cuda}" ;;
   where)      TAIL=8 step 200 where python3 benchmarks/where_time_goes.py --json $OUT/where-time-goes-$GPU.json ;;
   profile)    # issue 52's host cost of a kept call: enqueue (stream-ordered) and blocking, under MPS
+              # what one launch costs the host, by way (cuLaunchKernel, cuda.core, a graph of one
+              # kernel node: cuGraphLaunch), before MPS: the kept call's launch among them
+              TAIL=16 step 60 profile-launch python3 -m kernels.launch_cost
               nvidia-cuda-mps-control -d > /tmp/mps-profile.txt 2>&1; echo "== mps start rc=$?"
               TAIL=40 step 90 profile-group python3 benchmarks/profile_call.py --group 4
               TAIL=40 step 90 profile-comm mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel --calls 2000
