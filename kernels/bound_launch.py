@@ -9,8 +9,12 @@ of pointers to them built, as the driver's cuLaunchKernel reads its kernelParams
 is then that one driver call (cuda.bindings), whatever the kernel's parameter count: the
 kernel path's kernels take 60-90 values, which cuda.core's launch converts anew on every
 call. RING_LAUNCH=core launches through cuda.core instead (the arguments packed once,
-converted per call). kernels/README.md has the measured costs. Under the simulator it
-falls back to the ordinary launch.
+converted per call); RING_LAUNCH=graph captures that one driver launch once as a CUDA graph
+of one kernel node and fires it with cuGraphLaunch (a whole graph launched for less host
+time than one cuLaunchKernel on an H100: kernels/README.md; to be measured as a kept call's
+launch before it is anything's default, and not for launches made inside a stream capture,
+such as ring.Group.capture's, where a graph launch may not be captured). kernels/README.md
+has the measured costs. Under the simulator it falls back to the ordinary launch.
 """
 
 from __future__ import annotations
@@ -76,12 +80,38 @@ def param_table(packed) -> tuple[object, list]:
     return table, values
 
 
+VIAS = ("driver", "core", "graph")
+
+
 def launcher(via: str | None = None) -> str:
     """Which launch a BoundLaunch makes: via, else RING_LAUNCH, else "driver"."""
     via = via or os.environ.get("RING_LAUNCH") or "driver"
-    if via not in ("driver", "core"):
-        raise ValueError(f"RING_LAUNCH / via: 'driver' or 'core', got {via!r}")
+    if via not in VIAS:
+        raise ValueError(f"RING_LAUNCH / via: 'driver', 'core' or 'graph', got {via!r}")
     return via
+
+
+def graph_of(drv, launch):
+    """The executable graph of the one kernel launch that launch(stream handle) makes,
+    captured on a stream of its own (the legacy stream cannot capture; the launch's values
+    are copied into the kernel node then; the graph itself is let go once instantiated):
+    cuGraphLaunch(executable, stream) fires it on any stream, each launch ordered after
+    that executable's earlier ones."""
+    s = ok(drv.cuStreamCreate(1))  # CU_STREAM_NON_BLOCKING
+    try:
+        ok(drv.cuStreamBeginCapture(s, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+        try:
+            launch(int(s))
+        except BaseException:
+            drv.cuStreamEndCapture(s)  # (the capture ended, whatever it holds dropped)
+            raise
+        graph = ok(drv.cuStreamEndCapture(s))
+        try:
+            return ok(drv.cuGraphInstantiate(graph, 0))
+        finally:
+            ok(drv.cuGraphDestroy(graph))
+    finally:
+        ok(drv.cuStreamDestroy(s))
 
 
 class BoundLaunch:
@@ -91,7 +121,8 @@ class BoundLaunch:
         packed (None: the arguments). A launch kept for later calls on the same memory
         (ring/cuda/kernel_path.py) keeps its own buffers, not the caller's arrays, whose
         addresses it was bound for and is looked up by. via: "driver" (cuLaunchKernel on
-        the table of values) or "core" (cuda.core's launch); None: launcher()'s."""
+        the table of values), "core" (cuda.core's launch) or "graph" (that driver launch
+        as a graph of one node, cuGraphLaunch); None: launcher()'s."""
         self.dispatcher, self.args = dispatcher, tuple(args)
         self.griddim, self.blockdim, self.stream = griddim, blockdim, stream
         self._fast = self._raw = None  # cuda.core's launch / the driver's (on a GPU)
@@ -113,16 +144,20 @@ class BoundLaunch:
         grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
         cufunc = kernel._codelibrary.get_cufunc()
         self._own = handle_of(stream)
-        if self.via == "driver":
+        if self.via in ("driver", "graph"):
             drv = driver()
             table, self._values = param_table(packed)
             # the kernel (a CUkernel of the library Numba loaded) as cuLaunchKernel takes
             # it: as a CUfunction of the same handle
             f = cufunc.handle
             f = f if isinstance(f, drv.CUfunction) else drv.CUfunction(int(f))
+            # (function, the arguments before the stream, after it, success)
             self._raw = (drv.cuLaunchKernel, (f, *grid, *block, 0),
-                         ctypes.addressof(table), drv.CUresult.CUDA_SUCCESS)
+                         (ctypes.addressof(table), 0), drv.CUresult.CUDA_SUCCESS)
             self._table = table
+            if self.via == "graph":  # (the executable kept for the process's life)
+                self._exec = graph_of(drv, self._driver_launch)
+                self._raw = (drv.cuGraphLaunch, (self._exec,), (), drv.CUresult.CUDA_SUCCESS)
         else:
             config = LaunchConfig(grid=grid, block=block, shmem_size=0)
             self._fast = (launch, config, cufunc.kernel, tuple(packed))
@@ -134,8 +169,8 @@ class BoundLaunch:
         the arguments do not depend on the stream they were packed for)."""
         raw = self._raw
         if raw is not None:
-            fn, head, table, success = raw
-            err = fn(*head, cu_stream(self._own if stream is None else stream), table, 0)[0]
+            fn, head, tail, success = raw
+            err = fn(*head, cu_stream(self._own if stream is None else stream), *tail)[0]
             if err != success:
                 ok((err,))
             return
@@ -145,3 +180,10 @@ class BoundLaunch:
         launch, config, cukernel, packed = self._fast
         launch(core_stream_of(self._own if stream is None else stream), config, cukernel,
                *packed)
+
+    def _driver_launch(self, handle: int) -> None:
+        """The table's cuLaunchKernel on the stream of `handle` (what a graph captures)."""
+        fn, head, tail, success = self._raw
+        err = fn(*head, cu_stream(handle), *tail)[0]
+        if err != success:
+            ok((err,))

@@ -14,9 +14,9 @@ the GPU would have filled the queue with). Methods:
                      cuda.core's launch on every call
   ... (84 values)    both again for a kernel of 12 arrays (the kernel path's kernels take
                      60-90 values), its result checked once
-  graph-of-one       the bound launch captured once as a graph of one kernel node, then one
-                     cuGraphLaunch (cuda.bindings) per call, at 22 and 84 values: what a kept
-                     call's launch would cost as a graph (issue 52), its result checked once
+  bound-graph        BoundLaunch(via="graph"): the driver's launch captured once as a graph
+                     of one kernel node, one cuGraphLaunch (cuda.bindings) per call, at 22
+                     and 84 values (issue 52: a kept call's launch), its result checked once
   graph-replay       N launches captured once in a CUDA graph; one graph launch, cost / N
   cupy-elementwise   cupy.add(a, b, out=o), for comparison
 """
@@ -47,33 +47,6 @@ def per_launch_us(fn, n=200, reps=15, sync=None):
             sync()
         best.append(dt / n * 1e6)
     return statistics.median(best)
-
-
-def graph_of_one(bound, stream) -> object:
-    """A function that launches `bound` (a BoundLaunch) as a CUDA graph of its one kernel
-    node on `stream`: captured once on a stream of its own (its values copied into the
-    node then), instantiated, and each call one cuGraphLaunch."""
-    from .driver import cu_stream, driver, handle_of, ok
-    drv = driver()
-    s = ok(drv.cuStreamCreate(1))  # CU_STREAM_NON_BLOCKING (the legacy stream cannot capture)
-    try:
-        ok(drv.cuStreamBeginCapture(s, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
-        try:
-            bound(int(s))
-        finally:
-            graph = ok(drv.cuStreamEndCapture(s))
-        exe = ok(drv.cuGraphInstantiate(graph, 0))
-    finally:
-        ok(drv.cuStreamDestroy(s))
-    target, success = cu_stream(handle_of(stream)), drv.CUresult.CUDA_SUCCESS
-    launch_graph = drv.cuGraphLaunch
-
-    def launch():
-        err = launch_graph(exe, target)[0]
-        if err != success:
-            ok((err,))
-    launch.keep = (graph, exe, bound)  # (alive as long as the function)
-    return launch
 
 
 def _wide_kernel():
@@ -137,9 +110,9 @@ def main():
     # the bound launch as a graph of one kernel node, one cuGraphLaunch a call
     for values, args, kernel, want in ((22, (o, a, b, 1.0), k, 2),
                                        (84, (o, *arrays), wide_kernel, 55)):
-        name = f"graph-of-one ({values} values)"
+        name = f"bound-graph ({values} values)"
         try:
-            one = graph_of_one(BoundLaunch(kernel, args, 1, 32, stream, via="driver"), stream)
+            one = BoundLaunch(kernel, args, 1, 32, stream, via="graph")
             o[:] = 0
             one()
             sync()

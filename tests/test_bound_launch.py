@@ -1,6 +1,7 @@
 """The table of kernel values a BoundLaunch hands the driver (kernels/bound_launch.py): each
 of Numba's packed values in memory of its own, with the bytes cuda.core's launch would
-have written for it, and the choice of launch. The launch itself needs a GPU
+have written for it, the choice of launch, and the capture of a graph of one launch (its
+driver calls, on a stand-in). The launch itself needs a GPU
 (kernels/launch_cost.py checks its result there; every kernel-path test runs through it)."""
 
 import ctypes
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from kernels.bound_launch import c_value, launcher, param_table
+from kernels.bound_launch import c_value, graph_of, launcher, param_table
 from kernels.driver import handle_of
 
 from .gpu import needs_gpu
@@ -65,9 +66,58 @@ def test_the_launch_is_the_drivers_unless_told(monkeypatch):
     assert launcher() == "driver"
     monkeypatch.setenv("RING_LAUNCH", "core")
     assert launcher() == "core" and launcher("driver") == "driver"
+    monkeypatch.setenv("RING_LAUNCH", "graph")
+    assert launcher() == "graph"
     monkeypatch.setenv("RING_LAUNCH", "fast")
-    with pytest.raises(ValueError, match="'driver' or 'core'"):
+    with pytest.raises(ValueError, match="'driver', 'core' or 'graph'"):
         launcher()
+
+
+class FakeDriver:
+    """The driver calls graph_of makes, recorded; each returns (CUDA_SUCCESS, value)."""
+
+    class CUstreamCaptureMode:
+        CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = "thread-local"
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        def call(*args):
+            self.calls.append((name, *args))
+            return (0, {"cuStreamCreate": 77, "cuStreamEndCapture": "graph",
+                        "cuGraphInstantiate": "exec"}.get(name))
+        return call
+
+
+def test_a_graph_is_captured_on_a_stream_of_its_own_and_only_its_executable_kept(monkeypatch):
+    import kernels.driver as drv_module
+    fake = FakeDriver()
+    monkeypatch.setattr(drv_module, "_DRV", fake)  # (ok() reads the result codes there)
+    launched = []
+    assert graph_of(fake, launched.append) == "exec"
+    assert launched == [77]  # the launch on the capturing stream's handle
+    assert [c[0] for c in fake.calls] == ["cuStreamCreate", "cuStreamBeginCapture",
+                                          "cuStreamEndCapture", "cuGraphInstantiate",
+                                          "cuGraphDestroy", "cuStreamDestroy"]
+    assert fake.calls[1] == ("cuStreamBeginCapture", 77, "thread-local")
+    assert fake.calls[4] == ("cuGraphDestroy", "graph")
+
+
+def test_a_launch_that_fails_in_the_capture_ends_it_and_raises(monkeypatch):
+    import kernels.driver as drv_module
+    fake = FakeDriver()
+    monkeypatch.setattr(drv_module, "_DRV", fake)
+
+    def fails(handle):
+        raise RuntimeError("CUDA driver call failed: CUDA_ERROR_INVALID_VALUE")
+    with pytest.raises(RuntimeError, match="INVALID_VALUE"):
+        graph_of(fake, fails)
+    assert [c[0] for c in fake.calls] == ["cuStreamCreate", "cuStreamBeginCapture",
+                                          "cuStreamEndCapture", "cuStreamDestroy"]
 
 
 class Protocol:
@@ -86,9 +136,9 @@ def test_a_streams_handle(stream, handle):
 
 
 @needs_gpu
-@pytest.mark.parametrize("via", ["driver", "core"])
+@pytest.mark.parametrize("via", ["driver", "core", "graph"])
 def test_a_bound_launch_on_a_gpu_passes_every_kind_of_value(via):
-    """Both launches of a kernel taking arrays and a scalar of every kind Numba packs
+    """Each launch of a kernel taking arrays and a scalar of every kind Numba packs
     differently (ctypes of each width, a Python bool), on its own stream and then on
     another stream's handle."""
     from numba import cuda

@@ -62,6 +62,9 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # before the driver's launch on a table of values (2026-11-28): cuda.core's, per value
               RING_LAUNCH=core TAIL=40 step 90 profile-core mpiexec -n 2 python3 benchmarks/profile_call.py \
                   --path kernel --calls 2000
+              # the driver's launch as a graph of one kernel node, one cuGraphLaunch (2026-11-28)
+              RING_LAUNCH=graph TAIL=40 step 90 profile-graph mpiexec -n 2 python3 benchmarks/profile_call.py \
+                  --path kernel --calls 2000
               TAIL=40 step 90 profile-oneshot mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel \
                   --algorithm oneshot --calls 2000
               TAIL=40 step 90 profile-blocking mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel \
