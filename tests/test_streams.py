@@ -75,3 +75,16 @@ def test_cupy_and_torch_arrays_are_ordered_on_their_librarys_current_stream(monk
     Tensor = type("Tensor", (), {"__module__": "torch", "device": "cuda:1"})
     assert streams.current(CupyArray()) == 0x3456
     assert streams.current(Tensor()) == 0x2345 and seen == ["cuda:1"]
+
+
+def test_a_cuda_build_of_torch_is_asked_for_the_raw_handle(monkeypatch):
+    """Where torch has _cuda_getCurrentRawStream (its CUDA builds), the handle comes from it
+    for the tensor's device, with no Stream object made per call."""
+    torch = types.ModuleType("torch")
+    asked = []
+    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda i: asked.append(i) or 0x5678)
+    torch.cuda = types.SimpleNamespace(current_stream=lambda d: pytest.fail("a Stream made"))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    Tensor = type("Tensor", (), {"__module__": "torch", "get_device": lambda self: 3})
+    assert streams.current(Tensor()) == 0x5678 and asked == [3]
+
