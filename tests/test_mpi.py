@@ -94,7 +94,8 @@ def test_cuda_registered_buffers(nprocs):
     registered buffers in place, at offsets that differ between the ranks (every op x dtype
     at 2 processes under the simulator, else a cross-section (on a GPU: what it adds is the
     driver's IPC, each kernel a compile); at 1, register says False); a freed buffer
-    and a new one at its address are never read through a stale mapping; ranks whose calls
+    and a new one at its address are never read through a stale mapping (also in drawn
+    programs of registrations, frees and calls); ranks whose calls
     differ get MismatchError from the kernel's records with the host's agreement off
     (tests/mpi/check_registered.py)."""
     select = "one_process" if nprocs == 1 else \
