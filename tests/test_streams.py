@@ -87,4 +87,8 @@ def test_a_cuda_build_of_torch_is_asked_for_the_raw_handle(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", torch)
     Tensor = type("Tensor", (), {"__module__": "torch", "get_device": lambda self: 3})
     assert streams.current(Tensor()) == 0x5678 and asked == [3]
+    OnTheHost = type("Tensor", (), {"__module__": "torch", "get_device": lambda self: -1})
+    with pytest.raises(ValueError, match="a CPU tensor has no current CUDA stream"):
+        streams.current(OnTheHost())
+    assert asked == [3]
 

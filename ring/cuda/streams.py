@@ -66,7 +66,12 @@ def _reader(cls):
         # object current_stream() makes on every call (1-2 us; Inductor's get_raw_stream)
         raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
         if raw is not None:
-            return lambda x: raw(x.get_device())
+            def read(x):
+                device = x.get_device()
+                if device < 0:  # (asked of device -1, torch would answer the current one's)
+                    raise ValueError("stream: a CPU tensor has no current CUDA stream")
+                return raw(device)
+            return read
         stream_of = torch.cuda.current_stream
         return lambda x: int(stream_of(x.device).cuda_stream)
     if lib == "cupy":
