@@ -12,15 +12,17 @@
 # then one call per part in quick succession, each carrying only that part (the first also
 # .nccl/<wheel>.sha256; the ~11 MB tree travels beside it, 64 MiB in all), with the command
 #   python3 tools/nccl_wheel.py keep --to /tmp/nccl-parts     (= step ncclpart, without .whl)
-# and last:  STEPS="nccl ncclcmp" bash tools/gpu-session.sh  (joins, installs to /tmp/nccl230;
-# gpu-env.sh then points RING_NCCL_LIB at its libnccl.so.2 for every later step and call)
+# and last:  STEPS="launchgate nccl ncclcmp" bash tools/gpu-session.sh  (joins, installs to
+# /tmp/nccl230; gpu-env.sh then points RING_NCCL_LIB at its libnccl.so.2 for every later step
+# and call; launchgate first in any call that fires kept launches: it falls back to
+# RING_LAUNCH=core for the call where the driver's launch fails)
 # At most 8 files come back from $OUT: run a few steps per call (the MPS daemon's start
 # logs go to /tmp; its exit status is printed). A session has 15 minutes of
 # device time, start and idle included; what each step took on an H100 and an H200:
 # results/gpu-session-timings.md (give a fresh machine's first step its Numba compiles).
 # Steps: kernels group cuda cudanodes faults lifetime where profile groupbench cross sweep sweep4 nodes colls mps
 #        kernelpath autopath inner suite alone kernelprofile kernelshapes kernelbench kernelsweep algos training pick kernelcache handoff all
-#        ncclpart nccl ncclcmp launches commshapes halves
+#        ncclpart nccl ncclcmp launches commshapes halves launchgate
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
 # GPU or the carried wheels (tests/test_gpu_session.py checks every command that way)
 if [ -n "$DRY" ]; then
@@ -41,7 +43,8 @@ step() { local limit=$1 name=$2 t0=$SECONDS rc line; shift 2
          echo "== $name rc=$rc"; tail -${TAIL:-12} $OUT/$name.txt
          line=$(grep -E '^(=+ )?[0-9]+ (passed|failed|error|skipped|deselected)' $OUT/$name.txt | tail -1)
          [ -n "$line" ] || line=$(grep -E -m1 '(passed|failed|Avg bus|error)' $OUT/$name.txt)
-         SUMMARY+="$(printf '%-24s rc=%-4s %5ss  %s' "$name" "$rc" "$((SECONDS - t0))" "$(echo "$line" | cut -c1-70)")"$'\n'; }
+         SUMMARY+="$(printf '%-24s rc=%-4s %5ss  %s' "$name" "$rc" "$((SECONDS - t0))" "$(echo "$line" | cut -c1-70)")"$'\n'
+         STEP_RC=$rc; }
 for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   kernels)    TAIL=22 step 120 explore python3 -m kernels.explore
               TAIL=10 step 60 launch_cost python3 -m kernels.launch_cost
@@ -227,6 +230,20 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
                   --json $OUT/shapes/${np}ranks-twoshot16-$GPU.json; done
               echo quit | nvidia-cuda-mps-control
               tar -C $OUT -czf $OUT/shapes.tgz shapes && rm -r $OUT/shapes ;;
+  launchgate) # first in a call, before anything fires a kept launch: the driver's launch on a
+              # table of values (2026-11-28, not yet run on a GPU) on one kernel of every kind of
+              # value; where it fails and cuda.core's passes, the call's later steps run with
+              # RING_LAUNCH=core (so one packing fault does not sink the whole call)
+              TAIL=8 step 120 launchgate python3 -m pytest tests/test_bound_launch.py -q -p no:cacheprovider \
+                  -k "on_a_gpu and driver"
+              if [ -n "$DRY" ] || [ "$STEP_RC" != 0 ]; then
+                  TAIL=8 step 120 launchgate-core python3 -m pytest tests/test_bound_launch.py -q \
+                      -p no:cacheprovider -k "on_a_gpu and core"
+                  if [ -z "$DRY" ] && [ "$STEP_RC" = 0 ]; then
+                      export RING_LAUNCH=core
+                      echo "== launchgate: the driver's launch failed, cuda.core's passed: RING_LAUNCH=core from here"
+                  fi
+              fi ;;
   launches)   # the calls that are one launch on the caller's stream, first time on a GPU (2026-11-27,
               # simulator-tested), fired by cuLaunchKernel on a table of values (2026-11-28): stream order, blocking, errors at the next call / synchronize, the
               # call board (every kernel checks every rank's call on the GPU, 2026-11-28),
