@@ -77,8 +77,10 @@ def main():
     if rank == 0:
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(a.top)
+        from kernels.bound_launch import launcher
         print(f"# {what}: {4 * a.count}-byte all-reduce ({a.algorithm}), {enqueue:.1f} us to "
-              f"enqueue a call (median of {len(bursts)} bursts of <= {a.burst}), {wall:.1f} us per call with the wait after them (no profiler)")
+              f"enqueue a call (median of {len(bursts)} bursts of <= {a.burst}), {wall:.1f} us per call with the wait after them (no profiler); "
+              f"kept launches via {launcher()} (RING_LAUNCH)")
         print("\n".join(s.getvalue().splitlines()[:a.top + 12]))
 
 
