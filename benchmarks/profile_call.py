@@ -11,6 +11,9 @@ of at most --burst calls, each waited for after it: past about a thousand launch
 run, a launch waits for the GPU's queue, and the time would be the kernel's) and the wall
 time per call (all the calls and the one wait after them, as nccl-tests times NCCL).
 --blocking: Communicator(blocking=True), every call waiting for its result.
+--no-launch: after the warm-up, bound launches do nothing (their results are then wrong):
+the host's own work per call without the launch, beside a run with it (the launch's share);
+without a GPU, the Python of a kept call under the simulator.
 """
 
 import argparse
@@ -37,6 +40,8 @@ def main():
     ap.add_argument("--path", default="stream", help="data path: stream, copy or kernel")
     ap.add_argument("--blocking", action="store_true", help="Communicator(blocking=True)")
     ap.add_argument("--burst", type=int, default=200, help="calls a burst, for the enqueue time")
+    ap.add_argument("--no-launch", action="store_true",
+                    help="after the warm-up, bound launches do nothing: the host's work alone")
     a = ap.parse_args()
     if a.group:
         g = ring.Group(a.group, path=a.path)
@@ -54,6 +59,10 @@ def main():
     for _ in range(20):
         call()
     sync()
+    if a.no_launch:
+        from kernels.bound_launch import BoundLaunch
+        BoundLaunch.__call__ = lambda self, stream=None: None
+        what += ", launches not fired"
     bursts = []
     for start in range(0, a.calls, a.burst):
         n = min(a.burst, a.calls - start)

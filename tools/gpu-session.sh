@@ -68,6 +68,9 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
               # the driver's launch as a graph of one kernel node, one cuGraphLaunch (2026-11-28)
               RING_LAUNCH=graph TAIL=40 step 90 profile-graph mpiexec -n 2 python3 benchmarks/profile_call.py \
                   --path kernel --calls 2000
+              # the host's own work without the launch: the launch's share is the difference
+              TAIL=40 step 90 profile-nolaunch mpiexec -n 2 python3 benchmarks/profile_call.py \
+                  --path kernel --calls 2000 --no-launch
               TAIL=40 step 90 profile-oneshot mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel \
                   --algorithm oneshot --calls 2000
               TAIL=40 step 90 profile-blocking mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel \
