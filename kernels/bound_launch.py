@@ -155,7 +155,7 @@ class BoundLaunch:
             self._raw = (drv.cuLaunchKernel, (f, *grid, *block, 0),
                          (ctypes.addressof(table), 0), drv.CUresult.CUDA_SUCCESS)
             self._table = table
-            if self.via == "graph":  # (the executable kept for the process's life)
+            if self.via == "graph":  # (destroyed with the BoundLaunch: __del__)
                 self._exec = graph_of(drv, self._driver_launch)
                 self._raw = (drv.cuGraphLaunch, (self._exec,), (), drv.CUresult.CUDA_SUCCESS)
         else:
@@ -180,6 +180,17 @@ class BoundLaunch:
         launch, config, cukernel, packed = self._fast
         launch(core_stream_of(self._own if stream is None else stream), config, cukernel,
                *packed)
+
+    def __del__(self) -> None:
+        """A graph's executable is destroyed with the launch: the driver frees one still
+        running when it ends (cuGraphExecDestroy). Nothing to do at the interpreter's exit,
+        when the driver may be gone already."""
+        exe, self._exec = getattr(self, "_exec", None), None
+        if exe is not None:
+            try:
+                driver().cuGraphExecDestroy(exe)
+            except Exception:  # noqa: BLE001 - (the driver shut down first)
+                pass
 
     def _driver_launch(self, handle: int) -> None:
         """The table's cuLaunchKernel on the stream of `handle` (what a graph captures)."""

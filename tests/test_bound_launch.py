@@ -107,6 +107,20 @@ def test_a_graph_is_captured_on_a_stream_of_its_own_and_only_its_executable_kept
     assert fake.calls[4] == ("cuGraphDestroy", "graph")
 
 
+def test_a_graphs_executable_is_destroyed_with_its_launch(monkeypatch):
+    import kernels.driver as drv_module
+    from kernels.bound_launch import BoundLaunch
+    fake = FakeDriver()
+    monkeypatch.setattr(drv_module, "_DRV", fake)
+    bound = BoundLaunch.__new__(BoundLaunch)  # (as __init__ leaves it on a GPU, via="graph")
+    bound._exec = "exec"
+    del bound
+    assert fake.calls == [("cuGraphExecDestroy", "exec")]
+    other = BoundLaunch.__new__(BoundLaunch)  # a launch of another way: no graph to destroy
+    del other
+    assert fake.calls == [("cuGraphExecDestroy", "exec")]
+
+
 def test_a_launch_that_fails_in_the_capture_ends_it_and_raises(monkeypatch):
     import kernels.driver as drv_module
     fake = FakeDriver()
