@@ -27,6 +27,7 @@ import numpy as np
 from numba import cuda
 
 import ring
+from kernels.bound_launch import BoundLaunch, launcher
 
 
 def main():
@@ -60,7 +61,6 @@ def main():
         call()
     sync()
     if a.no_launch:
-        from kernels.bound_launch import BoundLaunch
         BoundLaunch.__call__ = lambda self, stream=None: None
         what += ", launches not fired"
     bursts = []
@@ -86,7 +86,6 @@ def main():
     if rank == 0:
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(a.top)
-        from kernels.bound_launch import launcher
         print(f"# {what}: {4 * a.count}-byte all-reduce ({a.algorithm}), {enqueue:.1f} us to "
               f"enqueue a call (median of {len(bursts)} bursts of <= {a.burst}), {wall:.1f} us per call with the wait after them (no profiler); "
               f"kept launches via {launcher()} (RING_LAUNCH)")

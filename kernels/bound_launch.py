@@ -156,7 +156,7 @@ class BoundLaunch:
                          (ctypes.addressof(table), 0), drv.CUresult.CUDA_SUCCESS)
             self._table = table
             if self.via == "graph":  # (destroyed with the BoundLaunch: __del__)
-                self._exec = graph_of(drv, self._driver_launch)
+                self._exec = graph_of(drv, self)  # (self: the driver's launch yet)
                 self._raw = (drv.cuGraphLaunch, (self._exec,), (), drv.CUresult.CUDA_SUCCESS)
         else:
             config = LaunchConfig(grid=grid, block=block, shmem_size=0)
@@ -191,10 +191,3 @@ class BoundLaunch:
                 driver().cuGraphExecDestroy(exe)
             except Exception:  # noqa: BLE001 - (the driver shut down first)
                 pass
-
-    def _driver_launch(self, handle: int) -> None:
-        """The table's cuLaunchKernel on the stream of `handle` (what a graph captures)."""
-        fn, head, tail, success = self._raw
-        err = fn(*head, cu_stream(handle), *tail)[0]
-        if err != success:
-            ok((err,))

@@ -12,7 +12,7 @@ the GPU would have filled the queue with). Methods:
                      one cuLaunchKernel (cuda.bindings) per call
   bound-cuda.core    BoundLaunch(via="core"): the values packed once, converted by
                      cuda.core's launch on every call
-  ... (84 values)    both again for a kernel of 12 arrays (the kernel path's kernels take
+  ... (84 values)    each way again for a kernel of 12 arrays (the kernel path's kernels take
                      60-90 values), its result checked once
   bound-graph        BoundLaunch(via="graph"): the driver's launch captured once as a graph
                      of one kernel node, one cuGraphLaunch (cuda.bindings) per call, at 22
@@ -67,7 +67,7 @@ def main():
 
     from ringtypes import Op
 
-    from .bound_launch import BoundLaunch
+    from .bound_launch import VIAS, BoundLaunch
     from .reduce import kernel_for
 
     k = kernel_for(Op.SUM, "float32", False)
@@ -89,38 +89,23 @@ def main():
     record("numba-dispatch", lambda: k[1, 32, stream](o, a, b, 1.0))
     cps = cuda.external_stream(cp.cuda.get_current_stream().ptr)
     record("numba-cupy-args", lambda: k[1, 32, cps](co, ca, cb, 1.0))
-    for via in ("driver", "core"):
-        bound = BoundLaunch(k, (o, a, b, 1.0), 1, 32, stream, via=via)
-        o[:] = 0
-        bound()
-        sync()
-        right = (o.copy_to_host() == 2).all()
-        record(f"bound-{'cuda.core' if via == 'core' else via} (22 values)"
-               f"{'' if right else ' WRONG RESULT'}", bound)
     arrays = [cuda.to_device(np.full(8, i, np.float32), stream=stream) for i in range(11)]
-    for via in ("driver", "core"):
-        wide = BoundLaunch(wide_kernel, (o, *arrays), 1, 32, stream, via=via)
-        o[:] = 0
-        wide()
-        sync()
-        right = (o.copy_to_host() == 55).all()  # 0 + 1 + ... + 10
-        record(f"bound-{'cuda.core' if via == 'core' else via} (84 values)"
-               f"{'' if right else ' WRONG RESULT'}", wide)
-
-    # the bound launch as a graph of one kernel node, one cuGraphLaunch a call
+    # the bound launch each way (graph: one kernel node, one cuGraphLaunch a call), at 22
+    # and 84 values, each result checked once (84: 0 + 1 + ... + 10)
     for values, args, kernel, want in ((22, (o, a, b, 1.0), k, 2),
                                        (84, (o, *arrays), wide_kernel, 55)):
-        name = f"bound-graph ({values} values)"
-        try:
-            one = BoundLaunch(kernel, args, 1, 32, stream, via="graph")
-            o[:] = 0
-            one()
-            sync()
-            right = (o.copy_to_host() == want).all()
-        except Exception as e:  # report, keep measuring the others
-            rows.append((name, f"failed: {type(e).__name__}: {str(e)[:120]}"))
-            continue
-        record(name + ("" if right else " WRONG RESULT"), one)
+        for via in VIAS:
+            name = f"bound-{'cuda.core' if via == 'core' else via} ({values} values)"
+            try:
+                bound = BoundLaunch(kernel, args, 1, 32, stream, via=via)
+                o[:] = 0
+                bound()
+                sync()
+                right = (o.copy_to_host() == want).all()
+            except Exception as e:  # report, keep measuring the others
+                rows.append((name, f"failed: {type(e).__name__}: {str(e)[:120]}"))
+                continue
+            record(name + ("" if right else " WRONG RESULT"), bound)
 
     # CUDA graph of G bound launches, replayed.
     try:
