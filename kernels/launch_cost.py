@@ -18,6 +18,10 @@ the GPU would have filled the queue with). Methods:
                      of one kernel node, one cuGraphLaunch (cuda.bindings) per call, at 22
                      and 84 values (issue 52: a kept call's launch), its result checked once
   graph-replay       N launches captured once in a CUDA graph; one graph launch, cost / N
+  event-record       what a kept call does after its launch (ring/cuda/streams.py):
+                     cuEventRecord of the stream's event, as Streams.record_on does it
+  event-query        what a kept call does before it (backend._ended): cuEventQuery of
+                     an event already reached, as kernels.driver.fired asks it
   cupy-elementwise   cupy.add(a, b, out=o), for comparison
 """
 
@@ -127,8 +131,16 @@ def main():
     except Exception as e:
         rows.append(("graph-replay", f"failed: {type(e).__name__}: {str(e)[:120]}"))
 
-    record("cupy-elementwise", lambda: cp.add(ca, cb, out=co),
-           )
+    # the two driver calls a kept call makes beside its launch (issue 52's <= 5 us)
+    from ring.cuda.streams import Streams
+
+    from .driver import event, fired, handle_of
+    h = handle_of(stream)
+    ev = event()
+    record("event-record (Streams.record_on)", lambda: Streams.record_on(ev, h))
+    sync()
+    record("event-query (driver.fired, reached)", lambda: fired(ev))
+    record("cupy-elementwise", lambda: cp.add(ca, cb, out=co))
     print(f"{'method':<40} {'host us per launch':>20}")
     for name, v in rows:
         print(f"{name:<40} {v:>20.2f}" if isinstance(v, float) else f"{name:<40} {v}")
