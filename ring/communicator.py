@@ -413,8 +413,8 @@ class Communicator:
               root=0, compression=None, stream=None):
         if self._kfast is not None and compression is None:
             kept = self._kept
-            known = self._kfast.get(kept.key(collective, x, out, op, root, chunk_bytes,
-                                             algorithm, dtype))
+            known = kept.lookup(self._kfast, collective, x, out, op, root, chunk_bytes,
+                                algorithm, dtype)
             if known is not None and known.valid is not None and not known.valid():
                 self._kfast.clear()  # a registered buffer freed since: bind anew (staged)
                 known = None
@@ -509,7 +509,8 @@ class Communicator:
     def _kernel_call(self, known, x, out, async_op: bool, h: int):
         """A call of a kept kernel-path signature: agree on its record, fire its launch on
         stream h (with async_op: return a Work whose wait() waits for it)."""
-        self._usable()
+        if self._closed or self._error is not None:
+            self._usable()  # (raises)
         ctx = self._ctx
         ctx.calls += 1
         name = CallName(known.name, ctx.calls, self.rank)  # (formatted only if it is said)

@@ -26,7 +26,7 @@ from kernels.arrays import address
 from ..call import NOTHING, OUT, X
 from ..schedule import Collective
 from .arrays import SIMULATED
-from .streams import of
+from .streams import current, handle
 
 LIMIT = 64  # signatures a communicator keeps (the oldest goes first)
 
@@ -99,19 +99,36 @@ def stream_of(stream, x) -> int | None:
     stream argument is bad (then the full path raises on this rank, MismatchError on the
     others)."""
     try:
-        return of(stream, x)
+        return current(x) if stream is None else handle(stream)  # (streams.of)
     except (TypeError, ValueError, AttributeError):
         return None
 
 
-def key(collective: Collective, x, out, op, root, chunk_bytes, algorithm, dtype):
-    """The call's signature, or None if it cannot be one."""
+def _signature(collective: Collective, x, out, op, root, chunk_bytes, algorithm, dtype):
+    """The call's signature, not yet known to hash (None: it cannot be one). The collective
+    goes in as its value: an Enum member's hash is a Python call, an int's is not."""
     if out is None and collective is not Collective.BROADCAST:
         return None
     wx, wo = where(x), where(out)
     if wx is None or wo is None:
         return None
-    return _hashable((collective, op, root, chunk_bytes, algorithm, dtype, wx, wo))
+    return (collective.value, op, root, chunk_bytes, algorithm, dtype, wx, wo)
+
+
+def key(collective: Collective, x, out, op, root, chunk_bytes, algorithm, dtype):
+    """The call's signature, or None if it cannot be one."""
+    return _hashable(_signature(collective, x, out, op, root, chunk_bytes, algorithm, dtype))
+
+
+def lookup(kept: dict, collective: Collective, x, out, op, root, chunk_bytes, algorithm,
+           dtype) -> Known | None:
+    """The Known kept for this call's signature (key's), None where there is none or it
+    cannot be one: the per-call lookup, its signature hashed once (by the dict)."""
+    try:
+        return kept.get(_signature(collective, x, out, op, root, chunk_bytes, algorithm,
+                                   dtype))
+    except TypeError:  # (an argument that does not hash: the full path says what is wrong)
+        return None
 
 
 class Known:
