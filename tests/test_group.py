@@ -213,6 +213,26 @@ def test_the_kernel_path_rebinds_for_other_memory_only():
     g.close()
 
 
+def test_a_kept_calls_lookup_finds_its_signature_and_nothing_else():
+    """ring/cuda/repeated.lookup, a kept call's per-call lookup: the Known kept under
+    key()'s signature; None for other memory, another op, no out (a new array each call),
+    and an argument that does not hash (the full path then says what is wrong with it)."""
+    from ring.cuda import repeated
+    x, out, other = (dev(np.zeros(5, np.float32)) for _ in range(3))
+    args = (Collective.ALLREDUCE, x, out, "sum", 0, None, None, None)
+    kept = {repeated.key(*args): "known"}
+    assert repeated.lookup(kept, *args) == "known"
+    assert repeated.lookup(kept, Collective.ALLREDUCE, x, other, "sum", 0, None, None,
+                           None) is None
+    assert repeated.lookup(kept, Collective.ALLREDUCE, x, out, "max", 0, None, None,
+                           None) is None
+    assert repeated.lookup(kept, Collective.ALLREDUCE, x, None, "sum", 0, None, None,
+                           None) is None
+    assert repeated.key(Collective.ALLREDUCE, x, out, ["sum"], 0, None, None, None) is None
+    assert repeated.lookup(kept, Collective.ALLREDUCE, x, out, ["sum"], 0, None, None,
+                           None) is None
+
+
 @needs_gpu
 def test_the_kernel_path_repeats_kept_calls_on_four_ranks():
     """Kept signatures with several ranks: new contents every call, a rooted collective
