@@ -79,11 +79,17 @@ class Registry:
         return None
 
     def remove(self, ptr: int) -> list[Registration]:
-        """Drop the registrations whose range holds ptr; returns them."""
+        """Drop the registrations whose range holds ptr; returns those whose memory is
+        still the allocation registered (a stale one, freed since and perhaps another
+        allocation at its address now, is dropped as find drops it, not returned: it was
+        not the buffer at ptr that was registered)."""
         gone = [r for r in self.entries.values() if r.lo <= ptr < max(r.hi, r.lo + 1)]
+        if not gone:
+            return []
         for r in gone:
             del self.entries[r.index]
-        return gone
+        now = self._describe(ptr)
+        return [r for r in gone if now is not None and now.ident == r.mine.ident]
 
     def __len__(self) -> int:
         return len(self.entries)
