@@ -14,13 +14,17 @@ time per call (all the calls and the one wait after them, as nccl-tests times NC
 --no-launch: after the warm-up, bound launches do nothing (their results are then wrong):
 the host's own work per call without the launch, beside a run with it (the launch's share);
 without a GPU, the Python of a kept call under the simulator.
+--json PATH: rank 0 writes the figures with the run's meta (GPU, versions, commit,
+command, RING_LAUNCH): tools/acceptance.py reads it for issue 52's enqueue_us_comm_k2.
 """
 
 import argparse
 import cProfile
 import io
+import json
 import pstats
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -43,6 +47,7 @@ def main():
     ap.add_argument("--burst", type=int, default=200, help="calls a burst, for the enqueue time")
     ap.add_argument("--no-launch", action="store_true",
                     help="after the warm-up, bound launches do nothing: the host's work alone")
+    ap.add_argument("--json", help="rank 0 writes the figures and the run's meta here")
     a = ap.parse_args()
     if a.group:
         g = ring.Group(a.group, path=a.path)
@@ -90,6 +95,18 @@ def main():
               f"enqueue a call (median of {len(bursts)} bursts of <= {a.burst}), {wall:.1f} us per call with the wait after them (no profiler); "
               f"kept launches via {launcher()} (RING_LAUNCH)")
         print("\n".join(s.getvalue().splitlines()[:a.top + 12]))
+        if a.json:
+            from harness.meta import describe
+            ranks = a.group or comm.size
+            with open(a.json, "w") as f:
+                json.dump({"meta": describe(["python", *sys.argv], cuda=a.device == "cuda"),
+                           "what": what, "api": "group" if a.group else "communicator",
+                           "device": a.device, "ranks": ranks, "path": a.path,
+                           "algorithm": a.algorithm, "nbytes": 4 * a.count,
+                           "launch": launcher(), "no_launch": a.no_launch,
+                           "blocking": a.blocking, "enqueue_us": round(enqueue, 2),
+                           "wall_us": round(wall, 2), "bursts_us": [round(b, 2) for b in bursts],
+                           "burst": a.burst, "calls": a.calls}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -226,4 +226,42 @@ def test_acceptance_updates_the_summary_keys(tmp_path):
                    capture_output=True, text=True, check=True)
     s = json.loads(summary.read_text())
     assert s["kept"] == 1 and s["allreduce_8B_us_k2"] == {"ring": 49.4, "nccl": 17.0, "mpi": 30.0}
+    assert s["allreduce_8B_us_comm_k2"] == 49.4 and s["nccl_version"] == "2.30.7"
     assert s["allreduce_k2_vs_nccl"]["256MB"] == 0.64 and s["git_commit"].startswith("39d2af7")
+
+
+def test_acceptance_reads_the_kept_calls_enqueue_from_profile_call(tmp_path):
+    """benchmarks/profile_call.py's --json: enqueue_us_comm_k2 (issue 52: <= 5 us) from the
+    run with the default launch and algorithm, the others' under suffixed keys, and a
+    simulator's run never taken as a GPU figure."""
+    import json
+    import subprocess
+    import sys
+
+    def profile(name, enqueue, env=None, **kw):
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps({
+            "meta": {"command": f"python profile_call.py {name}", "environment": env or {},
+                     "git_commit": "abc"},
+            "what": name, "api": "communicator", "device": "cuda", "ranks": 2,
+            "path": "kernel", "algorithm": "auto", "nbytes": 8, "launch": "driver",
+            "no_launch": False, "blocking": False, "enqueue_us": enqueue, **kw}))
+        return str(p)
+    files = [profile("comm", 6.5), profile("graph", 4.5, {"RING_LAUNCH": "graph"}, launch="graph"),
+             profile("nolaunch", 3.1, no_launch=True),
+             profile("oneshot", 6.0, algorithm="oneshot"),
+             profile("sim", 1.0, {"NUMBA_ENABLE_CUDASIM": "1"}, ranks=4)]
+    summary = tmp_path / "s.json"
+    summary.write_text("{}")
+    out = subprocess.run([sys.executable, "tools/acceptance.py", *files, "--update",
+                          str(summary)], capture_output=True, text=True, check=True).stdout
+    assert "enqueue at 2 processes 6.5 us, launch driver (need <= 5) FAILS" in out
+    assert "sim: under Numba's simulator, not a GPU figure: skipped" in out
+    s = json.loads(summary.read_text())
+    assert s["enqueue_us_comm_k2"] == 6.5 and s["enqueue_us_comm_k2_graph"] == 4.5
+    assert s["enqueue_us_comm_k2_nolaunch"] == 3.1 and s["enqueue_us_comm_k2_oneshot"] == 6.0
+    assert not any(k.startswith("enqueue_us_comm_k4") for k in s)
+    files[0] = profile("comm", 4.9)
+    out = subprocess.run([sys.executable, "tools/acceptance.py", files[0]],
+                         capture_output=True, text=True, check=True).stdout
+    assert "(need <= 5) HOLDS" in out

@@ -13,6 +13,12 @@ The points (float32 sum, out of place, the same run's NCCL >= 2.30):
       processes and 0.95x at 4; at 256 MiB and 4 processes at least 0.75 of the 2N minimum
 Ratios are NCCL's time over ring's (the same as bus bandwidth over bus bandwidth, as both
 move the same size). A point whose sizes or implementations the files lack is "not run".
+
+It also takes benchmarks/profile_call.py's JSONs (--json: gpu-session's step profile) for
+issue 52's host cost: a kept 8-byte call's time to enqueue at K processes is
+enqueue_us_comm_kK (at most 5 us at 2), from the run with the default launch and
+algorithm; a run with RING_LAUNCH set, another algorithm, --blocking or --no-launch gives
+the same key with _<launch>, _<algorithm>, _blocking or _nolaunch after it.
 """
 
 from __future__ import annotations
@@ -35,6 +41,32 @@ def load(path: str) -> dict:
         times[(r["impl"], r["nbytes"])] = r
     return {"ranks": data["meta"]["ranks"], "meta": data["meta"], "by": times,
             "wrong": sum(max(r["wrong"], 0) for r in data["results"])}
+
+
+def profile_keys(profiles: list[dict]) -> tuple[list[str], dict]:
+    """Lines and summary keys of profile_call.py's JSONs (see the module's docstring)."""
+    lines, keys = [], {}
+    for p in profiles:
+        if p["device"] != "cuda" or p["nbytes"] != 8:
+            continue
+        if p["meta"].get("environment", {}).get("NUMBA_ENABLE_CUDASIM", "0") != "0":
+            lines.append(f"{p['what']}: under Numba's simulator, not a GPU figure: skipped")
+            continue
+        k = p["ranks"]
+        if p["api"] == "group":
+            keys[f"enqueue_us_group_k{k}"] = p["enqueue_us"]
+            continue
+        suffix = ("_nolaunch" if p["no_launch"] else "_blocking" if p["blocking"] else "") + \
+            ("" if p["algorithm"] == "auto" else f"_{p['algorithm']}") + \
+            (f"_{p['launch']}" if "RING_LAUNCH" in p["meta"].get("environment", {}) else "")
+        keys[f"enqueue_us_comm_k{k}{suffix}"] = p["enqueue_us"]
+        if k == 2 and not suffix:
+            ok = p["enqueue_us"] <= 5
+            lines.append(f"52: a kept 8 B call's enqueue at 2 processes {p['enqueue_us']:.1f} us, "
+                         f"launch {p['launch']} (need <= 5) {'HOLDS' if ok else 'FAILS'}")
+        else:
+            lines.append(f"enqueue_us_comm_k{k}{suffix}: {p['enqueue_us']:.1f} us (reported)")
+    return lines, keys
 
 
 def ratios(run: dict, impl: str, lo: int, hi: int) -> dict[int, float]:
@@ -75,13 +107,21 @@ def check(runs: list[dict]) -> tuple[list[str], dict]:
             lines.append(text)
         by = run["by"]
         small = by.get(("ring", 8))
+        if run["meta"].get("nccl"):
+            keys["nccl_version"] = run["meta"]["nccl"]
         if small is not None:
             keys[f"allreduce_8B_us_k{k}"] = {i: round(by[(i, 8)]["time_us"], 1)
                                              for (i, n) in by if n == 8}
-            if k == 2:
+            blocking = "--blocking" in run["meta"].get("command", "").split()
+            keys[f"allreduce_8B_us_comm_k{k}{'_blocking' if blocking else ''}"] = \
+                round(small["time_us"], 1)
+            if k == 2 and not blocking:
                 ok = small["time_us"] <= 12
                 lines.append(f"52: ring's 8 B at 2 processes {small['time_us']:.1f} us "
                              f"(need <= 12) {'HOLDS' if ok else 'FAILS'}")
+            elif k == 2:
+                lines.append(f"ring's 8 B at 2 processes, blocking calls: "
+                             f"{small['time_us']:.1f} us (reported)")
         keys[f"allreduce_k{k}_vs_nccl"] = {size(n).replace(" ", "").replace("KiB", "KB")
                                            .replace("MiB", "MB"): round(v, 2)
                                            for n, v in sorted(ratios(run, "ring", 8,
@@ -103,17 +143,29 @@ def main(argv=None) -> int:
     ap.add_argument("json", nargs="+")
     ap.add_argument("--update", metavar="SUMMARY", help="write the keys into this file")
     a = ap.parse_args(argv)
-    runs = [load(p) for p in a.json]
+    runs, profiles = [], []
+    for path in a.json:
+        with open(path) as f:
+            is_profile = "enqueue_us" in json.load(f)
+        if is_profile:
+            with open(path) as f:
+                profiles.append(json.load(f))
+        else:
+            runs.append(load(path))
     lines, keys = check(runs)
+    more, found = profile_keys(profiles)
+    lines += more
+    keys.update(found)
     print("\n".join(lines))
     if a.update:
-        meta = runs[0]["meta"]
+        meta = (runs or profiles)[0]["meta"]
         with open(a.update) as f:
             summary = json.load(f)
         summary.update(keys)
         summary.update({"gpu": meta.get("gpu", summary.get("gpu")),
                         "date": meta.get("date"), "git_commit": meta.get("git_commit"),
-                        "command": "; ".join(r["meta"].get("command", "") for r in runs)})
+                        "command": "; ".join(r["meta"].get("command", "")
+                                             for r in runs + profiles)})
         with open(a.update, "w") as f:
             json.dump(summary, f, indent=1)
             f.write("\n")

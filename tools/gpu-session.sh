@@ -57,25 +57,29 @@ for s in ${STEPS:-group cuda groupbench sweep}; do case $s in
   where)      TAIL=8 step 200 where python3 benchmarks/where_time_goes.py --json $OUT/where-time-goes-$GPU.json ;;
   profile)    # issue 52's host cost of a kept call: enqueue (stream-ordered) and blocking, under MPS
               # what one launch costs the host, by way (cuLaunchKernel, cuda.core, a graph of one
-              # kernel node: cuGraphLaunch), before MPS: the kept call's launch among them
-              TAIL=16 step 60 profile-launch python3 -m kernels.launch_cost
+              # kernel node: cuGraphLaunch), and the event record and query beside it, before MPS
+              # (logs and JSONs in one archive, profile.tgz; its acceptance.txt: enqueue_us_comm_k2)
+              mkdir -p $OUT/profile; P="python3 benchmarks/profile_call.py"; J="$OUT/profile"
+              TAIL=18 step 60 profile/launch python3 -m kernels.launch_cost
               nvidia-cuda-mps-control -d > /tmp/mps-profile.txt 2>&1; echo "== mps start rc=$?"
-              TAIL=40 step 90 profile-group python3 benchmarks/profile_call.py --group 4
-              TAIL=40 step 90 profile-comm mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel --calls 2000
+              TAIL=40 step 90 profile/group $P --group 4 --json $J/group-$GPU.json
+              TAIL=40 step 90 profile/comm mpiexec -n 2 $P --path kernel --calls 2000 --json $J/comm-$GPU.json
               # before the driver's launch on a table of values (2026-11-28): cuda.core's, per value
-              RING_LAUNCH=core TAIL=40 step 90 profile-core mpiexec -n 2 python3 benchmarks/profile_call.py \
-                  --path kernel --calls 2000
+              RING_LAUNCH=core TAIL=40 step 90 profile/core mpiexec -n 2 $P --path kernel --calls 2000 \
+                  --json $J/core-$GPU.json
               # the driver's launch as a graph of one kernel node, one cuGraphLaunch (2026-11-28)
-              RING_LAUNCH=graph TAIL=40 step 90 profile-graph mpiexec -n 2 python3 benchmarks/profile_call.py \
-                  --path kernel --calls 2000
+              RING_LAUNCH=graph TAIL=40 step 90 profile/graph mpiexec -n 2 $P --path kernel --calls 2000 \
+                  --json $J/graph-$GPU.json
               # the host's own work without the launch: the launch's share is the difference
-              TAIL=40 step 90 profile-nolaunch mpiexec -n 2 python3 benchmarks/profile_call.py \
-                  --path kernel --calls 2000 --no-launch
-              TAIL=40 step 90 profile-oneshot mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel \
-                  --algorithm oneshot --calls 2000
-              TAIL=40 step 90 profile-blocking mpiexec -n 2 python3 benchmarks/profile_call.py --path kernel \
-                  --blocking --calls 2000
-              echo quit | nvidia-cuda-mps-control ;;
+              TAIL=40 step 90 profile/nolaunch mpiexec -n 2 $P --path kernel --calls 2000 --no-launch \
+                  --json $J/nolaunch-$GPU.json
+              TAIL=40 step 90 profile/oneshot mpiexec -n 2 $P --path kernel --algorithm oneshot --calls 2000 \
+                  --json $J/oneshot-$GPU.json
+              TAIL=40 step 90 profile/blocking mpiexec -n 2 $P --path kernel --blocking --calls 2000 \
+                  --json $J/blocking-$GPU.json
+              echo quit | nvidia-cuda-mps-control
+              TAIL=12 step 30 profile/acceptance python3 tools/acceptance.py $J/*-$GPU.json
+              tar -C $OUT -czf $OUT/profile.tgz profile && rm -r $OUT/profile ;;
   groupbench) TAIL=40 step 420 groupbench python3 benchmarks/group_bench.py --quick ${GROUP_RANKS:+--ranks $GROUP_RANKS} \
                   --json $OUT/group${GROUP_RANKS:+-k${GROUP_RANKS//,/-}}-$GPU.json ;;
   lifetime)   step 150 lifetime-group python3 -m pytest tests/test_group.py -q -p no:cacheprovider -k thousand
