@@ -67,10 +67,12 @@ class Registry:
         return r
 
     def find(self, ptr: int, nbytes: int) -> Registration | None:
-        """The registration whose range holds [ptr, ptr + nbytes), where that memory is
-        still the allocation that was registered; None otherwise (a stale entry is
-        dropped on the way)."""
-        for r in list(self.entries.values()):
+        """The newest registration whose range holds [ptr, ptr + nbytes), where that
+        memory is still the allocation that was registered; None otherwise (a stale entry
+        is dropped on the way). The newest: the ranks name a call's registration by its
+        index, and a rank that deregistered a buffer and registered it again holds only
+        the newest, where the others may hold an older one too."""
+        for r in reversed(list(self.entries.values())):  # (in index order: newest first)
             if r.lo <= ptr and ptr + nbytes <= r.hi:
                 now = self._describe(ptr)
                 if now is not None and now.ident == r.mine.ident:
