@@ -1,11 +1,13 @@
 """Does training converge with Top-K sparsified gradients? The data-parallel example's model
 (examples/mlp.py: an MLP, momentum SGD, its synthetic data) trained for the same steps with
 dense float32 gradient all-reduces and with compression="topk" at each density, with and
-without error feedback, and with error feedback and Deep Gradient Compression's momentum
-correction ("corrected": the ranks keep the velocity, the optimizer steps without momentum;
-ring/training/topk.py); the loss over the whole data set after the
-last step, and its ratio to the dense run's. Also each wire's bytes per step (what one rank
-sends), against dense float32's ring and bf16's.
+without error feedback, and with error feedback and the momentum in the buckets (the
+optimizer then steps without it; ring/training/topk.py): "global" (each rank owes its share
+of m x the last result) and "corrected" (Deep Gradient Compression's momentum correction:
+each rank's own velocity, masked); the loss over the whole data set after the last step,
+and its ratio to the dense run's. Also each wire's bytes per step (what one rank sends),
+against dense float32's ring and bf16's. --bucket-bytes 131072 puts the whole model in one
+bucket (one selection over all of it, where 16 KiB buckets each send their own share).
 
     mpiexec -n K python benchmarks/topk_convergence.py [--steps 200] [--batch 64]
         [--densities 0.1,0.01,0.001] [--json out.json]
@@ -39,27 +41,32 @@ def density_at(step: int, target: float, warmup: int, start: float = 0.25) -> fl
 
 def train(comm, x, y, batch: int, steps: int, bucket_bytes: int, sgd_momentum: float,
           warmup: int = 0, **options):
-    """(parameters after `steps`, bytes one rank sent per step) for one configuration."""
+    """(parameters after `steps`, bytes one rank sent per step, the mean over the steps)
+    for one configuration."""
     k, r = comm.size, comm.rank
     params = mlp.init()
     grads = [np.empty_like(p) for p in params]
     buckets = GradientBuckets(comm, grads, bucket_bytes=bucket_bytes,
                               first_bucket_bytes=bucket_bytes // 4, op="sum", **options)
-    # DGC's momentum correction: the ranks keep the velocity, the optimizer none
+    # momentum in the buckets (global or DGC's correction): the optimizer none
     opt = mlp.Momentum(np, params, mu=0.0 if options.get("momentum") else sgd_momentum)
     share = batch // k
+    densities = []  # each step's (the warm-up's change)
     for s in range(steps):
         if warmup and options.get("compression") == "topk":
-            buckets.set_density(density_at(s, options["density"], warmup))
+            densities.append(density_at(s, options["density"], warmup))
+            buckets.set_density(densities[-1])
         lo = (s * batch) % len(x) + r * share
         mlp.backward(np, params, x[lo:lo + share], y[lo:lo + share], 1.0 / batch, grads,
                      buckets.ready)
         buckets.wait()
         opt.step(params, grads)
     sizes = [len(b) for b in buckets._flats]
-    if options.get("compression") == "topk":
+    if options.get("compression") == "topk":  # the mean over the steps (warm-up sends more)
         from ring.training.topk import k_of
-        sent = sum((k - 1) * 8 * k_of(n, options["density"]) for n in sizes)
+        densities = densities or [options["density"]]
+        sent = sum((k - 1) * 8 * k_of(n, d) for n in sizes for d in densities) \
+            // len(densities)
     else:  # the ring's 2 (K - 1) / K of each bucket, 4 bytes a value (bf16: 2)
         width = 2 if options.get("compression") == "bf16" else 4
         sent = sum(2 * (k - 1) * n * width // k for n in sizes)
@@ -80,7 +87,7 @@ def main() -> None:
     ap.add_argument("--densities", default="0.1,0.01,0.001")
     ap.add_argument("--momentum", type=float, default=0.9, help="SGD's (the examples': 0.9)")
     ap.add_argument("--warmup", type=int, default=0,
-                    help="the corrected runs again with DGC's sparsity warm-up over this many "
+                    help="the momentum runs again with DGC's sparsity warm-up over this many "
                          "steps (from 25%% down to the density)")
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -88,14 +95,16 @@ def main() -> None:
     x, y = mlp.data(16 * a.batch)
     runs = [("float32", {}), ("bf16", {"compression": "bf16"})]
     for d in (float(s) for s in a.densities.split(",")):
-        if a.momentum:  # error feedback with DGC's momentum correction
-            runs.append((f"topk {d:g} corrected", {"compression": "topk", "density": d,
-                                                   "error_feedback": True,
-                                                   "momentum": a.momentum}))
+        for kind, name in (("global", "global"), ("local", "corrected")) if a.momentum else ():
+            # error feedback with the momentum in the buckets
+            runs.append((f"topk {d:g} {name}", {"compression": "topk", "density": d,
+                                                "error_feedback": True, "momentum": a.momentum,
+                                                "momentum_kind": kind}))
             if a.warmup:
-                runs.append((f"topk {d:g} corrected, warm-up {a.warmup}",
+                runs.append((f"topk {d:g} {name}, warm-up {a.warmup}",
                              {"compression": "topk", "density": d, "error_feedback": True,
-                              "momentum": a.momentum, "warmup": a.warmup}))
+                              "momentum": a.momentum, "momentum_kind": kind,
+                              "warmup": a.warmup}))
         for feedback in (True, False):
             runs.append((f"topk {d:g}{' feedback' if feedback else ''}",
                          {"compression": "topk", "density": d, "error_feedback": feedback}))
@@ -115,9 +124,9 @@ def main() -> None:
         return
     print(f"{world.size} ranks, {a.steps} steps of {a.batch} samples, momentum {a.momentum:g}, "
           f"{sum(p.size for p in mlp.init())} parameters; loss over the whole data set")
-    print(f"{'wire':>20} {'final loss':>11} {'vs dense':>9} {'bytes/step':>11} {'vs dense':>9}")
+    print(f"{'wire':>34} {'final loss':>11} {'vs dense':>9} {'bytes/step':>11} {'vs dense':>9}")
     for r in rows:
-        print(f"{r['wire']:>20} {r['final_loss']:11.5f} {r['loss_vs_dense']:9.3f} "
+        print(f"{r['wire']:>34} {r['final_loss']:11.5f} {r['loss_vs_dense']:9.3f} "
               f"{r['bytes_sent_per_rank_per_step']:11d} {r['bytes_vs_dense']:9.4f}")
     if a.json:
         from harness.meta import describe

@@ -1,9 +1,11 @@
 """Top-K sparsified gradients on a GPU: ring/training/topk.py's rules and message, bit for
 bit (the same indices, the same values, the same sums).
 
-    owe(v, flat, velocity, residual, m)  velocity = m velocity + flat (two roundings, as
-                                         NumPy's two in-place ops), residual += it: what
-                                         the rank owes (either may be absent)
+    owe(v, flat, velocity, residual, m, carry)
+                                         velocity = m velocity + flat (two roundings, as
+                                         NumPy's two in-place ops), residual += it, then
+                                         residual += carry: what the rank owes (any of the
+                                         three may be absent)
     sample(v, step, out)                 out[i] = |v[i step]| as float64, NaN as inf: the
                                          strided sample the threshold is guessed from
     above(v, t, cand, count)             the indices of |v| >= t (or NaN) appended to cand
@@ -17,6 +19,7 @@ bit (the same indices, the same values, the same sums).
                                          out = the K contributions summed in rank order
                                          (zeros, then rank 0's values added at its indices,
                                          then rank 1's, ...), divided by K for avg
+    scale(out, v, c)                     out = v c (global momentum's carry)
 
 The only full passes over a bucket are owe and above, both on the GPU; the host sees the
 sample (a few thousand values) and the candidates (about 1.25 k), as ring/training/topk.py
@@ -43,7 +46,7 @@ def _blocks(n: int) -> int:
 
 
 @cuda.jit
-def _owe(flat, velocity, residual, m, has_velocity, has_residual):
+def _owe(flat, velocity, residual, carry, m, has_velocity, has_residual, has_carry):
     i, s = cuda.grid(1), cuda.gridsize(1)
     while i < flat.size:
         v = flat[i]
@@ -51,18 +54,38 @@ def _owe(flat, velocity, residual, m, has_velocity, has_residual):
             v = mul_rn(velocity[i], m) + v  # velocity *= m; velocity += flat
             velocity[i] = v
         if has_residual:
-            residual[i] = residual[i] + v
+            r = residual[i] + v
+            if has_carry:
+                r = r + carry[i]  # (two roundings, as the host's two in-place adds)
+            residual[i] = r
         i += s
 
 
-def owe(flat, velocity, residual, m: float) -> None:
-    """velocity = m velocity + flat; residual += velocity (or flat): in place."""
+def owe(flat, velocity, residual, m: float, carry=None) -> None:
+    """velocity = m velocity + flat; residual += velocity (or flat); residual += carry:
+    in place (a carry only with a residual)."""
     if flat.size == 0 or (velocity is None and residual is None):
         return
     dummy = flat[:0]
     _owe[_blocks(flat.size), THREADS](flat, dummy if velocity is None else velocity,
-                                      dummy if residual is None else residual, float32(m),
-                                      velocity is not None, residual is not None)
+                                      dummy if residual is None else residual,
+                                      dummy if carry is None else carry, float32(m),
+                                      velocity is not None, residual is not None,
+                                      carry is not None)
+
+
+@cuda.jit
+def _scale(out, v, c):
+    i, s = cuda.grid(1), cuda.gridsize(1)
+    while i < out.size:
+        out[i] = mul_rn(v[i], c)
+        i += s
+
+
+def scale(out, v, c: float) -> None:
+    """out = v c, elementwise (float32, one rounding)."""
+    if out.size:
+        _scale[_blocks(out.size), THREADS](out, v, float32(c))
 
 
 @cuda.jit

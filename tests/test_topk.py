@@ -138,30 +138,66 @@ def test_buckets_take_topk_with_a_density():
                 dict(density=0.1), dict(compression="int8", density=0.1)]:
         with pytest.raises(ValueError, match="density"):
             GradientBuckets(Two(), g, **bad)
+    topk_ef = dict(compression="topk", density=0.1, error_feedback=True)
+    for bad, match in [(dict(topk_ef, momentum=0.9, momentum_kind="dgc"), "momentum_kind"),
+                       (dict(compression="bf16", momentum=0.9), "momentum"),
+                       (dict(topk_ef, error_feedback=False, momentum=0.9), "error_feedback")]:
+        with pytest.raises(ValueError, match=match):
+            GradientBuckets(Two(), g, **bad)
+
+
+def _step(reduces, flats, rng, avg: bool) -> list:
+    """One step of every rank's TopKReduce on new gradients (each rank's set and started,
+    then all finished); the gradients, by rank."""
+    g = [rng.standard_normal(f.size).astype(np.float32) for f in flats]
+    for f, reduce, mine in zip(flats, reduces, g):
+        f[...] = mine
+        reduce.start()
+    for reduce in reduces:
+        reduce.finish(avg)
+    return g
 
 
 @pytest.mark.parametrize("k_ranks", [1, 3])
 @pytest.mark.parametrize("density", [0.05, 1.0])
-def test_momentum_correction_is_dgcs(k_ranks, density):
-    """Deep Gradient Compression's momentum correction and factor masking (the reference:
-    u = m u + g, v = v + u, the top of v sent, v and u cleared there), over steps, bit for
-    bit; it goes with error feedback only."""
+@pytest.mark.parametrize("kind,avg", [("local", False), ("global", False), ("global", True)])
+def test_momentum_is_the_references(k_ranks, density, kind, avg):
+    """The buckets' momentum, over steps, bit for bit against the reference: "local" is
+    Deep Gradient Compression's momentum correction and factor masking (u = m u + g, v = v
+    + u, the top of v sent, v and u cleared there); "global" owes each rank's share of m x
+    the last result. It goes with error feedback only."""
     group, n, m = Group(k_ranks), 200, 0.9
     flats = [np.zeros(n, np.float32) for _ in range(k_ranks)]
-    reduces = [topk.TopKReduce(group.comm(q), flats[q], density, True, momentum=m)
-               for q in range(k_ranks)]
-    ref = TopKBucket(n, k_ranks, topk.k_of(n, density), True, momentum=m)
+    reduces = [topk.TopKReduce(group.comm(q), flats[q], density, True, momentum=m,
+                               momentum_kind=kind) for q in range(k_ranks)]
+    ref = TopKBucket(n, k_ranks, topk.k_of(n, density), True, momentum=m, kind=kind)
     rng = np.random.default_rng(5)
     for _ in range(5):
-        g = [rng.standard_normal(n).astype(np.float32) for _ in range(k_ranks)]
+        want = ref.step(_step(reduces, flats, rng, avg), avg)
         for q in range(k_ranks):
-            flats[q][...] = g[q]
-            reduces[q].start()
-        for q in range(k_ranks):
-            reduces[q].finish(False)
-        assert flats[0].tobytes() == ref.step(g, False).tobytes()
+            assert flats[q].tobytes() == want.tobytes()
     with pytest.raises(ValueError, match="error_feedback"):
         topk.TopKReduce(group.comm(0), flats[0], 0.1, False, momentum=m)
+    with pytest.raises(ValueError, match="momentum_kind"):
+        topk.TopKReduce(group.comm(0), flats[0], 0.1, True, momentum=m, momentum_kind="dgc")
+
+
+@pytest.mark.parametrize("k_ranks,avg", [(1, False), (2, True), (3, False), (4, True)])
+def test_global_momentum_at_density_one_is_momentum_sgd(k_ranks, avg):
+    """Nothing left out, the global momentum's result is the velocity of momentum SGD on
+    the sum (or average) of the ranks' gradients, v = m v + g, step after step (to float32
+    rounding: the shares are added on each rank before the sum)."""
+    group, n, m = Group(k_ranks), 64, np.float32(0.9)
+    flats = [np.zeros(n, np.float32) for _ in range(k_ranks)]
+    reduces = [topk.TopKReduce(group.comm(q), flats[q], 1.0, True, momentum=m)
+               for q in range(k_ranks)]
+    rng = np.random.default_rng(11)
+    velocity = np.zeros(n, np.float64)
+    for _ in range(6):
+        g = _step(reduces, flats, rng, avg)
+        total = np.sum(g, axis=0, dtype=np.float64) / (k_ranks if avg else 1)
+        velocity = float(m) * velocity + total
+        np.testing.assert_allclose(flats[0], velocity, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("n,k", [(0, 0), (1, 1), (10, 0), (10, 10), (37, 3), (300, 15),

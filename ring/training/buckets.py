@@ -32,9 +32,12 @@ does not exist yet. Speed and error against the float32 all-reduce, both ways: r
 compression="topk", density=d (either device) sends only the d x n values of each bucket
 largest in magnitude, as (index, value) pairs all-gathered and summed in rank order
 (ring/training/topk.py); error_feedback=True keeps what was not sent for the next step, as
-Deep Gradient Compression does, and momentum=m is its momentum correction (each rank's own
-velocity accumulated and masked; the optimizer then steps without momentum). Lossy: it
-changes the training, not only its rounding.
+Deep Gradient Compression does. momentum=m puts the momentum in the buckets (the optimizer
+then steps without it): momentum_kind="global" (the default) makes the result the velocity
+of the sum, each rank owing its share of m x the last result beside its gradient (Global
+Momentum Compression's way); "local" is Deep Gradient Compression's momentum correction
+(each rank's own velocity accumulated and masked). Lossy: it changes the training, not only
+its rounding.
 
 compression="int8" (any device) rounds each bucket to int8 with a float32 scale per block
 of 4096 values (ring/quantize.py: a quarter of the bytes) and exchanges it
@@ -78,7 +81,7 @@ from .buffers import copy, empty, zero
 from .int8_reduce import EXCHANGES, Int8Reduce
 from ..options import COMPRESSIONS
 from .tensors import as_array, as_tensor, is_tensor
-from .topk import TopKReduce
+from .topk import MOMENTUM_KINDS, TopKReduce
 
 FIRST_BUCKET_BYTES = 1 << 20  # DDP's defaults
 BUCKET_BYTES = 25 << 20
@@ -227,7 +230,7 @@ class GradientBuckets:
                  compression: str | None = None, accumulate: str | None = None,
                  error_feedback: bool = False, int8_exchange: str | None = None,
                  gradient_as_bucket_view: bool = False, density: float | None = None,
-                 momentum: float = 0.0):
+                 momentum: float = 0.0, momentum_kind: str = "global"):
         if bucket_bytes <= 0 or first_bucket_bytes <= 0:
             raise ValueError(f"bucket sizes must be positive, got {first_bucket_bytes}, {bucket_bytes}")
         if op not in ("sum", "avg"):
@@ -242,7 +245,10 @@ class GradientBuckets:
         if error_feedback and compression not in (INT8, TOPK):
             raise ValueError("error_feedback: with compression='int8' or 'topk' only")
         if momentum and compression != TOPK:
-            raise ValueError("momentum: the momentum correction of compression='topk' only")
+            raise ValueError("momentum: the momentum of compression='topk' only")
+        if momentum_kind not in MOMENTUM_KINDS:
+            raise ValueError(f"momentum_kind: one of {', '.join(MOMENTUM_KINDS)}, "
+                             f"got {momentum_kind!r}")
         if (density is not None) != (compression == TOPK) or \
                 (density is not None and not 0 < density <= 1):
             raise ValueError(f"density: the fraction of each bucket compression='topk' "
@@ -322,8 +328,8 @@ class GradientBuckets:
         # top-k: each bucket's selection, message and (error feedback) residual
         self._topk = None
         if compression == TOPK:
-            self._topk = [TopKReduce(comm, f, density, error_feedback, momentum)
-                          for f in self._flats]
+            self._topk = [TopKReduce(comm, f, density, error_feedback, momentum,
+                                     momentum_kind) for f in self._flats]
         self._syncing = True  # False inside no_sync()
         self.allreduces = 0  # collectives started so far (int8's: its first of each bucket)
         self._reset()

@@ -21,12 +21,19 @@ each rank sends only the k = density x n values of its bucket largest in magnitu
     feedback    error_feedback=True: what a rank did not send (its bucket plus the last
                 residual, less the values sent) is added to its next step's bucket, so no
                 gradient is lost, only delayed; without it the rest is dropped.
-    momentum    momentum=m (with error feedback): Deep Gradient Compression's momentum
-                correction. A rank keeps its own velocity u = m u + g and accumulates u, not
-                g, into what it owes; what it sends has its velocity cleared too (momentum
-                factor masking). The optimizer then steps without momentum on the sum.
-                Error feedback under an optimizer's own momentum lets the delayed values
-                be amplified by it (results/host-topk.md: training diverged).
+    momentum    momentum=m (with error feedback): the buckets carry the momentum, and the
+                optimizer steps without it on their result. Error feedback under an
+                optimizer's own momentum lets the delayed values be amplified by it
+                (results/host-topk.md: training diverged). Two kinds:
+                "global" (the default): the result is the velocity of the sum, R = g + m R'
+                (R' the last step's result, the same on every rank), and each rank owes its
+                share of m R' beside its gradient: m R' / K for op sum, m R' for avg. The
+                momentum goes through the selection and the residual as the gradients do,
+                as in Global Momentum Compression (Zhao et al.); at density 1 it is
+                momentum SGD. "local": Deep Gradient Compression's momentum correction. A
+                rank keeps its own velocity u = m u + g and accumulates u, not g, into what
+                it owes; what it sends has its velocity cleared too (momentum factor
+                masking). Global is the one that converges here (results/host-topk.md).
 
 On the cuda device (Numba device arrays; kernels/topk.py) the same rules give the same
 bits: the passes over the bucket (the momentum and residual updates, the candidates above
@@ -42,6 +49,7 @@ from numba import njit
 SAMPLE_FRACTION = 0.01  # of the bucket sampled for the threshold (DGC: 0.1-1%)
 SAMPLE_MIN = 4096  # values sampled at least (all of a bucket smaller than this)
 MARGIN = 1.25  # the sample's threshold aims at this many times k candidates
+MOMENTUM_KINDS = ("global", "local")  # what momentum=m carries (the module's docstring)
 
 
 def _device_zeros(n: int, dtype):
@@ -200,7 +208,7 @@ class TopKReduce:
     compression="topk"): start() selects and starts the all-gather, finish() combines."""
 
     def __init__(self, comm, flat: np.ndarray, density: float, feedback: bool,
-                 momentum: float = 0.0):
+                 momentum: float = 0.0, momentum_kind: str = "global"):
         if flat.dtype != np.float32:
             raise TypeError(f"compression='topk': float32 buckets only, got {flat.dtype}")
         self.comm, self.flat = comm, flat
@@ -211,15 +219,21 @@ class TopKReduce:
         self.message = zeros(2 * self.k, np.int32)
         self.gathered = zeros(comm.size * 2 * self.k, np.int32)
         self.residual = zeros(flat.size, np.float32) if feedback else None
+        if momentum_kind not in MOMENTUM_KINDS:
+            raise ValueError(f"momentum_kind: one of {', '.join(MOMENTUM_KINDS)}, "
+                             f"got {momentum_kind!r}")
         if momentum and not feedback:
-            raise ValueError("momentum: DGC's momentum correction goes with error_feedback")
+            raise ValueError("momentum: the buckets' momentum goes with error_feedback")
         self.momentum = np.float32(momentum)
-        self.velocity = zeros(flat.size, np.float32) if momentum else None
+        local = bool(momentum) and momentum_kind == "local"
+        # local: this rank's velocity; global: its share of m x the last result, owed next
+        self.velocity = zeros(flat.size, np.float32) if local else None
+        self.carry = zeros(flat.size, np.float32) if momentum and not local else None
         self._work = None
 
     def set_density(self, density: float) -> None:
         """Send k_of(n, density) values from the next step on (Deep Gradient Compression's
-        sparsity warm-up): the message buffers resized, the residual and velocity kept.
+        sparsity warm-up): the message buffers resized, the residual, velocity and carry kept.
         Every rank sets the same density at the same step (the all-gather's sizes must
         agree: otherwise its MismatchError, on every rank)."""
         k = k_of(self.flat.size, density)
@@ -245,6 +259,8 @@ class TopKReduce:
             v = self.velocity
         if self.residual is not None:
             self.residual += v  # what is owed: the bucket and everything unsent
+            if self.carry is not None:
+                self.residual += self.carry  # and this rank's share of the momentum
             v = self.residual
         idx = select(v, self.k)
         k = self.k
@@ -261,7 +277,7 @@ class TopKReduce:
         from numba import cuda
 
         from kernels import topk as gpu
-        gpu.owe(self.flat, self.velocity, self.residual, self.momentum)
+        gpu.owe(self.flat, self.velocity, self.residual, self.momentum, self.carry)
         v = self.residual if self.residual is not None else \
             self.velocity if self.velocity is not None else self.flat
         idx = select_on_gpu(v, self.k)
@@ -270,14 +286,24 @@ class TopKReduce:
         self._work = self.comm.allgather(self.message, out=self.gathered, async_op=True)
         return self._work
 
+    def share(self, avg: bool) -> np.float32:
+        """Global momentum: the factor of the result each rank owes next step (m / K for
+        op sum, m for avg: the K shares add up to m x the result)."""
+        return self.momentum if avg else np.float32(float(self.momentum) / self.comm.size)
+
     def finish(self, avg: bool) -> None:
-        """Wait, and write the combined sum into the bucket."""
+        """Wait, and write the combined sum into the bucket (global momentum: and this
+        rank's share of it into the carry)."""
         self._work.wait()
         self._work = None
         if self.gpu:
             from kernels import topk as gpu
             gpu.combine(self.flat, self.gathered, self.k, self.comm.size, avg)
+            if self.carry is not None:
+                gpu.scale(self.carry, self.flat, self.share(avg))
             return
         rows = self.gathered.reshape(self.comm.size, 2 * self.k)
         combine(self.flat, [r[:self.k] for r in rows],
                 [r[self.k:].view(np.float32) for r in rows], avg)
+        if self.carry is not None:
+            np.multiply(self.flat, self.share(avg), out=self.carry)

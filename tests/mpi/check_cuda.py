@@ -706,14 +706,17 @@ def test_int8_gradient_buckets_are_the_hosts_bit_for_bit(gcomm, world, op, excha
             assert _host(grads[i]).tobytes() == want.tobytes(), (step, i)
 
 
-@pytest.mark.parametrize("feedback,momentum", [(False, 0.0), (True, 0.0), (True, 0.9)])
+@pytest.mark.parametrize("feedback,momentum,kind,op", [
+    (False, 0.0, "global", "avg"), (True, 0.0, "global", "avg"), (True, 0.9, "local", "avg"),
+    (True, 0.9, "global", "avg"), (True, 0.9, "global", "sum")])
 def test_topk_gradient_buckets_match_the_reference_on_the_gpu(gcomm, world, feedback,
-                                                              momentum):
+                                                              momentum, kind, op):
     """GradientBuckets(compression="topk") on the cuda device (kernels/topk.py): each
     rank's result the bits of tests/topk_reference.py's definition for the same gradients
-    (a full sort, summed densely in rank order), without and with error feedback and DGC's
-    momentum correction; two buckets (one smaller than the sample), three steps, so that
-    residuals and velocities carry; ties in magnitude in one step."""
+    (a full sort, summed densely in rank order), without and with error feedback, with
+    DGC's momentum correction (local) and with global momentum (sum and avg); two buckets
+    (one smaller than the sample), three steps, so that residuals, velocities and carries
+    carry over; ties in magnitude in one step."""
     from ring.buckets import GradientBuckets
     from ring.training.topk import k_of
 
@@ -722,10 +725,10 @@ def test_topk_gradient_buckets_match_the_reference_on_the_gpu(gcomm, world, feed
     sizes = (300, 37) if SIMULATED else (70000, 5000)
     density = 0.05
     grads = [_gpu(np.zeros(n, np.float32)) for n in sizes]
-    b = GradientBuckets(gcomm, grads, op="avg", compression="topk", density=density,
-                        error_feedback=feedback, momentum=momentum,
+    b = GradientBuckets(gcomm, grads, op=op, compression="topk", density=density,
+                        error_feedback=feedback, momentum=momentum, momentum_kind=kind,
                         first_bucket_bytes=4 * sizes[1])
-    refs = [TopKBucket(sizes[i], k, k_of(sizes[i], density), feedback, momentum)
+    refs = [TopKBucket(sizes[i], k, k_of(sizes[i], density), feedback, momentum, kind)
             for i in (1, 0)]
     for step in range(3):
         rng = [np.random.default_rng([q, step]) for q in range(k)]
@@ -736,7 +739,7 @@ def test_topk_gradient_buckets_match_the_reference_on_the_gpu(gcomm, world, feed
             b.ready(i)
         b.wait()
         for bucket, i in enumerate((1, 0)):
-            want = refs[bucket].step([values[q][i] for q in range(k)], True)
+            want = refs[bucket].step([values[q][i] for q in range(k)], op == "avg")
             assert _host(grads[i]).tobytes() == want.tobytes(), (step, i)
 
 
