@@ -265,3 +265,18 @@ def test_acceptance_reads_the_kept_calls_enqueue_from_profile_call(tmp_path):
     out = subprocess.run([sys.executable, "tools/acceptance.py", files[0]],
                          capture_output=True, text=True, check=True).stdout
     assert "(need <= 5) HOLDS" in out
+
+
+def test_out_unset_is_refused_on_a_gpu_and_a_dry_run_writes_into_a_temporary_folder():
+    """The files that come back are $OUT's: unset, a GPU session stops at once (exit 2)
+    rather than write at /; a DRY run (CI's) gets a temporary folder, its steps' paths
+    under it."""
+    env = {k: v for k, v in os.environ.items() if k != "OUT"}
+    out = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, env=dict(env, STEPS="profile"))
+    assert out.returncode == 2 and "OUT" in out.stderr, out.stdout + out.stderr
+    out = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, env=dict(env, DRY="1", STEPS="profile"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    paths = re.findall(r"--json (\S+)", out.stdout)
+    assert paths and all(not p.startswith("/profile") and "/profile/" in p for p in paths)

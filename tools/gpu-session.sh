@@ -26,9 +26,11 @@
 # DRY=1: print each step's command ("STEP name command") instead of running it, without a
 # GPU or the carried wheels (tests/test_gpu_session.py checks every command that way)
 if [ -n "$DRY" ]; then
+  OUT=${OUT:-$(mktemp -d)}  # (the folders some steps make: never at /)
   nvidia-smi() { echo dry; }
   nvidia-cuda-mps-control() { :; }
 else
+  [ -n "$OUT" ] || { echo "OUT: the folder whose files come back, unset" >&2; exit 2; }
   . tools/gpu-env.sh || exit 1
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
