@@ -10,7 +10,7 @@ against dense float32's ring and bf16's. --bucket-bytes 131072 puts the whole mo
 bucket (one selection over all of it, where 16 KiB buckets each send their own share).
 
     mpiexec -n K python benchmarks/topk_convergence.py [--steps 200] [--batch 64]
-        [--densities 0.1,0.01,0.001] [--json out.json]
+        [--densities 0.1,0.01,0.001] [--report-at 30,200,1000] [--json out.json]
 """
 
 from __future__ import annotations
@@ -40,9 +40,10 @@ def density_at(step: int, target: float, warmup: int, start: float = 0.25) -> fl
 
 
 def train(comm, x, y, batch: int, steps: int, bucket_bytes: int, sgd_momentum: float,
-          warmup: int = 0, **options):
-    """(parameters after `steps`, bytes one rank sent per step, the mean over the steps)
-    for one configuration."""
+          warmup: int = 0, report_at=(), **options):
+    """(parameters after `steps`, bytes one rank sent per step, the mean over the steps,
+    {step: loss over the whole data set after it} for the steps in report_at) for one
+    configuration."""
     k, r = comm.size, comm.rank
     params = mlp.init()
     grads = [np.empty_like(p) for p in params]
@@ -52,6 +53,7 @@ def train(comm, x, y, batch: int, steps: int, bucket_bytes: int, sgd_momentum: f
     opt = mlp.Momentum(np, params, mu=0.0 if options.get("momentum") else sgd_momentum)
     share = batch // k
     densities = []  # each step's (the warm-up's change)
+    losses = {}
     for s in range(steps):
         if warmup and options.get("compression") == "topk":
             densities.append(density_at(s, options["density"], warmup))
@@ -61,6 +63,8 @@ def train(comm, x, y, batch: int, steps: int, bucket_bytes: int, sgd_momentum: f
                      buckets.ready)
         buckets.wait()
         opt.step(params, grads)
+        if s + 1 in report_at:
+            losses[s + 1] = loss(params, x, y)
     sizes = [len(b) for b in buckets._flats]
     if options.get("compression") == "topk":  # the mean over the steps (warm-up sends more)
         from ring.training.topk import k_of
@@ -70,7 +74,7 @@ def train(comm, x, y, batch: int, steps: int, bucket_bytes: int, sgd_momentum: f
     else:  # the ring's 2 (K - 1) / K of each bucket, 4 bytes a value (bf16: 2)
         width = 2 if options.get("compression") == "bf16" else 4
         sent = sum(2 * (k - 1) * n * width // k for n in sizes)
-    return params, sent
+    return params, sent, losses
 
 
 def loss(params, x, y) -> float:
@@ -89,8 +93,14 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=0,
                     help="the momentum runs again with DGC's sparsity warm-up over this many "
                          "steps (from 25%% down to the density)")
+    ap.add_argument("--report-at", default="",
+                    help="steps after which the loss is reported too (comma-separated, each "
+                         "at most --steps): how the ratio to dense changes with the horizon")
     ap.add_argument("--json")
     a = ap.parse_args()
+    report_at = sorted({int(s) for s in a.report_at.split(",") if s})
+    if any(not 0 < s <= a.steps for s in report_at):
+        ap.error(f"--report-at: steps between 1 and --steps ({a.steps}), got {report_at}")
     world = MPI.COMM_WORLD
     x, y = mlp.data(16 * a.batch)
     runs = [("float32", {}), ("bf16", {"compression": "bf16"})]
@@ -111,23 +121,29 @@ def main() -> None:
     rows = []
     with ring.Communicator(device="host") as comm:
         for name, options in runs:
-            params, sent = train(comm, x, y, a.batch, a.steps, a.bucket_bytes, a.momentum,
-                                 **options)
+            params, sent, losses = train(comm, x, y, a.batch, a.steps, a.bucket_bytes,
+                                         a.momentum, report_at=report_at, **options)
             rows.append({"wire": name, "final_loss": loss(params, x, y),
-                         "bytes_sent_per_rank_per_step": sent})
+                         "bytes_sent_per_rank_per_step": sent, "loss_at": losses})
     dense = rows[0]
     for row in rows:
         row["loss_vs_dense"] = row["final_loss"] / dense["final_loss"]
+        row["loss_vs_dense_at"] = {s: row["loss_at"][s] / dense["loss_at"][s]
+                                   for s in report_at}
         row["bytes_vs_dense"] = row["bytes_sent_per_rank_per_step"] / \
             max(1, dense["bytes_sent_per_rank_per_step"])
     if world.rank:
         return
     print(f"{world.size} ranks, {a.steps} steps of {a.batch} samples, momentum {a.momentum:g}, "
           f"{sum(p.size for p in mlp.init())} parameters; loss over the whole data set")
-    print(f"{'wire':>34} {'final loss':>11} {'vs dense':>9} {'bytes/step':>11} {'vs dense':>9}")
+    print(f"{'wire':>34} {'final loss':>11} {'vs dense':>9} {'bytes/step':>11} {'vs dense':>9}"
+          + "".join(f" {'@' + str(s):>9}" for s in report_at))
     for r in rows:
         print(f"{r['wire']:>34} {r['final_loss']:11.5f} {r['loss_vs_dense']:9.3f} "
-              f"{r['bytes_sent_per_rank_per_step']:11d} {r['bytes_vs_dense']:9.4f}")
+              f"{r['bytes_sent_per_rank_per_step']:11d} {r['bytes_vs_dense']:9.4f}"
+              + "".join(f" {r['loss_vs_dense_at'][s]:9.3f}" for s in report_at))
+    if report_at:
+        print("(@N: the loss after N steps over dense float32's after N)")
     if a.json:
         from harness.meta import describe
         with open(a.json, "w") as f:
