@@ -243,6 +243,13 @@ class TopKReduce:
             self.message = zeros(2 * k, np.int32)
             self.gathered = zeros(self.comm.size * 2 * k, np.int32)
 
+    def state(self) -> dict:
+        """What this rank carries from step to step, one value per bucket value, by name:
+        the residual, velocity and carry that it keeps."""
+        return {name: a for name, a in (("residual", self.residual),
+                                        ("velocity", self.velocity),
+                                        ("carry", self.carry)) if a is not None}
+
     def sent_bytes(self) -> int:
         """What this rank puts on the wire per step: its pairs."""
         return self.message.nbytes

@@ -337,33 +337,84 @@ def allreduce_fp16_hook(comm, bucket) -> torch.futures.Future[torch.Tensor]:
 
 
 class TopKState:
-    """The state of topk_hook: the communicator, the density, error feedback, and each DDP
-    bucket's selection, message and residual (ring/training/topk.py), by bucket index.
+    """The state of topk_hook: the communicator, the density, error feedback, the momentum,
+    and each DDP bucket's selection, message and residual (ring/training/topk.py), by
+    bucket index.
 
         model.register_comm_hook(ring.torch.TopKState(comm, density=0.01), ring.torch.topk_hook)
+
+    momentum=m puts the momentum in the hook, as GradientBuckets' does (momentum_kind
+    "global", the default, or DGC's "local"): the gradients DDP hands the optimizer are
+    then the velocity, and the optimizer must step without momentum (SGD, momentum=0).
     """
 
-    def __init__(self, comm, density: float = 0.01, error_feedback: bool = True):
+    def __init__(self, comm, density: float = 0.01, error_feedback: bool = True,
+                 momentum: float = 0.0, momentum_kind: str = "global"):
+        from .topk import MOMENTUM_KINDS
         if not 0 < density <= 1:
             raise ValueError(f"density: 0 < density <= 1, got {density!r}")
+        if momentum_kind not in MOMENTUM_KINDS:
+            raise ValueError(f"momentum_kind: one of {', '.join(MOMENTUM_KINDS)}, "
+                             f"got {momentum_kind!r}")
+        if momentum and not error_feedback:
+            raise ValueError("momentum: the hook's momentum goes with error_feedback")
         self.comm, self.density, self.error_feedback = comm, density, error_feedback
-        self.buckets: dict = {}
+        self.momentum, self.momentum_kind = momentum, momentum_kind
+        self.buckets: dict = {}  # bucket index -> (its parameters' layout, TopKReduce)
+        self._moving = None  # while DDP's buckets are rebuilt: each parameter's state
+
+
+def _layout(bucket) -> tuple:
+    """The bucket's parameters in order, as (id, number of values) pairs."""
+    return tuple((id(p), p.numel()) for p in bucket.parameters())
+
+
+def _per_parameter(buckets: dict) -> dict:
+    """Each parameter's share of its bucket's per-value state (residual, velocity,
+    carry): {parameter id: {name: values}}."""
+    out = {}
+    for layout, kept in buckets.values():
+        at = 0
+        for key, n in layout:
+            out[key] = {name: a[at:at + n].copy() for name, a in kept.state().items()}
+            at += n
+    return out
+
+
+def _kept(state: TopKState, bucket, n: int):
+    """The bucket's TopKReduce. DDP rebuilds its buckets after the first step (the
+    parameters in the order their gradients became ready): where a bucket's layout is
+    not the one its state was kept for, a new one is made and each parameter's residual,
+    velocity and carry are moved to where the parameter lies now."""
+    from .topk import TopKReduce
+    layout = _layout(bucket)
+    had = state.buckets.get(bucket.index())
+    if had is not None and had[0] == layout:
+        return had[1]
+    if had is not None and state._moving is None:
+        state._moving = _per_parameter(state.buckets)
+    kept = TopKReduce(state.comm, np.empty(n, np.float32), state.density,
+                      state.error_feedback, state.momentum, state.momentum_kind)
+    at = 0
+    for key, size in layout:
+        for name, values in (state._moving or {}).get(key, {}).items():
+            kept.state()[name][at:at + size] = values
+        at += size
+    state.buckets[bucket.index()] = (layout, kept)
+    if bucket.is_last():
+        state._moving = None  # every bucket of the step made again
+    return kept
 
 
 def topk_hook(state: TopKState, bucket) -> torch.futures.Future[torch.Tensor]:
     """A DDP communication hook: the bucket's k = density x n largest gradients of each rank
     as (index, value) pairs, all-gathered and averaged (the others zero; with error feedback
     kept for the next step), as Deep Gradient Compression sends them. CPU tensors only."""
-    from .topk import TopKReduce
     grads = bucket.buffer()
     if grads.is_cuda or grads.dtype != torch.float32:
         raise ValueError(f"topk_hook: float32 CPU gradients only (not yet on CUDA), got "
                          f"{grads.dtype} on {grads.device}")
-    kept = state.buckets.get(bucket.index())
-    if kept is None or kept.flat.size != grads.numel():
-        kept = state.buckets[bucket.index()] = TopKReduce(
-            state.comm, np.empty(grads.numel(), np.float32), state.density,
-            state.error_feedback)
+    kept = _kept(state, bucket, grads.numel())
     flat = _array(grads).reshape(-1)
     kept.flat[...] = flat
     kept.start()

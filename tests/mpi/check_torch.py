@@ -284,6 +284,20 @@ def test_ddp_no_sync_on_the_hook_reduces_the_accumulated_gradients_once(gloo):
         same_mean(a, b, part, gloo)
 
 
+def everyones_bucket(gloo):
+    """Every rank's own gradients (local_grads) as DDP's one bucket holds them (the
+    parameters in reverse order), all-gathered over gloo, as NumPy arrays by rank; and the
+    function that lays a flat gradient out so."""
+    sizes = [g.numel() for g in local_grads()]
+
+    def as_bucket(flat):
+        return torch.cat(list(reversed(torch.split(flat, sizes)))).numpy()
+    mine = torch.cat([g.reshape(-1) for g in local_grads()])
+    everyone = [torch.empty_like(mine) for _ in range(K)]
+    dist.all_gather(everyone, mine, group=gloo)
+    return [as_bucket(e) for e in everyone], as_bucket
+
+
 @pytest.mark.parametrize("density", [0.1, 1.0])
 def test_topk_hook_averages_each_ranks_largest_gradients(gloo, density):
     """ring.torch.topk_hook: DDP's bucket gradients become the average of every rank's k
@@ -299,17 +313,46 @@ def test_topk_hook_averages_each_ranks_largest_gradients(gloo, density):
         x, y = batch()
         torch.nn.functional.mse_loss(m(x), y).backward()
         ours = [p.grad.clone() for p in m.parameters()]
-    mine = torch.cat([g.reshape(-1) for g in local_grads()])
-    everyone = [torch.empty_like(mine) for _ in range(K)]
-    dist.all_gather(everyone, mine, group=gloo)
-    def as_bucket(flat):  # DDP's bucket holds the parameters in reverse order
-        parts = list(torch.split(flat, [g.numel() for g in local_grads()]))
-        return torch.cat(list(reversed(parts))).numpy()
+    buckets, as_bucket = everyones_bucket(gloo)
     from ring.training.topk import k_of
-    ref = TopKBucket(mine.numel(), K, k_of(mine.numel(), density), False)
-    want = ref.step([as_bucket(e) for e in everyone], True)
+    n = buckets[0].size
+    ref = TopKBucket(n, K, k_of(n, density), False)
+    want = ref.step(buckets, True)
     got = as_bucket(torch.cat([g.reshape(-1) for g in ours]))
     assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("momentum,kind", [(0.0, "global"), (0.9, "global"), (0.9, "local")])
+def test_topk_hook_carries_its_residual_and_momentum_across_steps(gloo, momentum, kind):
+    """TopKState with error feedback, without and with momentum: over three backward
+    passes (the same gradients each time), each step's bucket is tests/topk_reference.py's,
+    the residual and velocity (or carry) carried from step to step, also across DDP's
+    rebuild of its buckets after the first step (the parameters in another order: each
+    one's state moves with it); a bad momentum_kind, or momentum without error feedback,
+    is refused."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from ring.training.topk import k_of
+
+    from ..topk_reference import TopKBucket
+    buckets, as_bucket = everyones_bucket(gloo)
+    n = buckets[0].size
+    ref = TopKBucket(n, K, k_of(n, 0.1), True, momentum, kind)
+    with ring.Communicator(device="host", timeout=60) as comm:
+        m = DDP(model(), process_group=gloo, bucket_cap_mb=1)  # one bucket
+        state = ring.torch.TopKState(comm, density=0.1, momentum=momentum, momentum_kind=kind)
+        m.register_comm_hook(state, ring.torch.topk_hook)
+        x, y = batch()
+        for step in range(3):
+            m.zero_grad()
+            torch.nn.functional.mse_loss(m(x), y).backward()
+            want = ref.step(buckets, True)
+            got = as_bucket(torch.cat([p.grad.reshape(-1) for p in m.parameters()]))
+            assert got.tobytes() == want.tobytes(), step
+        with pytest.raises(ValueError, match="momentum_kind"):
+            ring.torch.TopKState(comm, momentum=0.9, momentum_kind="dgc")
+        with pytest.raises(ValueError, match="error_feedback"):
+            ring.torch.TopKState(comm, momentum=0.9, error_feedback=False)
 
 
 @pytest.mark.parametrize("wire", ["bf16", "fp16"])
