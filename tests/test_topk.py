@@ -182,6 +182,55 @@ def test_momentum_is_the_references(k_ranks, density, kind, avg):
         topk.TopKReduce(group.comm(0), flats[0], 0.1, True, momentum=m, momentum_kind="dgc")
 
 
+@settings(max_examples=150, deadline=None)
+@given(k_ranks=st.integers(1, 4), n=st.sampled_from([0, 1, 5, 64, 300]),
+       feedback=st.booleans(), momentum=st.sampled_from([0.0, 0.9]),
+       kind=st.sampled_from(topk.MOMENTUM_KINDS),
+       avg=st.booleans(),
+       steps=st.lists(st.tuples(st.none() | st.floats(0.001, 1),
+                                st.sampled_from(["normal", "ties", "zeros"])),
+                      min_size=1, max_size=6),
+       seed=st.integers(0, 2**16))
+def test_programs_of_steps_are_the_references(k_ranks, n, feedback, momentum, kind, avg,
+                                              steps, seed):
+    """Any sequence of steps (each: a new density set first on every rank, or not; normal
+    values, ties in magnitude or zeros), avg or sum, any momentum kind with error feedback
+    or none at all: every rank's bucket after every step is the reference's, bit for bit,
+    the residual, velocity and carry kept across the density's changes. (Global momentum
+    refuses an op that changes between steps: the share each rank owes depends on it.)"""
+    if momentum and not feedback:
+        momentum = 0.0
+    group = Group(k_ranks)
+    flats = [np.zeros(n, np.float32) for _ in range(k_ranks)]
+    reduces = [topk.TopKReduce(group.comm(q), flats[q], 0.5, feedback, momentum, kind)
+               for q in range(k_ranks)]
+    ref = TopKBucket(n, k_ranks, topk.k_of(n, 0.5), feedback, momentum, kind)
+    rng = np.random.default_rng(seed)
+    for i, (density, values) in enumerate(steps):
+        if density is not None:
+            for reduce in reduces:
+                reduce.set_density(density)
+            ref.k = topk.k_of(n, density)
+        g = [rng.standard_normal(n).astype(np.float32) for _ in range(k_ranks)]
+        if values == "ties":
+            g = [np.round(x * 2) for x in g]
+        elif values == "zeros":
+            g = [np.zeros_like(x) for x in g]
+        for f, reduce, mine in zip(flats, reduces, g):
+            f[...] = mine
+            reduce.start()
+        for reduce in reduces:
+            reduce.finish(avg)
+        want = ref.step(g, avg)
+        for q in range(k_ranks):
+            assert flats[q].tobytes() == want.tobytes(), (i, q)
+    if momentum and kind == "global":
+        for reduce in reduces:
+            reduce.start()
+        with pytest.raises(ValueError, match="op changed"):
+            reduces[0].finish(not avg)
+
+
 @pytest.mark.parametrize("k_ranks,avg", [(1, False), (2, True), (3, False), (4, True)])
 def test_global_momentum_at_density_one_is_momentum_sgd(k_ranks, avg):
     """Nothing left out, the global momentum's result is the velocity of momentum SGD on

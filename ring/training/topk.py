@@ -229,6 +229,7 @@ class TopKReduce:
         # local: this rank's velocity; global: its share of m x the last result, owed next
         self.velocity = zeros(flat.size, np.float32) if local else None
         self.carry = zeros(flat.size, np.float32) if momentum and not local else None
+        self._avg = None  # global momentum: the op of every step (avg, or sum)
         self._work = None
 
     def set_density(self, density: float) -> None:
@@ -303,6 +304,11 @@ class TopKReduce:
         rank's share of it into the carry)."""
         self._work.wait()
         self._work = None
+        if self.carry is not None:  # (the share owed depends on it)
+            if self._avg is not None and avg != self._avg:
+                raise ValueError("global momentum: the op changed between steps (sum and "
+                                 "avg); a bucket keeps one")
+            self._avg = avg
         if self.gpu:
             from kernels import topk as gpu
             gpu.combine(self.flat, self.gathered, self.k, self.comm.size, avg)
