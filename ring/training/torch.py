@@ -401,8 +401,6 @@ def _kept(state: TopKState, bucket, n: int):
             kept.state()[name][at:at + size] = values
         at += size
     state.buckets[bucket.index()] = (layout, kept)
-    if bucket.is_last():
-        state._moving = None  # every bucket of the step made again
     return kept
 
 
@@ -415,6 +413,8 @@ def topk_hook(state: TopKState, bucket) -> torch.futures.Future[torch.Tensor]:
         raise ValueError(f"topk_hook: float32 CPU gradients only (not yet on CUDA), got "
                          f"{grads.dtype} on {grads.device}")
     kept = _kept(state, bucket, grads.numel())
+    if bucket.is_last():
+        state._moving = None  # (a rebuild's buckets are all made again within one step)
     flat = _array(grads).reshape(-1)
     kept.flat[...] = flat
     kept.start()
