@@ -72,14 +72,16 @@ def test_the_default_exchange_sends_fewer_bytes(hcomm):
     assert choose(None, 300, hcomm.size) == "allgather"  # one block: nothing to shard
 
 
-@pytest.mark.parametrize("feedback", [False, True])
+@pytest.mark.parametrize("feedback,momentum,kind", [
+    (False, 0.0, "global"), (True, 0.0, "global"), (True, 0.9, "global"), (True, 0.9, "local")])
 @pytest.mark.parametrize("op", ["sum", "avg"])
 @pytest.mark.parametrize("density", [0.01, 0.2])
-def test_topk_matches_the_reference(hcomm, density, op, feedback):
+def test_topk_matches_the_reference(hcomm, density, op, feedback, momentum, kind):
     """Each rank's k largest (index, value) pairs all-gathered and summed in rank order,
-    bit for bit the reference's, over steps (the residual carried with feedback)."""
+    bit for bit the reference's, over steps (the residual carried with feedback, and the
+    velocity or the carry with momentum)."""
     from ring.training.topk import k_of
-    refs = [TopKBucket(SIZES[i], hcomm.size, k_of(SIZES[i], density), feedback)
-            for i in (1, 0)]
+    refs = [TopKBucket(SIZES[i], hcomm.size, k_of(SIZES[i], density), feedback, momentum,
+                       kind) for i in (1, 0)]
     against_the_reference(hcomm, refs, op, compression="topk", density=density,
-                          error_feedback=feedback)
+                          error_feedback=feedback, momentum=momentum, momentum_kind=kind)
