@@ -391,8 +391,8 @@ def _kept(state: TopKState, bucket, n: int):
     had = state.buckets.get(bucket.index())
     if had is not None and had[0] == layout:
         return had[1]
-    if had is not None and state._moving is None:
-        state._moving = _per_parameter(state.buckets)
+    if state.buckets and state._moving is None:  # (also where the index is new: a
+        state._moving = _per_parameter(state.buckets)  # rebuild may make more buckets)
     kept = TopKReduce(state.comm, np.empty(n, np.float32), state.density,
                       state.error_feedback, state.momentum, state.momentum_kind)
     at = 0
