@@ -66,7 +66,21 @@ def test_a_buffer_registered_again_is_found_in_its_newest_registration():
     assert mine.remove(4096)  # deregistered on this rank only
     again = [reg.add(a, 4096, 5120, ["views again"]) for reg in (mine, theirs)]
     assert [reg.find(4096, 512) for reg in (mine, theirs)] == again
-    assert again[0].index == again[1].index == 1 and len(theirs) == 2
+    assert again[0].index == again[1].index == 1 and len(theirs) == 1  # (covered: gone)
+
+
+def test_a_buffer_registered_every_step_keeps_one_entry_and_a_wider_older_one_stays():
+    d = Driver()
+    a = d.malloc(4096, 1024)
+    reg = Registry(d.describe)
+    wide = reg.add(a, 4096, 5120, ["whole"])
+    for _ in range(100):
+        last = reg.add(a, 4096 + 256, 4096 + 512, ["part"])
+    assert len(reg) == 2 and last.index == 100  # the wider one is not covered by the part
+    assert reg.find(4096 + 256, 256) is last and reg.find(4096, 256) is wide
+    b = d.malloc(8192, 1024)
+    other = reg.add(b, 8192, 9216, ["b"])  # another allocation: nothing of a's dropped
+    assert len(reg) == 3 and reg.find(8192, 16) is other
 
 
 def test_remove_drops_the_ranges_that_hold_the_pointer():

@@ -61,6 +61,13 @@ class Registry:
         return self._next
 
     def add(self, mine: Allocation, lo: int, hi: int, views: list) -> Registration:
+        """A new registration of [lo, hi) in allocation mine. An older one of this rank
+        that it covers (the same allocation, a range within [lo, hi)) is dropped: find
+        answers the newest anyway, and a buffer registered every step would otherwise
+        pile up entries."""
+        for old in [o for o in self.entries.values()
+                    if o.mine.ident == mine.ident and lo <= o.lo and o.hi <= hi]:
+            del self.entries[old.index]
         r = Registration(self._next, mine, lo, hi, views)
         self.entries[r.index] = r
         self._next += 1
