@@ -81,7 +81,7 @@ from .buffers import copy, empty, zero
 from .int8_reduce import EXCHANGES, Int8Reduce
 from ..options import COMPRESSIONS
 from .tensors import as_array, as_tensor, is_tensor
-from .topk import MOMENTUM_KINDS, TopKReduce
+from .topk import TopKReduce, check_momentum
 
 FIRST_BUCKET_BYTES = 1 << 20  # DDP's defaults
 BUCKET_BYTES = 25 << 20
@@ -246,9 +246,7 @@ class GradientBuckets:
             raise ValueError("error_feedback: with compression='int8' or 'topk' only")
         if momentum and compression != TOPK:
             raise ValueError("momentum: the momentum of compression='topk' only")
-        if momentum_kind not in MOMENTUM_KINDS:
-            raise ValueError(f"momentum_kind: one of {', '.join(MOMENTUM_KINDS)}, "
-                             f"got {momentum_kind!r}")
+        check_momentum(momentum, momentum_kind, error_feedback)
         if (density is not None) != (compression == TOPK) or \
                 (density is not None and not 0 < density <= 1):
             raise ValueError(f"density: the fraction of each bucket compression='topk' "

@@ -52,6 +52,15 @@ MARGIN = 1.25  # the sample's threshold aims at this many times k candidates
 MOMENTUM_KINDS = ("global", "local")  # what momentum=m carries (the module's docstring)
 
 
+def check_momentum(momentum: float, kind: str, feedback: bool) -> None:
+    """Raise ValueError where momentum_kind is none of MOMENTUM_KINDS, or momentum is
+    asked for without error feedback (the buckets', the DDP hook's, one bucket's)."""
+    if kind not in MOMENTUM_KINDS:
+        raise ValueError(f"momentum_kind: one of {', '.join(MOMENTUM_KINDS)}, got {kind!r}")
+    if momentum and not feedback:
+        raise ValueError("momentum: top-k's momentum goes with error_feedback")
+
+
 def _device_zeros(n: int, dtype):
     from numba import cuda
     return cuda.to_device(np.zeros(n, dtype))
@@ -219,11 +228,7 @@ class TopKReduce:
         self.message = zeros(2 * self.k, np.int32)
         self.gathered = zeros(comm.size * 2 * self.k, np.int32)
         self.residual = zeros(flat.size, np.float32) if feedback else None
-        if momentum_kind not in MOMENTUM_KINDS:
-            raise ValueError(f"momentum_kind: one of {', '.join(MOMENTUM_KINDS)}, "
-                             f"got {momentum_kind!r}")
-        if momentum and not feedback:
-            raise ValueError("momentum: the buckets' momentum goes with error_feedback")
+        check_momentum(momentum, momentum_kind, feedback)
         self.momentum = np.float32(momentum)
         local = bool(momentum) and momentum_kind == "local"
         # local: this rank's velocity; global: its share of m x the last result, owed next

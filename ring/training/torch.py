@@ -350,14 +350,10 @@ class TopKState:
 
     def __init__(self, comm, density: float = 0.01, error_feedback: bool = True,
                  momentum: float = 0.0, momentum_kind: str = "global"):
-        from .topk import MOMENTUM_KINDS
+        from .topk import check_momentum
         if not 0 < density <= 1:
             raise ValueError(f"density: 0 < density <= 1, got {density!r}")
-        if momentum_kind not in MOMENTUM_KINDS:
-            raise ValueError(f"momentum_kind: one of {', '.join(MOMENTUM_KINDS)}, "
-                             f"got {momentum_kind!r}")
-        if momentum and not error_feedback:
-            raise ValueError("momentum: the hook's momentum goes with error_feedback")
+        check_momentum(momentum, momentum_kind, error_feedback)
         self.comm, self.density, self.error_feedback = comm, density, error_feedback
         self.momentum, self.momentum_kind = momentum, momentum_kind
         self.buckets: dict = {}  # bucket index -> (its parameters' layout, TopKReduce)
@@ -395,10 +391,10 @@ def _kept(state: TopKState, bucket, n: int):
         state._moving = _per_parameter(state.buckets)  # rebuild may make more buckets)
     kept = TopKReduce(state.comm, np.empty(n, np.float32), state.density,
                       state.error_feedback, state.momentum, state.momentum_kind)
-    at = 0
+    carried, at = kept.state(), 0
     for key, size in layout:
         for name, values in (state._moving or {}).get(key, {}).items():
-            kept.state()[name][at:at + size] = values
+            carried[name][at:at + size] = values
         at += size
     state.buckets[bucket.index()] = (layout, kept)
     return kept
