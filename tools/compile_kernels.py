@@ -288,7 +288,8 @@ def topk_kernels(cuda, cc) -> int:
     f32, f64, i32, i64 = (types.Array(t, 1, "C") for t in
                           (types.float32, types.float64, types.int32, types.int64))
     b, n = types.boolean, types.int64
-    cases = ((topk._owe, (f32, f32, f32, types.float32, b, b), ("fma", "mul.f32")),
+    cases = ((topk._owe, (f32, f32, f32, f32, types.float32, b, b, b), ("fma", "mul.f32")),
+             (topk._scale, (f32, f32, types.float32), ("fma", "mul.f32")),
              (topk._sample, (f32, n, f64), ()), (topk._above, (f32, types.float32, i64, i64), ()),
              (topk._gather, (f32, i64, n, f32), ()),
              (topk._pack, (i32, f32, i64, f32, f32, f32, b, b), ()), (topk._zero, (f32,), ()),
