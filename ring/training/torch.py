@@ -34,6 +34,7 @@ import datetime
 
 import numpy as np
 import torch
+from numba import cuda
 import torch.distributed as dist
 from torch._C._distributed_c10d import _create_work_from_future
 from torch.futures import Future
@@ -346,6 +347,8 @@ class TopKState:
     momentum=m puts the momentum in the hook, as GradientBuckets' does (momentum_kind
     "global", the default, or DGC's "local"): the gradients DDP hands the optimizer are
     then the velocity, and the optimizer must step without momentum (SGD, momentum=0).
+    With a Communicator(device="cuda") the selection, residual and momentum live on the
+    GPU (kernels/topk.py), for CUDA gradients.
     """
 
     def __init__(self, comm, density: float = 0.01, error_feedback: bool = True,
@@ -365,14 +368,20 @@ def _layout(bucket) -> tuple:
     return tuple((id(p), p.numel()) for p in bucket.parameters())
 
 
+def _on_host(a) -> np.ndarray:
+    """A NumPy copy of a (a NumPy array, or a Numba device array: the cuda device's)."""
+    return a.copy_to_host() if hasattr(a, "copy_to_host") else a.copy()
+
+
 def _per_parameter(buckets: dict) -> dict:
     """Each parameter's share of its bucket's per-value state (residual, velocity,
-    carry): {parameter id: {name: values}}."""
+    carry), on the host: {parameter id: {name: values}}."""
     out = {}
     for layout, kept in buckets.values():
+        state = {name: _on_host(a) for name, a in kept.state().items()}
         at = 0
         for key, n in layout:
-            out[key] = {name: a[at:at + n].copy() for name, a in kept.state().items()}
+            out[key] = {name: a[at:at + n].copy() for name, a in state.items()}
             at += n
     return out
 
@@ -389,13 +398,20 @@ def _kept(state: TopKState, bucket, n: int):
         return had[1]
     if state.buckets and state._moving is None:  # (also where the index is new: a
         state._moving = _per_parameter(state.buckets)  # rebuild may make more buckets)
-    kept = TopKReduce(state.comm, np.empty(n, np.float32), state.density,
-                      state.error_feedback, state.momentum, state.momentum_kind)
-    carried, at = kept.state(), 0
+    on_gpu = state.comm.device == "cuda"
+    flat = cuda.device_array(n, np.float32) if on_gpu else np.empty(n, np.float32)
+    kept = TopKReduce(state.comm, flat, state.density, state.error_feedback, state.momentum,
+                      state.momentum_kind)
+    live = kept.state()
+    carried = {name: _on_host(a) for name, a in live.items()} if on_gpu else live
+    at = 0
     for key, size in layout:
         for name, values in (state._moving or {}).get(key, {}).items():
             carried[name][at:at + size] = values
         at += size
+    if on_gpu and state._moving:  # (on the host they were written in place)
+        for name, a in live.items():
+            a.copy_to_device(carried[name])
     state.buckets[bucket.index()] = (layout, kept)
     return kept
 
@@ -403,19 +419,41 @@ def _kept(state: TopKState, bucket, n: int):
 def topk_hook(state: TopKState, bucket) -> torch.futures.Future[torch.Tensor]:
     """A DDP communication hook: the bucket's k = density x n largest gradients of each rank
     as (index, value) pairs, all-gathered and averaged (the others zero; with error feedback
-    kept for the next step), as Deep Gradient Compression sends them. CPU tensors only."""
+    kept for the next step), as Deep Gradient Compression sends them. float32 gradients;
+    the selection runs where the communicator is: on the host (CPU gradients), or on the
+    GPU (Communicator(device="cuda"): CUDA gradients, or CPU ones copied over and back).
+    It returns once the bucket holds the result: on CUDA it waits for the current stream
+    before it reads the bucket and for the GPU before it returns (the selection reads a
+    sample of the bucket on the host each step anyway)."""
     grads = bucket.buffer()
-    if grads.is_cuda or grads.dtype != torch.float32:
-        raise ValueError(f"topk_hook: float32 CPU gradients only (not yet on CUDA), got "
-                         f"{grads.dtype} on {grads.device}")
+    on_gpu = state.comm.device == "cuda"
+    if grads.dtype != torch.float32 or (grads.is_cuda and not on_gpu):
+        raise ValueError(f"topk_hook: float32 gradients, on the GPU with a "
+                         f"Communicator(device='cuda'); got {grads.dtype} on {grads.device} "
+                         f"with a Communicator(device={state.comm.device!r})")
     kept = _kept(state, bucket, grads.numel())
     if bucket.is_last():
         state._moving = None  # (a rebuild's buckets are all made again within one step)
-    flat = _array(grads).reshape(-1)
-    kept.flat[...] = flat
+    if not on_gpu:
+        flat = _array(grads).reshape(-1)
+        kept.flat[...] = flat
+        kept.start()
+        kept.finish(avg=True)
+        flat[...] = kept.flat
+        return _ready(grads)
+    if grads.is_cuda:  # the backward pass's writes to the bucket, done
+        torch.cuda.current_stream(grads.device).synchronize()
+        flat = cuda.as_cuda_array(grads.detach().reshape(-1))
+    else:
+        flat = _array(grads).reshape(-1)
+    kept.flat.copy_to_device(flat)
     kept.start()
     kept.finish(avg=True)
-    flat[...] = kept.flat
+    if grads.is_cuda:
+        flat.copy_to_device(kept.flat)
+    else:
+        kept.flat.copy_to_host(flat)
+    cuda.synchronize()  # (the result in the bucket before DDP reads it on its stream)
     return _ready(grads)
 
 

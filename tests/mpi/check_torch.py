@@ -17,6 +17,8 @@ import ring.torch  # noqa: E402,F401  (registers the backend)
 import ring  # noqa: E402
 from ring import MismatchError  # noqa: E402
 
+from ..gpu import CUDA_OR_SIM  # noqa: E402
+
 W = MPI.COMM_WORLD
 K, RANK = W.size, W.rank
 RO = dist.ReduceOp
@@ -322,14 +324,20 @@ def test_topk_hook_averages_each_ranks_largest_gradients(gloo, density):
     assert got.tobytes() == want.tobytes()
 
 
+# the top-k hook's selection on the host, and on the GPU (a cuda Communicator: the CPU
+# gradients copied over and back; under Numba's simulator without a GPU)
+HOOK_DEVICES = ["host", pytest.param("cuda", marks=CUDA_OR_SIM)]
+
+
+@pytest.mark.parametrize("device", HOOK_DEVICES)
 @pytest.mark.parametrize("momentum,kind", [(0.0, "global"), (0.9, "global"), (0.9, "local")])
-def test_topk_hook_carries_its_residual_and_momentum_across_steps(gloo, momentum, kind):
+def test_topk_hook_carries_its_residual_and_momentum_across_steps(gloo, momentum, kind, device):
     """TopKState with error feedback, without and with momentum: over three backward
     passes (the same gradients each time), each step's bucket is tests/topk_reference.py's,
     the residual and velocity (or carry) carried from step to step, also across DDP's
     rebuild of its buckets after the first step (the parameters in another order: each
     one's state moves with it); a bad momentum_kind, or momentum without error feedback,
-    is refused."""
+    is refused. The same bits with the selection on the GPU."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     from ring.training.topk import k_of
@@ -338,7 +346,7 @@ def test_topk_hook_carries_its_residual_and_momentum_across_steps(gloo, momentum
     buckets, as_bucket = everyones_bucket(gloo)
     n = buckets[0].size
     ref = TopKBucket(n, K, k_of(n, 0.1), True, momentum, kind)
-    with ring.Communicator(device="host", timeout=60) as comm:
+    with ring.Communicator(device=device, timeout=60) as comm:
         m = DDP(model(), process_group=gloo, bucket_cap_mb=1)  # one bucket
         state = ring.torch.TopKState(comm, density=0.1, momentum=momentum, momentum_kind=kind)
         m.register_comm_hook(state, ring.torch.topk_hook)
@@ -355,15 +363,16 @@ def test_topk_hook_carries_its_residual_and_momentum_across_steps(gloo, momentum
             ring.torch.TopKState(comm, momentum=0.9, error_feedback=False)
 
 
-def test_topk_hook_loses_no_gradient_across_ddps_rebuild_of_many_buckets(gloo):
+@pytest.mark.parametrize("device", HOOK_DEVICES)
+def test_topk_hook_loses_no_gradient_across_ddps_rebuild_of_many_buckets(gloo, device):
     """Several DDP buckets, rebuilt after the first step (parameters may change bucket):
-    with error feedback nothing is lost, each parameter's residual kept with it. After
-    three steps of the same gradients, what was applied plus the ranks' mean residual is
-    three times the mean gradient, parameter by parameter."""
+    with error feedback nothing is lost, each parameter's residual kept with it (on the
+    GPU too). After three steps of the same gradients, what was applied plus the ranks'
+    mean residual is three times the mean gradient, parameter by parameter."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     from ring.training.torch import _per_parameter
-    with ring.Communicator(device="host", timeout=60) as comm:
+    with ring.Communicator(device=device, timeout=60) as comm:
         m = DDP(model(), process_group=gloo, bucket_cap_mb=0.0001)  # one per parameter
         state = ring.torch.TopKState(comm, density=0.3)
         layouts = []  # each step's buckets, as the hook saw them

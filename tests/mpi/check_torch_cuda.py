@@ -126,3 +126,50 @@ def test_ddp_hook_on_cuda_gives_nccls_gradients(groups):
         ours = ddp_grads(groups["nccl"], comm, ring.torch.allreduce_hook)
     for a, b in zip(ours, ddp_grads(groups["nccl"])):
         same(a, b, exact=K <= 2)
+
+
+@pytest.mark.parametrize("momentum,kind", [(0.0, "global"), (0.9, "global"), (0.9, "local")])
+def test_topk_hook_on_cuda_is_the_references(groups, momentum, kind):
+    """ring.torch.topk_hook on CUDA gradients (the selection, residual and combine on the
+    GPU, Communicator(device="cuda")): over three backward passes, each step's result is
+    tests/topk_reference.py's for every rank's gradients as DDP handed them over, bit for
+    bit, the residual and momentum carried from step to step (also across DDP's rebuild of
+    its bucket after the first step, which orders the parameters anew)."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from ring.training.topk import k_of
+
+    from ..topk_reference import TopKBucket
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(),
+                            torch.nn.Linear(16, 3)).to(DEV)
+    m = DDP(m, device_ids=[DEV.index], bucket_cap_mb=1)  # one bucket
+    order = {id(p): i for i, p in enumerate(m.parameters())}
+    seen = []  # each step: this rank's gradients as handed over, and the result
+
+    def in_model_order(bucket):
+        """The bucket's gradients, flat, in the model's order of parameters."""
+        pairs = sorted(zip(bucket.parameters(), bucket.gradients()), key=lambda q: order[id(q[0])])
+        return torch.cat([g.reshape(-1) for _, g in pairs]).cpu().numpy()
+
+    def hook(state, bucket):
+        given = in_model_order(bucket)
+        fut = ring.torch.topk_hook(state, bucket)  # (the bucket holds the result on return)
+        seen.append((given, in_model_order(bucket)))
+        return fut
+    gen = torch.Generator().manual_seed(50 + RANK)
+    x, y = torch.randn(10, 8, generator=gen).to(DEV), torch.randn(10, 3, generator=gen).to(DEV)
+    with ring.Communicator(device="cuda", timeout=60) as comm:
+        state = ring.torch.TopKState(comm, density=0.1, momentum=momentum, momentum_kind=kind)
+        m.register_comm_hook(state, hook)
+        ref = None
+        for step in range(3):
+            m.zero_grad()
+            torch.nn.functional.mse_loss(m(x), y).backward()
+            assert len(seen) == step + 1, "one bucket, one hook call a step"
+            given, got = seen[-1]
+            everyone = W.allgather(given)
+            if ref is None:
+                ref = TopKBucket(given.size, K, k_of(given.size, 0.1), True, momentum, kind)
+            want = ref.step(everyone, True)
+            assert got.tobytes() == want.tobytes(), step
