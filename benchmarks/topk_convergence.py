@@ -10,7 +10,13 @@ against dense float32's ring and bf16's. --bucket-bytes 131072 puts the whole mo
 bucket (one selection over all of it, where 16 KiB buckets each send their own share).
 
     mpiexec -n K python benchmarks/topk_convergence.py [--steps 200] [--batch 64]
-        [--densities 0.1,0.01,0.001] [--report-at 30,200,1000] [--json out.json]
+        [--densities 0.1,0.01,0.001] [--report-at 30,200,1000] [--samples N] [--oracle]
+        [--json out.json]
+
+--oracle adds, per density d, one process that knows the global batch's exact gradient and
+applies its K x d largest entries each step (with global momentum and error feedback): an
+idealised top-k of as many values as the K ranks send, to tell what the selection itself
+costs at a horizon from what the ranks' partial knowledge costs.
 """
 
 from __future__ import annotations
@@ -77,6 +83,37 @@ def train(comm, x, y, batch: int, steps: int, bucket_bytes: int, sgd_momentum: f
     return params, sent, losses
 
 
+def oracle(x, y, batch: int, steps: int, fraction: float, momentum: float, report_at=()):
+    """The parameters and {step: loss} of one process that knows the global batch's exact
+    gradient g and applies, each step, the `fraction` x n entries of v = g + m R' + e
+    largest in magnitude (R' the last update, e what was not applied: global momentum
+    with error feedback), the rest kept in e. K ranks sending k pairs each apply at most
+    K k values a step, each only its own rank's share of the sum: with fraction K x
+    density this is what their top-k could reach with every rank's knowledge."""
+    params = mlp.init()
+    grads = [np.empty_like(p) for p in params]
+    n = sum(p.size for p in params)
+    k = max(1, int(round(fraction * n)))
+    owed, last = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    m = np.float32(momentum)
+    losses = {}
+    for s in range(steps):
+        lo = (s * batch) % len(x)
+        mlp.backward(np, params, x[lo:lo + batch], y[lo:lo + batch], 1.0 / batch, grads)
+        v = np.concatenate([g.reshape(-1) for g in grads]) + m * last + owed
+        top = np.argpartition(-np.abs(v), k - 1)[:k]
+        last = np.zeros(n, np.float32)
+        last[top] = v[top]
+        owed = v - last
+        at = 0
+        for p in params:
+            p -= np.float32(0.05) * last[at:at + p.size].reshape(p.shape)  # (mlp.Momentum's lr)
+            at += p.size
+        if s + 1 in report_at:
+            losses[s + 1] = loss(params, x, y)
+    return params, losses
+
+
 def loss(params, x, y) -> float:
     """Mean squared error over the whole data set (the backward pass's own value)."""
     grads = [np.empty_like(p) for p in params]
@@ -96,13 +133,21 @@ def main() -> None:
     ap.add_argument("--report-at", default="",
                     help="steps after which the loss is reported too (comma-separated, each "
                          "at most --steps): how the ratio to dense changes with the horizon")
+    ap.add_argument("--samples", type=int, default=0,
+                    help="the data set's size (default 16 x --batch; examples/data_parallel.py "
+                         "trains on 4 x --batch)")
+    ap.add_argument("--oracle", action="store_true",
+                    help="also a row per density for one process applying the ranks x density "
+                         "largest entries of the exact global gradient, global momentum and "
+                         "error feedback (oracle()): what any top-k of that many values could "
+                         "reach")
     ap.add_argument("--json")
     a = ap.parse_args()
     report_at = sorted({int(s) for s in a.report_at.split(",") if s})
     if any(not 0 < s <= a.steps for s in report_at):
         ap.error(f"--report-at: steps between 1 and --steps ({a.steps}), got {report_at}")
     world = MPI.COMM_WORLD
-    x, y = mlp.data(16 * a.batch)
+    x, y = mlp.data(a.samples or 16 * a.batch)
     runs = [("float32", {}), ("bf16", {"compression": "bf16"})]
     for d in (float(s) for s in a.densities.split(",")):
         for kind, name in (("global", "global"), ("local", "corrected")) if a.momentum else ():
@@ -125,6 +170,11 @@ def main() -> None:
                                          a.momentum, report_at=report_at, **options)
             rows.append({"wire": name, "final_loss": loss(params, x, y),
                          "bytes_sent_per_rank_per_step": sent, "loss_at": losses})
+    for d in (float(s) for s in a.densities.split(",")) if a.oracle else ():
+        fraction = min(1.0, world.size * d)
+        params, losses = oracle(x, y, a.batch, a.steps, fraction, a.momentum, report_at)
+        rows.append({"wire": f"oracle top-{fraction:g} global", "final_loss": loss(params, x, y),
+                     "bytes_sent_per_rank_per_step": 0, "loss_at": losses})  # (no wire)
     dense = rows[0]
     for row in rows:
         row["loss_vs_dense"] = row["final_loss"] / dense["final_loss"]
@@ -134,7 +184,8 @@ def main() -> None:
             max(1, dense["bytes_sent_per_rank_per_step"])
     if world.rank:
         return
-    print(f"{world.size} ranks, {a.steps} steps of {a.batch} samples, momentum {a.momentum:g}, "
+    print(f"{world.size} ranks, {a.steps} steps of {a.batch} of {len(x)} samples, "
+          f"momentum {a.momentum:g}, "
           f"{sum(p.size for p in mlp.init())} parameters; loss over the whole data set")
     print(f"{'wire':>34} {'final loss':>11} {'vs dense':>9} {'bytes/step':>11} {'vs dense':>9}"
           + "".join(f" {'@' + str(s):>9}" for s in report_at))
@@ -149,6 +200,7 @@ def main() -> None:
         with open(a.json, "w") as f:
             json.dump({"meta": describe(["mpiexec", "-n", str(world.size), "python", *sys.argv]),
                        "ranks": world.size, "steps": a.steps, "batch": a.batch,
+                       "samples": len(x),
                        "momentum": a.momentum, "warmup": a.warmup, "rows": rows},
                       f, indent=1)
 
