@@ -94,15 +94,17 @@ def test_unused_gradients_count_as_zeros_and_the_next_step_starts_clean():
 
 
 @pytest.mark.parametrize("as_view", [False, True])
-@pytest.mark.parametrize("compression", [None, "int8"])
+@pytest.mark.parametrize("compression", [None, "int8", "topk"])
 def test_no_sync_accumulates_and_the_next_step_reduces_the_sum_once(as_view, compression):
     """Gradient accumulation (DDP's no_sync()): k-1 micro-batches inside it start nothing
     and leave the gradients to the caller, who adds each micro-batch's into them; the next
     step all-reduces the sum, one all-reduce per bucket (counted by the stand-in, and in
-    `allreduces`), packed or as bucket views, on the float32 wire or int8's."""
+    `allreduces`), packed or as bucket views, on the float32 wire, int8's, or top-k's
+    (density 1: every value, the exact sum; one all-gather per bucket)."""
     rec = Recorder(k=2)
     b = GradientBuckets(rec, grads([8, 8, 8]), first_bucket_bytes=32, bucket_bytes=32,
-                        op="sum", gradient_as_bucket_view=as_view, compression=compression)
+                        op="sum", gradient_as_bucket_view=as_view, compression=compression,
+                        **({"density": 1.0} if compression == "topk" else {}))
     g = b.grads
     micro = [np.arange(8, dtype=np.float32) * (m + 1) for m in range(4)]  # 4 micro-batches
     for m, part in enumerate(micro):
