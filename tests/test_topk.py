@@ -309,3 +309,23 @@ def test_the_sparsity_warm_up_goes_from_a_quarter_down_to_the_density():
     assert density_at(50, 0.01, 100) == pytest.approx(0.05)
     assert density_at(100, 0.01, 100) == density_at(500, 0.01, 100) == 0.01
     assert density_at(3, 0.5, 100) == 0.5  # a density above the start: no warm-up
+
+
+def test_the_convergence_benchmarks_oracle_at_every_entry_is_momentum_sgd():
+    """benchmarks/topk_convergence.py's oracle applying every entry (fraction 1) is the
+    example's dense momentum SGD on the global batch, bit for bit (mlp.reference); with
+    fewer entries it leaves the rest owed, and differs."""
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "benchmarks"))
+    sys.path.insert(0, str(root / "examples"))
+    import mlp
+    from topk_convergence import oracle
+    x, y = mlp.data(64)
+    params, losses = oracle(x, y, 16, 6, 1.0, 0.9, report_at=(3, 6))
+    want = mlp.reference(x, y, 16, 6)
+    assert all(p.tobytes() == w.tobytes() for p, w in zip(params, want))
+    assert sorted(losses) == [3, 6]
+    sparse, _ = oracle(x, y, 16, 6, 0.01, 0.9)
+    assert any(p.tobytes() != w.tobytes() for p, w in zip(sparse, want))
