@@ -96,6 +96,7 @@ def oracle(x, y, batch: int, steps: int, fraction: float, momentum: float, repor
     k = max(1, int(round(fraction * n)))
     owed, last = np.zeros(n, np.float32), np.zeros(n, np.float32)
     m = np.float32(momentum)
+    opt = mlp.Momentum(np, params, mu=0.0)  # (the momentum is in v: the example's lr alone)
     losses = {}
     for s in range(steps):
         lo = (s * batch) % len(x)
@@ -106,9 +107,10 @@ def oracle(x, y, batch: int, steps: int, fraction: float, momentum: float, repor
         last[top] = v[top]
         owed = v - last
         at = 0
-        for p in params:
-            p -= np.float32(0.05) * last[at:at + p.size].reshape(p.shape)  # (mlp.Momentum's lr)
-            at += p.size
+        for g in grads:  # the update, laid out as the parameters
+            g[...] = last[at:at + g.size].reshape(g.shape)
+            at += g.size
+        opt.step(params, grads)
         if s + 1 in report_at:
             losses[s + 1] = loss(params, x, y)
     return params, losses

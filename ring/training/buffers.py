@@ -23,11 +23,19 @@ def zero(a) -> None:
         a.copy_to_device(np.zeros(a.shape, a.dtype))
 
 
+def on_host(a) -> np.ndarray:
+    """A NumPy copy of a NumPy or Numba device array."""
+    return a.copy() if isinstance(a, np.ndarray) else a.copy_to_host()
+
+
 def copy(dst, src) -> None:
     """dst = src, of the same size; a 1-D stretch of a buffer on either side, the other
-    side maybe shaped (a gradient's view: the contiguous side is reshaped, a view)."""
+    side maybe shaped (a gradient's view: the contiguous side is reshaped, a view). Either
+    may be on the GPU (from the GPU to the host: dst contiguous)."""
     if not isinstance(dst, np.ndarray):
         dst.copy_to_device(src)
+    elif not isinstance(src, np.ndarray):
+        src.copy_to_host(dst.reshape(src.shape))
     elif dst.flags.c_contiguous:
         np.copyto(dst.reshape(src.shape), src)
     else:

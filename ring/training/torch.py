@@ -34,12 +34,13 @@ import datetime
 
 import numpy as np
 import torch
-from numba import cuda
 import torch.distributed as dist
+from numba import cuda
 from torch._C._distributed_c10d import _create_work_from_future
 from torch.futures import Future
 
 from ..errors import MismatchError
+from .buffers import copy, on_host
 from .tensors import as_array as _array  # a NumPy view of a CPU tensor; CUDA: itself
 
 BACKEND = "ring"
@@ -368,17 +369,12 @@ def _layout(bucket) -> tuple:
     return tuple((id(p), p.numel()) for p in bucket.parameters())
 
 
-def _on_host(a) -> np.ndarray:
-    """A NumPy copy of a (a NumPy array, or a Numba device array: the cuda device's)."""
-    return a.copy_to_host() if hasattr(a, "copy_to_host") else a.copy()
-
-
 def _per_parameter(buckets: dict) -> dict:
     """Each parameter's share of its bucket's per-value state (residual, velocity,
     carry), on the host: {parameter id: {name: values}}."""
     out = {}
     for layout, kept in buckets.values():
-        state = {name: _on_host(a) for name, a in kept.state().items()}
+        state = {name: on_host(a) for name, a in kept.state().items()}
         at = 0
         for key, n in layout:
             out[key] = {name: a[at:at + n].copy() for name, a in state.items()}
@@ -402,16 +398,14 @@ def _kept(state: TopKState, bucket, n: int):
     flat = cuda.device_array(n, np.float32) if on_gpu else np.empty(n, np.float32)
     kept = TopKReduce(state.comm, flat, state.density, state.error_feedback, state.momentum,
                       state.momentum_kind)
-    live = kept.state()
-    carried = {name: _on_host(a) for name, a in live.items()} if on_gpu else live
-    at = 0
-    for key, size in layout:
-        for name, values in (state._moving or {}).get(key, {}).items():
-            carried[name][at:at + size] = values
-        at += size
-    if on_gpu and state._moving:  # (on the host they were written in place)
-        for name, a in live.items():
-            a.copy_to_device(carried[name])
+    for name, a in kept.state().items() if state._moving else ():  # (new: all zeros)
+        values, at = np.zeros(n, np.float32), 0
+        for key, size in layout:
+            moved = state._moving.get(key, {}).get(name)
+            if moved is not None:
+                values[at:at + size] = moved
+            at += size
+        copy(a, values)
     state.buckets[bucket.index()] = (layout, kept)
     return kept
 
@@ -434,26 +428,17 @@ def topk_hook(state: TopKState, bucket) -> torch.futures.Future[torch.Tensor]:
     kept = _kept(state, bucket, grads.numel())
     if bucket.is_last():
         state._moving = None  # (a rebuild's buckets are all made again within one step)
-    if not on_gpu:
-        flat = _array(grads).reshape(-1)
-        kept.flat[...] = flat
-        kept.start()
-        kept.finish(avg=True)
-        flat[...] = kept.flat
-        return _ready(grads)
     if grads.is_cuda:  # the backward pass's writes to the bucket, done
         torch.cuda.current_stream(grads.device).synchronize()
         flat = cuda.as_cuda_array(grads.detach().reshape(-1))
     else:
         flat = _array(grads).reshape(-1)
-    kept.flat.copy_to_device(flat)
+    copy(kept.flat, flat)
     kept.start()
     kept.finish(avg=True)
-    if grads.is_cuda:
-        flat.copy_to_device(kept.flat)
-    else:
-        kept.flat.copy_to_host(flat)
-    cuda.synchronize()  # (the result in the bucket before DDP reads it on its stream)
+    copy(flat, kept.flat)
+    if on_gpu:
+        cuda.synchronize()  # (the result in the bucket before DDP reads it on its stream)
     return _ready(grads)
 
 
