@@ -3,6 +3,7 @@
 import os
 
 import numpy as np
+from hypothesis import HealthCheck, seed, settings
 
 from ringtypes import DATA_ONLY, DTYPES, FLOATING, REDUCIBLE, parse_dtype
 
@@ -46,3 +47,21 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
         return got.tobytes() == want.tobytes()
     nan = np.isnan(got) & np.isnan(want)
     return got.tobytes() == np.where(nan, got, want).tobytes()
+
+
+def drawn(examples: int):
+    """Hypothesis settings for a test whose ranks must draw the same examples, so that they
+    run, fail and shrink together: derandomized, no database, and after a first failure no
+    hunt for others (it runs for 10 s of each rank's own clock, and the ranks would part).
+    RING_TEST_EXAMPLES sets how many (a deep run: thousands); RING_TEST_SEED=N draws another
+    set, the same on every rank, so that a second deep run is not the first one again (a
+    failure it finds is reproduced with the same N)."""
+    configured = settings(max_examples=int(os.environ.get("RING_TEST_EXAMPLES", examples)),
+                          derandomize=True, database=None, deadline=None,
+                          report_multiple_bugs=False, suppress_health_check=list(HealthCheck))
+    chosen = os.environ.get("RING_TEST_SEED")
+
+    def apply(test):
+        test = configured(test)
+        return seed(int(chosen))(test) if chosen else test  # a seed outranks derandomize
+    return apply

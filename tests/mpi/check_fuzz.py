@@ -1,13 +1,13 @@
 """Property-based fuzzing of the host collectives against the exact reference, on real
 ranks (one machine, so "auto" is the flat ring and the chains).
 
-Every rank draws the same examples (derandomized Hypothesis, no database), builds a ring
-on the first k ranks of the job, runs the call and checks it; the verdict is agreed over
-the whole job, so that all ranks fail (and shrink) together.
+Every rank draws the same examples (inputs.drawn: RING_TEST_EXAMPLES, RING_TEST_SEED),
+builds a ring on the first k ranks of the job, runs the call and checks it; the verdict is
+agreed over the whole job, so that all ranks fail (and shrink) together.
 """
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
 from mpi4py import MPI
 
 import ring
@@ -15,7 +15,7 @@ from ringtypes import FLOATING, parse_dtype
 from ring.schedule import Collective
 
 from .. import reference
-from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
+from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, drawn, make
 from .conftest import NO_RULES, last_call
 
 WORLD = MPI.COMM_WORLD
@@ -84,8 +84,7 @@ def run_one(coll, dtype, op, k, per, chunk, nslots, in_place, root) -> str:
         sub.Free()
 
 
-@settings(max_examples=60, derandomize=True, database=None, deadline=None,
-          suppress_health_check=list(HealthCheck))
+@drawn(60)
 @given(cases())
 def test_host_collectives_match_the_exact_reference(case):
     problem = run_one(*case)

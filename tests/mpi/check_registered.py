@@ -10,11 +10,10 @@ processes (transport/simipc.shared_array, the stand-in for cudaMalloc'd memory);
 the buffers are CuPy's (cudaMalloc'd: legacy CUDA IPC exports them)."""
 
 import itertools
-import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
 from numba import cuda
 
 from mpi4py import MPI
@@ -25,7 +24,7 @@ from ring.cuda import twoshot_kernel
 from ring.cuda.arrays import SIMULATED, storage_of
 
 from .. import reference
-from ..inputs import CROSS_CASES, CROSS_SECTION, REDUCIBLE_NAMES, make
+from ..inputs import CROSS_CASES, CROSS_SECTION, REDUCIBLE_NAMES, drawn, make
 from .conftest import assert_ran, same_everywhere
 
 # under the simulator the two-shot's areas hold 256 float32: 301 elements go in 2 rounds
@@ -374,8 +373,9 @@ def test_a_freed_buffer_is_staged_and_a_new_one_at_its_address_never_read_stale(
 # (either buffer, in place where they are the same), each call right bit for bit and each
 # side in place exactly where every rank's buffer is registered now
 # (RING_TEST_EXAMPLES: how many; 30 at 2 processes, 12 in the cross-section at 3 and 4,
-# a deep run more: 100 find the one-round fault of tools/mutants.py, 30 need not)
-PROGRAMS = int(os.environ.get("RING_TEST_EXAMPLES", "12" if CROSS_SECTION else "30"))
+# a deep run more: 100 find the one-round fault of tools/mutants.py, 30 need not;
+# RING_TEST_SEED: another set of programs)
+PROGRAMS = 12 if CROSS_SECTION else 30
 CALL = st.tuples(st.just("call"), st.integers(0, 1), st.integers(0, 1), st.integers(0, 9))
 STEP = st.one_of(
     st.tuples(st.sampled_from(["register", "register", "deregister", "deregister on rank 0",
@@ -425,8 +425,7 @@ def run_registrations(kcomm, world, n: int, steps) -> str:
             b.free()
 
 
-@settings(max_examples=PROGRAMS, derandomize=True, database=None, deadline=None,
-          report_multiple_bugs=False, suppress_health_check=list(HealthCheck))
+@drawn(PROGRAMS)
 @given(st.sampled_from(SIZES[1:]), st.lists(STEP, min_size=1, max_size=12))
 def test_programs_of_registrations_and_calls_are_right_and_in_place_where_registered(
         kcomm, world, n, steps):

@@ -12,8 +12,9 @@ buffer or slot of an earlier one shows.
 
 RING_TEST_DEVICE: "host" (default) or "cuda" (Numba device arrays: the simulator's or a
 GPU's); RING_TEST_PATH: the cuda device's path; RING_TEST_EXAMPLES: how many programs
-(test_mpi.py runs a few dozen; a deep run takes thousands). Every rank draws the same
-programs (derandomized) and the verdict is agreed, so all ranks fail and shrink together.
+(test_mpi.py runs a few dozen; a deep run takes thousands); RING_TEST_SEED: another set of
+them. Every rank draws the same programs (inputs.drawn) and the verdict is agreed, so all
+ranks fail and shrink together.
 """
 
 import logging
@@ -21,21 +22,20 @@ import os
 import threading
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
 from mpi4py import MPI
 
 import ring
 from ringtypes import FLOATING, parse_dtype
 
 from .. import reference
-from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
+from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, drawn, make
 from .conftest import arguments as host_arguments, emulated_nodes, two_level_nodes
 
 WORLD = MPI.COMM_WORLD
 K = WORLD.size
 DEVICE = os.environ.get("RING_TEST_DEVICE", "host")
 PATH = os.environ.get("RING_TEST_PATH")
-EXAMPLES = int(os.environ.get("RING_TEST_EXAMPLES", "40"))
 TWO_LEVEL = two_level_nodes(K)  # > 1: the ranks form equal nodes of two or more
 if DEVICE == "cuda":
     from numba import cuda
@@ -280,10 +280,7 @@ def run(sigs, steps) -> str:
         dup.Free()
 
 
-# report_multiple_bugs=False: after a first failure Hypothesis would look for others for
-# 10 s of each rank's own clock, and the ranks' programs would part
-@settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
-          report_multiple_bugs=False, suppress_health_check=list(HealthCheck))
+@drawn(40)
 @given(program())
 def test_call_sequences_match_the_reference(prog):
     problems = WORLD.allgather(run(*prog))
