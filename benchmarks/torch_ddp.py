@@ -1,10 +1,10 @@
 """A DistributedDataParallel training step on CPU tensors with torch.distributed's backend
 "ring" (ring/torch.py) against gloo on the same processes, and ring's DDP communication
-hook over a gloo group. Per step: the slowest rank's time, best and median over
-`--steps`, the three interleaved.
+hooks over a gloo group (`--hooks`: allreduce, bf16, fp16, topk at `--density`). Per step:
+the slowest rank's time, best and median over `--steps`, all of them interleaved.
 
     mpiexec -n 2 python benchmarks/torch_ddp.py [--layers 8] [--width 1024] [--batch 32]
-        [--steps 20] [--json results/torch-ddp-2ranks.json]
+        [--steps 20] [--hooks allreduce] [--density 0.01] [--json results/torch-ddp-2ranks.json]
 """
 
 import os
@@ -28,12 +28,21 @@ import ring  # noqa: E402
 import ring.torch  # noqa: E402
 
 
+HOOKS = {"allreduce": "allreduce_hook", "bf16": "allreduce_bf16_hook",
+         "fp16": "allreduce_fp16_hook", "topk": "topk_hook"}
+HOOK_NAMES = {"allreduce": "ring hook over gloo", "bf16": "ring bf16 hook",
+              "fp16": "ring fp16 hook", "topk": "ring top-k hook"}  # (the first: as before)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--hooks", default="allreduce",
+                    help="ring's DDP hooks to time over gloo: allreduce,bf16,fp16,topk")
+    ap.add_argument("--density", type=float, default=0.01, help="the topk hook's")
     ap.add_argument("--json")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -51,9 +60,13 @@ def main() -> None:
             layers += [torch.nn.Linear(a.width, a.width), torch.nn.ReLU()]
         return torch.nn.Sequential(*layers)
 
-    models = {"ring": DDP(make()), "gloo": DDP(make(), process_group=gloo),
-              "ring hook over gloo": DDP(make(), process_group=gloo)}
-    models["ring hook over gloo"].register_comm_hook(hook_comm, ring.torch.allreduce_hook)
+    models = {"ring": DDP(make()), "gloo": DDP(make(), process_group=gloo)}
+    for hook in a.hooks.split(","):
+        m = models[HOOK_NAMES[hook]] = DDP(make(), process_group=gloo)
+        if hook == "topk":
+            m.register_comm_hook(ring.torch.TopKState(hook_comm, a.density), ring.torch.topk_hook)
+        else:
+            m.register_comm_hook(hook_comm, getattr(ring.torch, HOOKS[hook]))
     g = torch.Generator().manual_seed(world.rank)
     x = torch.randn(a.batch, a.width, generator=g)
     times = {k: [] for k in models}
@@ -76,7 +89,8 @@ def main() -> None:
         return
     print(f"{world.size} ranks, DDP of {a.layers} x Linear({a.width}): {params * 4 / 2**20:.0f} MB "
           f"of float32 gradient, batch {a.batch} per rank, torch {torch.__version__}")
-    print(f"{'backend':>20} {'best ms':>9} {'median ms':>10}  gradients == gloo's")
+    print(f"{'backend':>20} {'best ms':>9} {'median ms':>10}  gradients == gloo's "
+          f"(compressed hooks: not meant to be)")
     for k, r in rows.items():
         print(f"{k:>20} {r['best_ms']:9.1f} {r['median_ms']:10.1f}  {same[k]}")
     if a.json:
