@@ -305,9 +305,15 @@ class TopKReduce:
         return self.momentum if avg else np.float32(float(self.momentum) / self.comm.size)
 
     def finish(self, avg: bool) -> None:
-        """Wait, and write the combined sum into the bucket (global momentum: and this
-        rank's share of it into the carry)."""
+        """Wait for the all-gather, and combine_gathered(avg)."""
         self._work.wait()
+        self.combine_gathered(avg)
+
+    def combine_gathered(self, avg: bool) -> None:
+        """Write the combined sum of the all-gathered pairs into the bucket (global
+        momentum: and this rank's share of it into the carry), once the all-gather has
+        run: what finish() does after its wait, and what a done callback of the
+        all-gather's Work calls (there a wait would wait for the callback itself)."""
         self._work = None
         if self.carry is not None:  # (the share owed depends on it)
             if self._avg is not None and avg != self._avg:

@@ -303,27 +303,42 @@ def _create(opts, pg_options=None) -> "ProcessGroup":
                         opts.group_size, timeout)
 
 
-def _hook_allreduce(comm, t: torch.Tensor, op: str) -> None:
-    """t all-reduced in place by ring.Communicator comm, for a DDP hook (CUDA: enqueued on
-    t's current stream, where DDP reads the bucket after it)."""
+def _hook_future(comm, grads: torch.Tensor, call, finish=None) -> Future:
+    """What a DDP hook returns, the future of its bucket's `grads`. call(async_op) makes the
+    ring call; finish() (the copies back into the bucket) runs once it has. With a host
+    communicator the call runs behind the caller, on its progress thread, where finish()
+    runs too: DDP goes on with the backward pass and waits for the future at its end, so
+    each bucket's communication overlaps the gradients still being computed, as torch's
+    own hooks over an asynchronous process group do. With a cuda communicator the call is
+    enqueued on the bucket's current stream and the future is complete on return."""
+    if comm.device == "cuda":
+        call(False)
+        if finish is not None:
+            finish()
+        return _ready(grads)
+    return _Behind(call(True), grads, finish).get_future()
+
+
+def _hook_allreduce(comm, t: torch.Tensor, op: str, grads: torch.Tensor,
+                    finish=None) -> Future:
+    """t all-reduced in place by ring.Communicator comm, for a DDP hook (_hook_future)."""
     x = _array(t)
-    comm.allreduce(x, out=x, op=op)
+    return _hook_future(comm, grads, lambda behind: comm.allreduce(x, out=x, op=op,
+                                                                   async_op=behind), finish)
 
 
 def allreduce_hook(comm, bucket) -> torch.futures.Future[torch.Tensor]:
     """A DDP communication hook: the bucket's gradients averaged by ring.Communicator
-    `comm` (DDP.register_comm_hook(comm, ring.torch.allreduce_hook))."""
+    `comm` (DDP.register_comm_hook(comm, ring.torch.allreduce_hook)); on CPU behind the
+    caller, so that it overlaps the rest of the backward pass (_hook_future)."""
     grads = bucket.buffer()
-    _hook_allreduce(comm, grads, "avg")
-    return _ready(grads)
+    return _hook_allreduce(comm, grads, "avg", grads)
 
 
 def _compress_hook(dtype, comm, bucket) -> torch.futures.Future[torch.Tensor]:
     grads = bucket.buffer()
     wire = grads.to(dtype).div_(comm.size)  # as torch's own compress hooks: divide first
-    _hook_allreduce(comm, wire, "sum")
-    grads.copy_(wire)
-    return _ready(grads)
+    return _hook_allreduce(comm, wire, "sum", grads, lambda: grads.copy_(wire))
 
 
 def allreduce_bf16_hook(comm, bucket) -> torch.futures.Future[torch.Tensor]:
@@ -416,9 +431,11 @@ def topk_hook(state: TopKState, bucket) -> torch.futures.Future[torch.Tensor]:
     kept for the next step), as Deep Gradient Compression sends them. float32 gradients;
     the selection runs where the communicator is: on the host (CPU gradients), or on the
     GPU (Communicator(device="cuda"): CUDA gradients, or CPU ones copied over and back).
-    It returns once the bucket holds the result: on CUDA it waits for the current stream
-    before it reads the bucket and for the GPU before it returns (the selection reads a
-    sample of the bucket on the host each step anyway)."""
+    The selection runs in the hook; with a host communicator the all-gather and the
+    combine then run behind the caller (_hook_future). With a cuda one the hook returns
+    once the bucket holds the result: it waits for the current stream before it reads the
+    bucket and for the GPU before it returns (the selection reads a sample of the bucket
+    on the host each step anyway)."""
     grads = bucket.buffer()
     on_gpu = state.comm.device == "cuda"
     if grads.dtype != torch.float32 or (grads.is_cuda and not on_gpu):
@@ -434,12 +451,17 @@ def topk_hook(state: TopKState, bucket) -> torch.futures.Future[torch.Tensor]:
     else:
         flat = _array(grads).reshape(-1)
     copy(kept.flat, flat)
-    kept.start()
-    kept.finish(avg=True)
-    copy(flat, kept.flat)
-    if on_gpu:
-        cuda.synchronize()  # (the result in the bucket before DDP reads it on its stream)
-    return _ready(grads)
+    work = kept.start()  # the selection, here; the all-gather, behind the caller on CPU
+
+    def finish():
+        if on_gpu:
+            kept.finish(avg=True)  # waits for the all-gather, then combines
+        else:  # the all-gather's done callback, on the progress thread: it has run
+            kept.combine_gathered(avg=True)
+        copy(flat, kept.flat)
+        if on_gpu:
+            cuda.synchronize()  # (the result in the bucket before DDP reads it on its stream)
+    return _hook_future(state.comm, grads, lambda behind: work, finish)
 
 
 if BACKEND.upper() not in dist.Backend._plugins:

@@ -426,6 +426,55 @@ def test_compress_hooks_give_torchs_gradients(gloo, wire):
         torch.testing.assert_close(a, e, rtol=0.05, atol=1e-3)
 
 
+class Bucket:
+    """A stand-in for DDP's GradBucket (torch makes none in Python): one parameter's
+    gradient, as a hook sees it."""
+
+    def __init__(self, grads: torch.Tensor):
+        self.grads, self.param = grads, torch.nn.Parameter(torch.zeros_like(grads))
+
+    def buffer(self):
+        return self.grads
+
+    def index(self):
+        return 0
+
+    def is_last(self):
+        return True
+
+    def parameters(self):
+        return [self.param]
+
+
+HOOKS = ["allreduce", "allreduce_bf16", "allreduce_fp16", "topk"]
+
+
+@pytest.mark.parametrize("name", HOOKS)
+def test_hooks_on_the_host_run_behind_the_caller(gloo, name):
+    """A hook over a host communicator returns before its call has run (ring's progress
+    thread), so that DDP's backward pass goes on, and the future completes with the bucket
+    reduced: rank 0's hook returns, and its future is not done, before any peer has called
+    its own. At full density top-k is the plain average, so every hook's result is the
+    mean of the ranks' buckets (16-bit hooks: within their wire's rounding)."""
+    mine = torch.arange(1, 9, dtype=torch.float32) * (RANK + 1)
+    want = torch.arange(1, 9, dtype=torch.float32) * (K + 1) / 2
+    with ring.Communicator(device="host", timeout=60) as comm:
+        state = ring.torch.TopKState(comm, density=1.0) if name == "topk" else comm
+        hook = getattr(ring.torch, f"{name}_hook")
+        bucket = Bucket(mine.clone())
+        if RANK == 0:
+            future = hook(state, bucket)
+            assert not future.done()  # no peer has called yet: it cannot have run
+            for q in range(1, K):
+                W.send(None, dest=q, tag=79)
+        else:
+            W.recv(source=0, tag=79)
+            future = hook(state, bucket)
+        got = future.wait()
+    assert got is bucket.grads
+    same(got, want, exact=name in ("allreduce", "topk"))
+
+
 def test_subgroup(gloo):
     """A group of every other rank: its own MPI sub-communicator, in torch's rank order."""
     members = list(range(0, K, 2))
