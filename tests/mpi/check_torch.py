@@ -475,6 +475,19 @@ def test_hooks_on_the_host_run_behind_the_caller(gloo, name):
     same(got, want, exact=name in ("allreduce", "topk"))
 
 
+@pytest.mark.parametrize("name", HOOKS)
+def test_a_hooks_bad_call_is_raised_by_its_future_on_every_rank(gloo, name):
+    """Buckets of different sizes on the ranks (rank 0's one value longer): every rank's
+    future raises the call's MismatchError, from the progress thread, none hangs."""
+    if K == 1:
+        pytest.skip("one rank has no peer to differ from")
+    with ring.Communicator(device="host", timeout=60) as comm:
+        state = ring.torch.TopKState(comm, density=1.0) if name == "topk" else comm
+        future = getattr(ring.torch, f"{name}_hook")(state, Bucket(torch.ones(8 + (RANK == 0))))
+        with pytest.raises(MismatchError):
+            future.wait()
+
+
 def test_subgroup(gloo):
     """A group of every other rank: its own MPI sub-communicator, in torch's rank order."""
     members = list(range(0, K, 2))
