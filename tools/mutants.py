@@ -164,6 +164,11 @@ SINCE = {
     "torch-avg-as-sum": (
         "ring/training/torch.py", 'dist.ReduceOp.AVG: "avg"}', 'dist.ReduceOp.AVG: "sum"}',
         "the torch backend takes ReduceOp.AVG for a sum"),
+    "torch-hook-in-the-hook": (
+        "ring/training/torch.py", '    if comm.device == "cuda":\n        call(False)',
+        '    if True:\n        call(False)',
+        "ring's DDP hooks on a host communicator run their call in the hook (DDP's backward "
+        "pass waits for each bucket's communication)"),
     "wait-no-progress": (
         "ring/wait.py", "        while not ready():\n            if progress is not None:\n",
         "        while not ready():\n            if False:\n",
@@ -253,7 +258,7 @@ OWN_TESTS = {
     "cuda-areas-no-parity": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3]",
     "cuda-twoshot-no-wait": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3]",
     "int8-server-feedback-lost": _INT8, "int8-choice-inverted": _INT8,
-    "torch-avg-as-sum": "tests/test_torch.py",
+    "torch-avg-as-sum": "tests/test_torch.py", "torch-hook-in-the-hook": "tests/test_torch.py",
     "wait-no-progress": _LINKS, "staged-flush-returns": _LINKS, "host-flush-skipped": _LINKS,
     "in-place-gather-offset": "tests/test_mpi.py::test_on_ranks[2]",
     "board-no-compare": "tests/test_mpi.py::test_cuda_registered_buffers[2]",
