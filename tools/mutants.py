@@ -165,8 +165,8 @@ SINCE = {
         "ring/training/torch.py", 'dist.ReduceOp.AVG: "avg"}', 'dist.ReduceOp.AVG: "sum"}',
         "the torch backend takes ReduceOp.AVG for a sum"),
     "torch-hook-in-the-hook": (
-        "ring/training/torch.py", '    if comm.device == "cuda":\n        call(False)',
-        '    if True:\n        call(False)',
+        "ring/training/torch.py", '    return _call_work(comm, call, grads, finish).get_future()',
+        '    call(False)\n    if finish is not None:\n        finish()\n    return _ready(grads)',
         "ring's DDP hooks on a host communicator run their call in the hook (DDP's backward "
         "pass waits for each bucket's communication)"),
     "wait-no-progress": (

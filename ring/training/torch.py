@@ -105,6 +105,18 @@ class _Behind(dist._Work):
         return self._future
 
 
+def _call_work(comm, call, result, finish=None) -> dist.Work:
+    """call(async_op) makes the ring call; finish() (copies into torch's tensors) runs once
+    it is done: with a host communicator on its progress thread, where the Work completes,
+    or here with a cuda one, whose calls are stream-ordered: the Work is done on return."""
+    if comm.device == "cuda":
+        call(False)
+        if finish is not None:
+            finish()
+        return _done(result)
+    return _Behind(call(True), result, finish)
+
+
 def _mpi_comm(ranks: list[int], group_rank: int, world: int):
     """MPI.COMM_WORLD, or the sub-communicator of `ranks` (torch's global ranks, in group
     order), after checking that torch's ranks are MPI's."""
@@ -157,16 +169,9 @@ class ProcessGroup(dist.ProcessGroup):
     # a Work out. _issue runs the ring call behind the caller for CPU tensors.
 
     def _issue(self, t: torch.Tensor, call, result, finish=None):
-        """call(comm, async_op) makes the ring call; finish() (copies into torch's output
-        lists) runs once it is done: on the progress thread for CPU tensors, whose Work
-        completes there, or here for CUDA tensors, whose Work is done on return."""
+        """call(comm, async_op) makes the ring call on t's communicator (_call_work)."""
         comm = self._comm(t)
-        if t.is_cuda:
-            call(comm, False)
-            if finish is not None:
-                finish()
-            return _done(result)
-        return _Behind(call(comm, True), result, finish)
+        return _call_work(comm, lambda behind: call(comm, behind), result, finish)
 
     def _each(self, tensors, call):
         """call(comm, array, async_op) on every tensor: behind the caller for one CPU
@@ -304,19 +309,12 @@ def _create(opts, pg_options=None) -> "ProcessGroup":
 
 
 def _hook_future(comm, grads: torch.Tensor, call, finish=None) -> Future:
-    """What a DDP hook returns, the future of its bucket's `grads`. call(async_op) makes the
-    ring call; finish() (the copies back into the bucket) runs once it has. With a host
-    communicator the call runs behind the caller, on its progress thread, where finish()
-    runs too: DDP goes on with the backward pass and waits for the future at its end, so
-    each bucket's communication overlaps the gradients still being computed, as torch's
-    own hooks over an asynchronous process group do. With a cuda communicator the call is
-    enqueued on the bucket's current stream and the future is complete on return."""
-    if comm.device == "cuda":
-        call(False)
-        if finish is not None:
-            finish()
-        return _ready(grads)
-    return _Behind(call(True), grads, finish).get_future()
+    """What a DDP hook returns, the future of its bucket's `grads` (_call_work): with a host
+    communicator the call runs behind the caller, so DDP goes on with the backward pass and
+    waits for the future at its end, and each bucket's communication overlaps the
+    gradients still being computed, as torch's own hooks over an asynchronous process
+    group do; with a cuda one it is enqueued on the bucket's current stream."""
+    return _call_work(comm, call, grads, finish).get_future()
 
 
 def _hook_allreduce(comm, t: torch.Tensor, op: str, grads: torch.Tensor,
