@@ -237,6 +237,47 @@ SINCE = {
         "and r.get(\"registered\", registered) == registered]", "]",
         "auto takes the rules for registered buffers and for staged ones alike (the first "
         "rule of either that covers the size)"),
+    # issue 55: gradient accumulation and top-k
+    "no-sync-starts-allreduce": (
+        "ring/training/buckets.py",
+        "        if not self._syncing:\n            return\n        b, off = self._where[i]",
+        "        b, off = self._where[i]",
+        "inside no_sync() ready() still packs and starts the bucket's all-reduce: every "
+        "micro-batch communicates"),
+    "topk-sent-still-owed": (
+        "ring/training/topk.py",
+        "            self.residual[idx] = 0  # sent: no longer owed",
+        "            pass  # (planted fault)",
+        "error feedback keeps what was sent in the residual: it is sent again next step"),
+    "topk-ties-to-higher": (
+        "ring/training/topk.py",
+        "    at = cand[magnitudes == kth][:k - above.size]",
+        "    at = cand[magnitudes == kth][::-1][:k - above.size]",
+        "ties at the k-th magnitude go to the higher indices: the ranks still agree, the "
+        "choice is not the definition's"),
+    "topk-combine-overwrites": (
+        "ring/training/topk.py",
+        "        out[idx] += val  # a rank's",
+        "        out[idx] = val  # a rank's",
+        "the combine writes each rank's values instead of adding them: where two ranks send "
+        "the same index, the later rank's value wins"),
+    "topk-room-overflow-kept": (
+        "ring/training/topk.py",
+        "    if count > room:  # the sample underestimated",
+        "    if False:  # the sample underestimated",
+        "more candidates above the sampled threshold than room: the first `room` (the lowest "
+        "indices) are kept and larger values past them missed"),
+    "topk-global-share-whole": (
+        "ring/training/topk.py",
+        "        return self.momentum if avg else np.float32(float(self.momentum) / self.comm.size)",
+        "        return self.momentum",
+        "global momentum under op sum: every rank owes all of m R', not its K-th: the "
+        "momentum counted K times"),
+    "topk-gpu-pack-keeps-residual": (
+        "kernels/topk.py",
+        "            residual[j] = float32(0)",
+        "            residual[j] = residual[j]",
+        "the GPU's pack leaves the sent values in the residual: sent again next step"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -270,6 +311,9 @@ OWN_TESTS = {
     "registry-stale-ident": _REGISTERED, "peer-map-stale": _REGISTERED,
     "kept-registration-not-asked": _REGISTERED,
     "auto-ignores-registration": "tests/test_tuning.py " + _REGISTERED,
+    "no-sync-starts-allreduce": "tests/test_buckets.py tests/test_examples.py",
+    **{n: "tests/test_topk.py" for n in SINCE if n.startswith("topk-") and "gpu" not in n},
+    "topk-gpu-pack-keeps-residual": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
 }
 
 
