@@ -11,9 +11,9 @@ fails. A run of the unmodified copy comes first: if it fails, nothing else means
 The faults are the ones that once passed the whole suite (the tests issue): two-level
 disabled, a wrong avg divisor, a precision loss, an off-by-one block boundary, a chunk
 that is never written out; plus one in the GPU's per-chunk code. SINCE: faults in what was
-built after (the persistent kernel, the one-round algorithms, int8, torch, the waits across
-nodes), each with the tests that cover it (OWN_TESTS, run alone with --own-tests):
-results/mutants-since.md.
+built after (the persistent kernel, the one-round algorithms, int8, torch, top-k and
+gradient accumulation, the waits across nodes), each with the tests that cover it
+(OWN_TESTS, run alone with --own-tests): results/mutants-since.md.
 """
 
 from __future__ import annotations
