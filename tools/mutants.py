@@ -278,6 +278,62 @@ SINCE = {
         "            residual[j] = float32(0)",
         "            residual[j] = residual[j]",
         "the GPU's pack leaves the sent values in the residual: sent again next step"),
+    # the agreement before data moves, the baseline algorithms, int8's residual, 16-bit bits
+    "agreement-ignores-op": (
+        "ring/agreement.py",
+        "    return np.array([record.get(f, NONE) for f in FIELDS]",
+        "    return np.array([record.get(f, NONE) if f != 'op' else NONE for f in FIELDS]",
+        "the agreement's record leaves out the op: ranks calling sum and max go ahead, each "
+        "with its own"),
+    "agreement-bad-rank-unnamed": (
+        "ring/agreement.py",
+        "    bad = [r for r in range(everyone.shape[0]) if everyone[r, BAD]]",
+        "    bad = []",
+        "a rank's bad argument is not looked for in the records: the others compare the rest "
+        "and, where it agrees, go ahead without it"),
+    "tree-avg-undivided": (
+        "ring/algorithms/tree.py",
+        "        elif op is Op.AVG:\n            divide(out[lo:hi], k)",
+        "        elif op is Op.AVG:\n            pass",
+        "the tree's root never divides avg's sum by K"),
+    "tree-children-first": (
+        "ring/algorithms/tree.py",
+        "        parts = [mine[lo:hi]] + got",
+        "        parts = got + [mine[lo:hi]]",
+        "a tree node folds its children's partials before its own: the same bits on every "
+        "rank, not the documented order"),
+    "ps-reversed-order": (
+        "ring/algorithms/ps.py",
+        "        fold(lambda q: got[q], op, k, out)",
+        "        fold(lambda q: got[k - 1 - q], op, k, out)",
+        "the parameter server folds in reverse rank order: not naive's and oneshot's bits"),
+    "naive-reversed-order": (
+        "ring/algorithms/naive.py",
+        "        fold(lambda q: got[q], op, k, out)",
+        "        fold(lambda q: got[k - 1 - q], op, k, out)",
+        "naive folds in reverse rank order: the same on every rank, not ps's and oneshot's bits"),
+    "int8-nan-residual-kept": (
+        "ring/training/quantize.py",
+        "            rb[i] = lost if abs(lost) < INF else np.float32(0)",
+        "            rb[i] = lost",
+        "int8's residual keeps the NaN of a block with inf or NaN: every later step of that "
+        "block is NaN"),
+    "bf16-truncates": (
+        "ring/host/half.py",
+        "    rounded = _shr(_add(_add(u, U(0x7FFF)), _and(hi, U(1))), U(16))",
+        "    rounded = hi",
+        "float32 -> bfloat16 on the host truncates instead of rounding to nearest even"),
+    "f16-nan-payload-lost": (
+        "ring/host/half.py",
+        "    nan = _or(U(0x7C00), payload if payload > U(0) else U(1))",
+        "    nan = U(0x7E00)",
+        "float32 -> float16 on the host makes every NaN the one quiet NaN (NumPy keeps the "
+        "payload)"),
+    "f16-subnormal-edge": (
+        "ring/host/half.py",
+        "    h = sub if f < U(0x38800000) else normal",
+        "    h = sub if f < U(0x38000000) else normal",
+        "float32 -> float16 on the host takes [2^-15, 2^-14) for normal float16 values"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -314,6 +370,14 @@ OWN_TESTS = {
     "no-sync-starts-allreduce": "tests/test_buckets.py tests/test_examples.py",
     **{n: "tests/test_topk.py" for n in SINCE if n.startswith("topk-") and "gpu" not in n},
     "topk-gpu-pack-keeps-residual": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
+    "agreement-ignores-op": "tests/test_mpi.py::test_on_ranks[3]",
+    "agreement-bad-rank-unnamed": "tests/test_mpi.py::test_on_ranks[3]",
+    **{n: "tests/test_algorithms.py tests/test_mpi.py::test_on_ranks[3]"
+       for n in ("tree-avg-undivided", "tree-children-first", "ps-reversed-order",
+                 "naive-reversed-order")},
+    "int8-nan-residual-kept": "tests/test_quantize.py " + _INT8,
+    **{n: "tests/test_half.py" for n in ("bf16-truncates", "f16-nan-payload-lost",
+                                         "f16-subnormal-edge")},
 }
 
 
