@@ -334,6 +334,36 @@ SINCE = {
         "    h = sub if f < U(0x38800000) else normal",
         "    h = sub if f < U(0x38000000) else normal",
         "float32 -> float16 on the host takes [2^-15, 2^-14) for normal float16 values"),
+    # the host's compiled agreement rounds, the progress thread, the abort after a lost peer
+    "compiled-round-no-compare": (
+        "ring/host/compiled_round.py",
+        "            if theirs[i] != row[i]:",
+        "            if False:",
+        "the compiled agreement round (one node) never compares the peers' records: ranks "
+        "that disagree go ahead"),
+    "compiled-round-one-slot": (
+        "ring/host/compiled_round.py",
+        "    return HEADER + (seq & 1) * plan[AREA]",
+        "    return HEADER",
+        "the compiled rounds use one slot, not two by parity: a fast rank's next round can "
+        "overwrite the record (and data) a slow rank is still reading"),
+    "gathered-no-compare": (
+        "ring/host/compiled_round.py",
+        "            if everyone[q, i] != everyone[me, i]:",
+        "            if False:",
+        "the agreement across nodes (an allgather) never compares the records"),
+    "progress-no-drain": (
+        "ring/communicator.py",
+        "            self._progress.drain()",
+        "            pass",
+        "a call without async_op does not wait for the async calls before it: calls "
+        "overtake each other"),
+    "fatal-not-armed": (
+        "ring/fatal.py",
+        "        atexit.register(_abort)",
+        "        pass",
+        "after a ring.TimeoutError the job is not aborted at exit: the survivors wait for "
+        "the lost peer in MPI_Finalize"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -378,6 +408,15 @@ OWN_TESTS = {
     "int8-nan-residual-kept": "tests/test_quantize.py " + _INT8,
     **{n: "tests/test_half.py" for n in ("bf16-truncates", "f16-nan-payload-lost",
                                          "f16-subnormal-edge")},
+    "compiled-round-no-compare": "tests/test_compiled_round.py tests/test_mpi.py::test_on_ranks[3]",
+    "compiled-round-one-slot": "tests/test_compiled_round.py tests/test_mpi.py::test_on_ranks[3] "
+                               "tests/test_mpi.py::test_call_sequences[host-3]",
+    "gathered-no-compare": "tests/test_mpi.py::test_across_emulated_nodes[4-2] "
+                           "tests/test_mpi.py::test_call_sequences[host-2x2]",
+    "progress-no-drain": "tests/test_progress.py tests/test_mpi.py::test_on_ranks[3] "
+                         "tests/test_mpi.py::test_call_sequences[host-3]",
+    "fatal-not-armed": "tests/test_faults.py::test_a_rank_never_makes_the_call "
+                       "tests/test_faults.py::test_a_rank_dies_in_the_middle_of_an_allreduce",
 }
 
 
