@@ -13,7 +13,11 @@ from ringtypes import QUANT_BLOCK, packed_bytes
 from .gpu import SIMULATED, dev, host
 from .inputs import same_bits
 
-SIZES = [0, 1, 37, QUANT_BLOCK + 5] if SIMULATED else [0, 1, 37, QUANT_BLOCK + 5, (1 << 20) + 7]
+# 5 QUANT_BLOCK + 3: more blocks than the simulator's grid has thread blocks (launch.SIM_BLOCKS),
+# so that a thread block quantizes one block after another, refilling its shared-memory tree
+# (tools/mutants.py gpu-int8-tree-race: without the barrier before the refill, this size fails)
+SIZES = [0, 1, 37, QUANT_BLOCK + 5, 5 * QUANT_BLOCK + 3] if SIMULATED else \
+    [0, 1, 37, QUANT_BLOCK + 5, 5 * QUANT_BLOCK + 3, (1 << 20) + 7]
 
 
 def values(n, seed, specials):

@@ -364,6 +364,42 @@ SINCE = {
         "        pass",
         "after a ring.TimeoutError the job is not aborted at exit: the survivors wait for "
         "the lost peer in MPI_Finalize"),
+    # the host ring's compiled walk, the GPU's int8 kernels
+    "walk-slot-off-by-one": (
+        "ring/host/compiled_walk.py",
+        "            spins, yields = poll(link[ACKED_IN], link[SENT] - nslots + 1, spins, yields)",
+        "            spins, yields = poll(link[ACKED_IN], link[SENT] - nslots, spins, yields)",
+        "the compiled walk waits for one acknowledgement too few: a sender nslots chunks "
+        "ahead overwrites a slot its successor has not read (a race)"),
+    "walk-avg-every-step": (
+        "ring/host/compiled_walk.py",
+        "                avg = flags & FINAL and op == AVG",
+        "                avg = op == AVG",
+        "the compiled walk divides avg at every reduce step, not at the final one"),
+    "gpu-int8-signed-wrap": (
+        "kernels/quantize.py",
+        "            part = mul_rn(float32(q - 256 if q >= 128 else q), scales[row // 4 + b])",
+        "            part = mul_rn(float32(q), scales[row // 4 + b])",
+        "the GPU's int8 sum reads the value bytes as unsigned: negative values come out "
+        "near +256 steps"),
+    "gpu-int8-tree-race": (
+        "kernels/quantize.py",
+        "        cuda.syncthreads()  # everyone has read the tree before the next block refills it",
+        "        pass",
+        "the GPU's int8 quantize lets a thread refill the block-maximum tree before the others "
+        "have read the last block's maximum (a race)"),
+    "twoshot-flag-before-writes": (
+        "ring/cuda/twoshot_kernel.py",
+        "        cuda.syncthreads()\n        if cuda.threadIdx.x == 0:\n            ok[0] = barrier(",
+        "        if cuda.threadIdx.x == 0:\n            ok[0] = barrier(",
+        "the two-shot kernel's thread 0 raises its flag for the peers before the block's "
+        "other threads have written their part (a race)"),
+    "twoshot-records-unread": (
+        "ring/cuda/twoshot_kernel.py",
+        "                       rx, ox, ro, oo, al, offx, offo)\n        cuda.syncthreads()",
+        "                       rx, ox, ro, oo, al, offx, offo)",
+        "the two-shot kernel's threads read the verdict and the peers' offsets before thread 0 "
+        "has written them (a race)"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -417,6 +453,12 @@ OWN_TESTS = {
                          "tests/test_mpi.py::test_call_sequences[host-3]",
     "fatal-not-armed": "tests/test_faults.py::test_a_rank_never_makes_the_call "
                        "tests/test_faults.py::test_a_rank_dies_in_the_middle_of_an_allreduce",
+    **{n: "tests/test_compiled_walk.py tests/test_mpi.py::test_on_ranks[3]"
+       for n in ("walk-slot-off-by-one", "walk-avg-every-step")},
+    **{n: "tests/test_kernel_quantize.py" for n in ("gpu-int8-signed-wrap", "gpu-int8-tree-race")},
+    **{n: "tests/test_mpi.py::test_cuda_registered_buffers[2] "
+          "tests/test_mpi.py::test_cuda_registered_buffers[3]"
+       for n in ("twoshot-flag-before-writes", "twoshot-records-unread")},
 }
 
 
