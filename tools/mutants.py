@@ -400,6 +400,12 @@ SINCE = {
         "                       rx, ox, ro, oo, al, offx, offo)",
         "the two-shot kernel's threads read the verdict and the peers' offsets before thread 0 "
         "has written them (a race)"),
+    "shm-slot-off-by-one": (
+        "ring/transport/shm.py",
+        "        need = self.sent - self.win.nslots + 1",
+        "        need = self.sent - self.win.nslots",
+        "the Python walk's shared-memory sender waits for one acknowledgement too few: "
+        "nslots chunks ahead it overwrites a slot its successor has not read (a race)"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -459,6 +465,7 @@ OWN_TESTS = {
     **{n: "tests/test_mpi.py::test_cuda_registered_buffers[2] "
           "tests/test_mpi.py::test_cuda_registered_buffers[3]"
        for n in ("twoshot-flag-before-writes", "twoshot-records-unread")},
+    "shm-slot-off-by-one": "tests/test_mpi.py::test_on_ranks[3] tests/test_mpi.py::test_fuzz[3]",
 }
 
 
