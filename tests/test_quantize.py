@@ -68,8 +68,12 @@ def test_each_value_comes_back_within_half_a_step(n, scale, seed):
     got = widen(v)
     for lo in range(0, n, BLOCK):  # the step is the block's largest |v| / 127
         part, back = v[lo:lo + BLOCK], got[lo:lo + BLOCK]
-        step = np.abs(part).max() / 127
-        assert np.all(np.abs(back - part) <= step / 2 * (1 + 1e-5) + 1e-45)
+        top = np.abs(part).max()
+        step = top / 127
+        # half a step, beside float32's roundings (the scale, q x scale, the difference):
+        # within two ulps of the block's largest |v| (the most seen in 40,000 random
+        # examples: 0.72; n=7752, seed=492, which a CI run drew: 0.75)
+        assert np.all(np.abs(back - part) <= step / 2 + 2 * np.spacing(top) + 1e-45)
         assert np.abs(back).max() <= np.abs(part).max() * (1 + 1e-6)
 
 
