@@ -16,8 +16,7 @@ from .inputs import same_bits
 # 5 QUANT_BLOCK + 3: more blocks than the simulator's grid has thread blocks (launch.SIM_BLOCKS),
 # so that a thread block quantizes one block after another, refilling its shared-memory tree
 # (tools/mutants.py gpu-int8-tree-race: without the barrier before the refill, this size fails)
-SIZES = [0, 1, 37, QUANT_BLOCK + 5, 5 * QUANT_BLOCK + 3] if SIMULATED else \
-    [0, 1, 37, QUANT_BLOCK + 5, 5 * QUANT_BLOCK + 3, (1 << 20) + 7]
+SIZES = [0, 1, 37, QUANT_BLOCK + 5, 5 * QUANT_BLOCK + 3] + ([] if SIMULATED else [(1 << 20) + 7])
 
 
 def values(n, seed, specials):

@@ -10,10 +10,10 @@ test` with -x, under the simulator when there is no GPU. A mutant is caught when
 fails. A run of the unmodified copy comes first: if it fails, nothing else means anything.
 The faults are the ones that once passed the whole suite (the tests issue): two-level
 disabled, a wrong avg divisor, a precision loss, an off-by-one block boundary, a chunk
-that is never written out; plus one in the GPU's per-chunk code. SINCE: faults in what was
-built after (the persistent kernel, the one-round algorithms, int8, torch, top-k and
-gradient accumulation, the waits across nodes), each with the tests that cover it
-(OWN_TESTS, run alone with --own-tests): results/mutants-since.md.
+that is never written out; plus one in the GPU's per-chunk code. SINCE: faults planted
+since, across the library (which, and by which test each is caught:
+results/mutants-since.md), each with the tests that cover it (OWN_TESTS, run alone with
+--own-tests).
 """
 
 from __future__ import annotations
@@ -415,8 +415,9 @@ _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
            # (a stream-ordered call's error word read by the next call, where the kernel's
            # time says it may have timed out: kernel-error-unread; synchronize() always reads)
            "tests/test_faults.py::test_a_stream_ordered_calls_error_is_raised_by_the_next_call")
-_ONESHOT = "tests/test_recipe.py tests/test_mpi.py::test_on_ranks[3]"
-_INT8 = "tests/test_buckets.py tests/test_mpi.py::test_on_ranks[3]"
+_RANKS3 = "tests/test_mpi.py::test_on_ranks[3]"  # every inner suite of test_mpi.INNER, 3 ranks
+_ONESHOT = "tests/test_recipe.py " + _RANKS3
+_INT8 = "tests/test_buckets.py " + _RANKS3
 _LINKS = "tests/test_mpi.py::test_links_across_nodes_over_an_mpi_that_moves_messages_on_the_senders_calls"
 _REGISTERED = "tests/test_registry.py tests/test_mpi.py::test_cuda_registered_buffers[2]"
 # the tests that cover each mutant's code (--own-tests); the others: the whole suite
@@ -442,30 +443,30 @@ OWN_TESTS = {
     "no-sync-starts-allreduce": "tests/test_buckets.py tests/test_examples.py",
     **{n: "tests/test_topk.py" for n in SINCE if n.startswith("topk-") and "gpu" not in n},
     "topk-gpu-pack-keeps-residual": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
-    "agreement-ignores-op": "tests/test_mpi.py::test_on_ranks[3]",
-    "agreement-bad-rank-unnamed": "tests/test_mpi.py::test_on_ranks[3]",
-    **{n: "tests/test_algorithms.py tests/test_mpi.py::test_on_ranks[3]"
+    "agreement-ignores-op": _RANKS3,
+    "agreement-bad-rank-unnamed": _RANKS3,
+    **{n: "tests/test_algorithms.py " + _RANKS3
        for n in ("tree-avg-undivided", "tree-children-first", "ps-reversed-order",
                  "naive-reversed-order")},
     "int8-nan-residual-kept": "tests/test_quantize.py " + _INT8,
     **{n: "tests/test_half.py" for n in ("bf16-truncates", "f16-nan-payload-lost",
                                          "f16-subnormal-edge")},
-    "compiled-round-no-compare": "tests/test_compiled_round.py tests/test_mpi.py::test_on_ranks[3]",
-    "compiled-round-one-slot": "tests/test_compiled_round.py tests/test_mpi.py::test_on_ranks[3] "
-                               "tests/test_mpi.py::test_call_sequences[host-3]",
+    "compiled-round-no-compare": "tests/test_compiled_round.py " + _RANKS3,
+    "compiled-round-one-slot": "tests/test_compiled_round.py " + _RANKS3
+                               + " tests/test_mpi.py::test_call_sequences[host-3]",
     "gathered-no-compare": "tests/test_mpi.py::test_across_emulated_nodes[4-2] "
                            "tests/test_mpi.py::test_call_sequences[host-2x2]",
-    "progress-no-drain": "tests/test_progress.py tests/test_mpi.py::test_on_ranks[3] "
-                         "tests/test_mpi.py::test_call_sequences[host-3]",
+    "progress-no-drain": "tests/test_progress.py " + _RANKS3
+                         + " tests/test_mpi.py::test_call_sequences[host-3]",
     "fatal-not-armed": "tests/test_faults.py::test_a_rank_never_makes_the_call "
                        "tests/test_faults.py::test_a_rank_dies_in_the_middle_of_an_allreduce",
-    **{n: "tests/test_compiled_walk.py tests/test_mpi.py::test_on_ranks[3]"
+    **{n: "tests/test_compiled_walk.py " + _RANKS3
        for n in ("walk-slot-off-by-one", "walk-avg-every-step")},
     **{n: "tests/test_kernel_quantize.py" for n in ("gpu-int8-signed-wrap", "gpu-int8-tree-race")},
     **{n: "tests/test_mpi.py::test_cuda_registered_buffers[2] "
           "tests/test_mpi.py::test_cuda_registered_buffers[3]"
        for n in ("twoshot-flag-before-writes", "twoshot-records-unread")},
-    "shm-slot-off-by-one": "tests/test_mpi.py::test_on_ranks[3] tests/test_mpi.py::test_fuzz[3]",
+    "shm-slot-off-by-one": _RANKS3 + " tests/test_mpi.py::test_fuzz[3]",
 }
 
 
