@@ -371,6 +371,8 @@ def test_bad_calls_name_the_argument():
         g.allreduce([dev(np.ones(4))])
     with pytest.raises(ValueError, match=r"xs\[1\]"):
         g.allreduce([dev(np.ones(4)), dev(np.ones(5))])
+    with pytest.raises(ValueError, match=r"xs\[1\]: 4 x float32 .* xs\[0\]'s 4 x float64"):
+        g.allreduce([dev(np.ones(4)), dev(np.ones(4, np.float32))])  # one count, two dtypes
     with pytest.raises(ValueError, match="op: 'avg' needs a floating-point dtype"):
         g.allreduce([dev(np.ones(4, np.int32))] * 2, op="avg")
     with pytest.raises(ValueError, match="divisible"):

@@ -75,7 +75,7 @@ MUTANTS = {
 # Faults in the parts built since (the persistent kernel, the one-round algorithms, int8,
 # torch, the waits across nodes), each with the tests that cover its code (OWN_TESTS,
 # --own-tests): results/mutants-since.md. A planted fault a campaign found no test for
-# (empty-no-post: equivalent, see there) is not listed.
+# (empty-no-post, host-walk-ignores-divisor: equivalent, see there) is not listed.
 P, KP = "ring/cuda/persistent.py", "ring/cuda/kernel_path.py"
 SINCE = {
     "kernel-credit-early": (
@@ -406,6 +406,103 @@ SINCE = {
         "        need = self.sent - self.win.nslots",
         "the Python walk's shared-memory sender waits for one acknowledgement too few: "
         "nslots chunks ahead it overwrites a slot its successor has not read (a race)"),
+    # the campaign of 2026-11-29: the library's files that no fault had been planted in
+    "gpu-min-nan-lost": (
+        "kernels/reduce.py",
+        "def _take_min(a, b):  # keep a?  NaN propagates, as np.minimum\n"
+        "    return a != a or (b == b and a <= b)",
+        "def _take_min(a, b):  # keep a?  NaN propagates, as np.minimum\n"
+        "    return b == b and a <= b",
+        "the GPU's min keeps the other input where the first is NaN (np.minimum keeps the NaN)"),
+    "gpu-paired-tail-one-output": (
+        "kernels/reduce.py",
+        "                out[j] = v\n                out2[j] = v\n",
+        "                out[j] = v\n",
+        "the 16-bit reduce kernel with two outputs writes an odd last element to the first "
+        "only (the successor's slot misses it)"),
+    "gpu-fold-avg-every-step": (
+        "kernels/reduce.py",
+        "    mid = OPS[Op.SUM](kd) if op is Op.AVG else last  # avg: sums, then the dividing sum\n"
+        "    arr = kd.numba_type[::1]\n    sig = types.void(arr, types.UniTuple(arr, k)",
+        "    mid = last\n"
+        "    arr = kd.numba_type[::1]\n    sig = types.void(arr, types.UniTuple(arr, k)",
+        "the GPU's K-input fold divides avg at every step, not once at the end"),
+    "oneshot-kernel-high-word-lost": (
+        "ring/cuda/oneshot_kernel.py",
+        "return value_of(lo, hi if w == 2 else 0), 1",
+        "return value_of(lo, 0), 1",
+        "the one-shot kernel drops the high 32 bits of a peer's 8-byte element"),
+    "cuda-run-ignores-divisor": (
+        "ring/cuda/backend.py",
+        "        divisor = plan.size if divisor is None else divisor\n        storage = np.dtype(x.dtype)",
+        "        divisor = plan.size\n        storage = np.dtype(x.dtype)",
+        "the GPU's ring divides avg by its own ring's size, not the divisor it was given "
+        "(the two-level all-reduce's inner rings: the node's size)"),
+    "cuda-link-error-on-one-rank": (
+        "ring/cuda/backend.py",
+        "        refusals = [(q, f) for q, f in enumerate(self.comm.allgather(said)) if f]\n"
+        "        if refusals:",
+        "        refusals = [(q, f) for q, f in enumerate(self.comm.allgather(said)) if f]\n"
+        "        if mine is not None:",
+        "a rank that cannot link to its neighbours raises alone; the others go on to the "
+        "barrier"),
+    "host-alltoall-mpi-in-place": (
+        "ring/host/backend.py",
+        "            return self.run(plan, op, a.copy(), a)",
+        "            return self.run(plan, op, a, a)",
+        "an in-place all-to-all over MPI links runs from x itself, which receives land on "
+        "before their blocks are sent"),
+    "walk-takes-float-min": (
+        "ring/host/reduce.py",
+        "    return wire is None and dtype in REDUCIBLE and dtype not in HALF and not (\n"
+        "        dtype in FLOATING and op in (Op.MIN, Op.MAX))",
+        "    return wire is None and dtype in REDUCIBLE and dtype not in HALF",
+        "the compiled walk takes floating min / max, whose NaNs and signed zeros it does not "
+        "treat as NumPy does"),
+    "recipe-copy-wrong-offset": (
+        "ring/host/reduce.py",
+        "            out[lo:lo + n] = parts(q)[at:at + n]",
+        "            out[lo:lo + n] = parts(q)[lo:lo + n]",
+        "a recipe's one-source segment is read at its offset in out, not in the posted array"),
+    "fast-path-read-only-out": (
+        "ring/host/repeated.py",
+        "        if not (flags.c_contiguous and flags.writeable):\n            return None\n"
+        "        kind = 2\n    else:\n        return None\n    return x.dtype, x.shape,",
+        "        if not flags.c_contiguous:\n            return None\n"
+        "        kind = 2\n    else:\n        return None\n    return x.dtype, x.shape,",
+        "a repeated host all-reduce takes a read-only out on the fast path, which writes it"),
+    "kept-alltoall-in-place": (
+        "ring/cuda/repeated.py",
+        "    if c.collective is Collective.ALLTOALL and c.in_place:\n        return None",
+        "    if False:\n        return None",
+        "a kept in-place all-to-all replays its launch, which reads the first call's copy of x"),
+    "kept-signature-no-strides": (
+        "ring/cuda/repeated.py",
+        "    return type(a), address(a), a.shape, a.strides, a.dtype",
+        "    return type(a), address(a), a.shape, a.dtype",
+        "a kept call's signature leaves out the arrays' strides: a strided view of the same "
+        "address and shape replays the launch bound to the contiguous one"),
+    "group-dtypes-unchecked": (
+        "ring/cuda/group.py",
+        "if (c.count, c.dtype) != (first.count, first.dtype):",
+        "if c.count != first.count:",
+        "ring.Group takes ranks' inputs of different dtypes (of one count)"),
+    "one-slot-allowed": (
+        "ring/options.py",
+        "if int(nslots) != nslots or nslots < 2:",
+        "if int(nslots) != nslots or nslots < 1:",
+        "a link of one slot is allowed (schedule.py: two are the minimum that cannot deadlock)"),
+    "mpi-recv-one-too-many": (
+        "ring/transport/mpi.py",
+        "while planned and len(pending) < n:",
+        "while planned and len(pending) <= n:",
+        "an MPI link keeps nslots + 1 receives posted: the last lands in the slot of the "
+        "oldest, not yet read"),
+    "oneshot-limit-exclusive": (
+        "ring/algorithms/oneshot.py",
+        "    if sent > EXCHANGE_BYTES:",
+        "    if sent >= EXCHANGE_BYTES:",
+        "oneshot refuses a call of exactly the exchange window's bytes"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -467,6 +564,21 @@ OWN_TESTS = {
           "tests/test_mpi.py::test_cuda_registered_buffers[3]"
        for n in ("twoshot-flag-before-writes", "twoshot-records-unread")},
     "shm-slot-off-by-one": _RANKS3 + " tests/test_mpi.py::test_fuzz[3]",
+    **{n: "tests/test_kernels.py" for n in ("gpu-min-nan-lost", "gpu-paired-tail-one-output",
+                                            "gpu-fold-avg-every-step")},
+    **{n: "tests/test_mpi.py::test_cuda_kernel_path[2] tests/test_mpi.py::test_cuda_kernel_path[3]"
+       for n in ("oneshot-kernel-high-word-lost", "kept-alltoall-in-place",
+                 "kept-signature-no-strides")},
+    "cuda-run-ignores-divisor": "tests/test_mpi.py::test_cuda_device_across_emulated_nodes",
+    "cuda-link-error-on-one-rank": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
+    **{n: "tests/test_mpi.py::test_across_emulated_nodes"
+       for n in ("host-alltoall-mpi-in-place", "mpi-recv-one-too-many")},
+    "walk-takes-float-min": "tests/test_compiled_walk.py " + _RANKS3,
+    "recipe-copy-wrong-offset": _ONESHOT,
+    "fast-path-read-only-out": _RANKS3,
+    "group-dtypes-unchecked": "tests/test_group.py",
+    "one-slot-allowed": "tests/test_group.py tests/test_schedule.py " + _RANKS3,
+    "oneshot-limit-exclusive": "tests/test_algorithms.py " + _ONESHOT,
 }
 
 

@@ -156,6 +156,29 @@ def test_repeated_calls_reuse_their_kernel_launch(gcomm):
         assert len(gcomm._kfast) == kept + 5
 
 
+def test_what_a_kept_signature_holds(world):
+    """A kept kernel-path call is its arrays' layout, not only their address and shape
+    (ring/cuda/repeated.py): a strided view of a kept x's memory and shape is refused, as
+    on the full path, on every rank; and an in-place all-to-all is never kept (its launch
+    reads a copy of x that its call makes), so each call reads x as it is then."""
+    with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH) as c:
+        k, r = c.size, c.rank
+        x = _gpu(np.zeros(4 * k, np.float32))
+        for i in range(3):
+            inputs = [np.arange(4 * k, dtype=np.float32) + 100 * q + 1000 * i
+                      for q in range(k)]
+            _set(x, inputs[r])
+            assert c.alltoall(x, out=x) is x
+            assert np.array_equal(_host(x), reference.expected("alltoall", inputs)[r]), i
+        n = 37
+        both, out = _gpu(np.ones(2 * n, np.float32)), _gpu(np.zeros(n, np.float32))
+        for _ in range(3):  # kept from the first on the kernel path
+            assert c.allreduce(both[:n], out=out, algorithm="ring") is out
+        assert np.array_equal(_host(out), np.full(n, k, np.float32))
+        with pytest.raises(ValueError, match="x: the array must be contiguous"):
+            c.allreduce(both[::2], out=out, algorithm="ring")
+
+
 def test_calls_agree_in_a_compiled_round(gcomm, monkeypatch):
     """Calls agree on their records in one compiled round (ring/host/repeated.py's Agreement), not
     through agreement.agree_shared's NumPy calls: a kept kernel-path call on the record it

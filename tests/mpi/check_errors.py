@@ -126,6 +126,24 @@ def test_reduce_scatter_indivisible():
                       match="x: reduce_scatter needs x.size divisible")
 
 
+@pytest.mark.parametrize("kept", [False, True], ids=["first-call", "after-kept-calls"])
+def test_a_read_only_out_on_one_rank(kept):
+    """out must be writeable: rank 0's read-only out is its ValueError, MismatchError on
+    the others, and the array is left as it was; also where calls of the same signature
+    with a writeable out came first (on one node the host keeps them: ring/host/repeated.py,
+    whose compiled round would write any memory it is given)."""
+    frozen = np.full(8, 7.0)
+    frozen.flags.writeable = False
+
+    def call(c):
+        if kept:
+            for _ in range(3):
+                c.allreduce(np.ones(8), out=np.empty(8))
+        return c.allreduce(np.ones(8), out=frozen if c.rank == 0 else np.empty(8))
+    expect_everywhere(call, ValueError, 0, match="out: the array is read-only")
+    assert np.array_equal(frozen, np.full(8, 7.0))
+
+
 def test_overlapping_out():
     def call(c):
         buf = np.ones(10)
