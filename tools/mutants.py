@@ -503,6 +503,47 @@ SINCE = {
         "    if sent > EXCHANGE_BYTES:",
         "    if sent >= EXCHANGE_BYTES:",
         "oneshot refuses a call of exactly the exchange window's bytes"),
+    "pack-offsets-are-ends": (
+        "kernels/pack.py",
+        "np.cumsum((0,) + sizes[:-1], dtype=np.int64)",
+        "np.cumsum(sizes, dtype=np.int64)",
+        "the GPU's pack puts each array at the end of its place in the bucket, not its start"),
+    "strided-pack-column-major": (
+        "kernels/pack.py",
+        "r, c = i // cols, i % cols",
+        "r, c = i % rows, i // rows",
+        "the GPU's strided pack walks a 2-D view column by column"),
+    "emulated-nodes-round-robin": (
+        "ring/topology.py",
+        "color = shared.rank * min(n, shared.size) // shared.size",
+        "color = shared.rank % min(n, shared.size)",
+        "RING_NODES deals the ranks to emulated nodes round-robin, not as consecutive ranks"),
+    "own-never-copies": (
+        "ring/transport/messages.py",
+        "    if not np.may_share_memory(x, out):\n        return x",
+        "    if True:\n        return x",
+        "an in-place whole-buffer algorithm folds x after out, x's memory, was written over"),
+    "progress-done-before-callbacks": (
+        "ring/progress.py",
+        "            for fn in callbacks:\n                try:\n                    fn(self._value, self._error)\n"
+        "                except BaseException:  # a callback's bug must not stop the thread\n"
+        "                    traceback.print_exc()\n"
+        "            self._done.set()  # after the callbacks: wait() returns with them done",
+        "            self._done.set()\n"
+        "            for fn in callbacks:\n                try:\n                    fn(self._value, self._error)\n"
+        "                except BaseException:  # a callback's bug must not stop the thread\n"
+        "                    traceback.print_exc()",
+        "a task is marked done before its callbacks have run: wait() may return first (a race)"),
+    "progress-late-callback-lost": (
+        "ring/progress.py",
+        "                self._callbacks.append(fn)\n                return\n        fn(self._value, self._error)",
+        "                self._callbacks.append(fn)\n                return",
+        "a callback given to a task that has already run is never called"),
+    "progress-error-lost": (
+        "ring/progress.py",
+        "        if self._error is not None:\n            raise self._error",
+        "        if False:\n            raise self._error",
+        "an async call's error is never raised by wait()"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -579,6 +620,13 @@ OWN_TESTS = {
     "group-dtypes-unchecked": "tests/test_group.py",
     "one-slot-allowed": "tests/test_group.py tests/test_schedule.py " + _RANKS3,
     "oneshot-limit-exclusive": "tests/test_algorithms.py " + _ONESHOT,
+    **{n: "tests/test_kernels.py tests/test_buckets.py"
+       for n in ("pack-offsets-are-ends", "strided-pack-column-major")},
+    "emulated-nodes-round-robin": "tests/test_mpi.py::test_across_emulated_nodes",
+    "own-never-copies": "tests/test_algorithms.py " + _RANKS3,
+    **{n: "tests/test_progress.py tests/test_torch.py " + _RANKS3
+       for n in ("progress-done-before-callbacks", "progress-late-callback-lost",
+                 "progress-error-lost")},
 }
 
 
