@@ -175,6 +175,8 @@ def test_what_a_kept_signature_holds(world):
         for _ in range(3):  # kept from the first on the kernel path
             assert c.allreduce(both[:n], out=out, algorithm="ring") is out
         assert np.array_equal(_host(out), np.full(n, k, np.float32))
+        # (the all-reduce's signature kept: wherever the kernel path runs)
+        assert bool(c._kfast) == (c._ctx.backend.kernel is not None)
         with pytest.raises(ValueError, match="x: the array must be contiguous"):
             c.allreduce(both[::2], out=out, algorithm="ring")
 
