@@ -613,7 +613,8 @@ OWN_TESTS = {
     "cuda-run-ignores-divisor": "tests/test_mpi.py::test_cuda_device_across_emulated_nodes",
     "cuda-link-error-on-one-rank": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
     **{n: "tests/test_mpi.py::test_across_emulated_nodes"
-       for n in ("host-alltoall-mpi-in-place", "mpi-recv-one-too-many")},
+       for n in ("host-alltoall-mpi-in-place", "mpi-recv-one-too-many",
+                 "emulated-nodes-round-robin")},
     "walk-takes-float-min": "tests/test_compiled_walk.py " + _RANKS3,
     "recipe-copy-wrong-offset": _ONESHOT,
     "fast-path-read-only-out": _RANKS3,
@@ -622,7 +623,6 @@ OWN_TESTS = {
     "oneshot-limit-exclusive": "tests/test_algorithms.py " + _ONESHOT,
     **{n: "tests/test_kernels.py tests/test_buckets.py"
        for n in ("pack-offsets-are-ends", "strided-pack-column-major")},
-    "emulated-nodes-round-robin": "tests/test_mpi.py::test_across_emulated_nodes",
     "own-never-copies": "tests/test_algorithms.py " + _RANKS3,
     **{n: "tests/test_progress.py tests/test_torch.py " + _RANKS3
        for n in ("progress-done-before-callbacks", "progress-late-callback-lost",
