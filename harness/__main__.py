@@ -224,9 +224,8 @@ def main(argv=None) -> int:
                                      args.root)
                         r.op = op
                         if hbm is not None and r.time_us > 0:  # (NaN: not run, stays None)
-                            i, o = coll.counts(nbytes, dtype.itemsize, world.size)
-                            r.vs_min = coll.min_bytes(i, o, dtype.itemsize, world.size) / \
-                                (r.time_us * 1e-6) / hbm
+                            r.vs_min = roofline.vs_min(coll, nbytes, dtype.itemsize,
+                                                       world.size, r.time_us, hbm)
                         case[(impl.name, in_place)] = r
                         results.append(r)
                 if rank0:

@@ -113,6 +113,14 @@ def hbm_rate(figures: dict[str, float]) -> float | None:
     return 2 * d2d * 1e9 if d2d else None
 
 
+def vs_min(coll, nbytes: int, itemsize: int, nranks: int, time_us: float, hbm: float) -> float:
+    """The fraction of the memory bound a case reached, every rank on one GPU: the bytes
+    every rank must read and write (coll.min_bytes, all-reduce 2 K N) over the time, over
+    the HBM rate (hbm_rate)."""
+    i, o = coll.counts(nbytes, itemsize, nranks)
+    return coll.min_bytes(i, o, itemsize, nranks) / (time_us * 1e-6) / hbm
+
+
 def describe(figures: dict[str, float]) -> str:
     parts = [f"{k[:-5]} {v:.1f} GB/s" for k, v in figures.items()
              if k.endswith("_GBps") and k != "link_GBps"]

@@ -18,6 +18,7 @@ from ring.schedule import Collective
 
 from .gpu import HAVE_GPU, SIMULATED
 from .mpirun import run as mpirun
+from .queued import Enqueuing, QueuedDevice
 
 
 def test_sizes_parse_like_nccl_tests():
@@ -599,14 +600,13 @@ def test_vs_min_reads_the_h200_run_as_the_results_say():
     copy rate."""
     import json
     from harness.collectives import COLLECTIVES
-    from harness.roofline import hbm_rate
+    from harness.roofline import hbm_rate, vs_min
     data = json.load(open("results/h200/allreduce-4ranks-nccl230-mps.json"))
     hbm = hbm_rate(data["meta"]["rooflines"])
     assert hbm == pytest.approx(2 * 1622.68e9, rel=1e-3)
     assert hbm_rate({}) is None
     coll, n = COLLECTIVES["allreduce"], 256 << 20
-    i, o = coll.counts(n, 4, 4)
-    got = {r["impl"]: coll.min_bytes(i, o, 4, 4) / (r["time_us"] * 1e-6) / hbm
+    got = {r["impl"]: vs_min(coll, n, 4, 4, r["time_us"], hbm)  # (the sweep's own function)
            for r in data["results"] if r["nbytes"] == n and not r["in_place"]}
     assert round(got["ring"], 2) == 0.34 and round(got["nccl"], 2) == 0.43
 
@@ -624,3 +624,73 @@ def test_the_table_has_a_vs_min_column_when_ranks_share_a_gpu():
     assert "vs_min" in head and "vs_min" not in table.header([Impl()], 2, "cuda")
     line = table.row(rows, [Impl()], minimum=True)
     assert line.count("0.25") == 2 and "0.25" not in table.row(rows, [Impl()])
+
+
+def test_a_case_is_timed_as_nccl_tests_times_it(monkeypatch):
+    """Warm-up calls finished before the clock starts; then n calls back to back and one
+    synchronisation inside the timed interval; the time is the mean per call, algbw the
+    size over it, busbw algbw times the bus factor. A device that takes 1 ms a call behind
+    1 us of host time each: 1000.1 us a call, not the 1 us it takes to enqueue one, nor the
+    warm-up's work left over."""
+    from mpi4py import MPI
+
+    from harness import sweep
+    from harness.buffers import HostBuffers
+
+    gpu = QueuedDevice(host=1e-6, work=1e-3)
+    monkeypatch.setattr(sweep, "time", gpu)
+    r = sweep.run_case(Enqueuing(gpu), COLLECTIVES["allreduce"], MPI.COMM_SELF, HostBuffers(),
+                       4096, np.float32, "sum", False, iters=10, warmup=3, check=False)
+    assert r.time_us == pytest.approx(1000.1, rel=1e-9) and r.wrong == -1
+    assert r.algbw == pytest.approx(4096 / 1000.1e-6 / 1e9, rel=1e-9) and r.busbw == r.algbw
+
+
+def test_the_table_puts_each_figure_in_its_own_column():
+    """A row: each implementation's out-of-place then in-place block (time, algbw, busbw,
+    #wrong), then ring's speed-up over each baseline (the baseline's out-of-place time over
+    ring's); the footer: each implementation's own average bus bandwidth."""
+    from harness import table
+    from harness.sweep import Result
+
+    class Impl:
+        def __init__(self, name):
+            self.name = self.label = name
+
+    impls = [Impl("ring"), Impl("mpi")]
+    results = {}
+    for j, (name, place) in enumerate([(n, p) for n in ("ring", "mpi") for p in (False, True)]):
+        results[(name, place)] = Result(name, "allreduce", 1024, 256, "float32", "sum", -1, place,
+                                        10.0 * (j + 1), 0.5 * (j + 1), 1.0 * (j + 1), j)
+    cells = table.row(results, impls).split()
+    assert cells[:5] == ["1024", "256", "float32", "sum", "-1"]
+    blocks = [cells[5 + 4 * j: 9 + 4 * j] for j in range(4)]
+    assert blocks == [[f"{10.0 * (j + 1):.1f}", f"{0.5 * (j + 1):.2f}", f"{1.0 * (j + 1):.2f}",
+                       str(j)] for j in range(4)]
+    assert cells[21:] == ["3.00"]  # mpi's 30 us out of place over ring's 10
+    foot = table.footer(list(results.values()), impls)
+    assert "Avg bus bandwidth    : 1.500  (ring)" in foot
+    assert "Avg bus bandwidth    : 3.500  (mpi)" in foot
+    assert "# Out of bounds values : 6 FAILED" in foot
+
+
+def test_a_sweep_with_wrong_elements_says_so_and_exits_1(monkeypatch, capsys):
+    """One rank (this process): an implementation that gets every 7th element wrong is
+    counted in its #wrong column and the footer, and the sweep's exit status is 1 (make
+    bench and CI read it); the right one beside it is 0."""
+    from harness import impls
+    from harness.__main__ import main
+
+    class Broken(impls.Mpi):
+        name = "broken"
+
+        def __call__(self, coll, x, out, op, dtype, root=0):
+            super().__call__(coll, x, out, op, dtype, root)
+            out.reshape(-1)[::7] += 1
+
+    monkeypatch.setitem(impls.IMPLS, "broken", Broken)
+    args = ["allreduce", "-b", "64", "-e", "64", "-n", "1", "-w", "0", "--device", "host"]
+    assert main(args + ["--impl", "mpi"]) == 0
+    assert "# Out of bounds values : 0 OK" in capsys.readouterr().out
+    assert main(args + ["--impl", "mpi,broken"]) == 1
+    out = capsys.readouterr().out
+    assert "# Out of bounds values : 6 FAILED" in out  # 16 elements: 3 wrong, in place and out

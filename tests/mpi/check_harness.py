@@ -1,12 +1,15 @@
 """run_case on real ranks: a correct implementation has no wrong elements, a broken one
-is caught and counted on every rank."""
+is caught and counted on every rank; the time is the mean over the ranks."""
 
 import numpy as np
+import pytest
 
 from harness.buffers import HostBuffers
 from harness.collectives import COLLECTIVES
 from harness.impls import Int8, Mpi
 from harness.sweep import run_case
+
+from ..queued import Enqueuing, QueuedDevice
 
 
 class Corrupting(Mpi):
@@ -82,3 +85,23 @@ def test_the_int8_wire_is_checked_against_its_own_rules(world):
     int8.runs("reduce_scatter")
     assert int8.unavailable == "int8: all-reduce only"
     int8.close()
+
+
+def test_the_time_is_the_mean_over_ranks_and_busbw_has_the_bus_factor(world, monkeypatch):
+    """Rank r's calls take (r + 1) ms each on its device: every rank reports the mean over
+    the ranks, (K + 1) / 2 ms a call, and busbw is algbw x nccl-tests' bus factor."""
+    from harness import sweep
+    k = world.size
+    device = QueuedDevice(host=1e-6, work=(world.rank + 1) * 1e-3)
+    monkeypatch.setattr(sweep, "time", device)
+    for name in ("allreduce", "allgather"):
+        coll = COLLECTIVES[name]
+        r = run_case(Enqueuing(device), coll, world, HostBuffers(), 1200 * k, np.float32, "sum",
+                     False, 4, 1, False)
+        # (+ the first timed call's 1 us of host time, before the device starts: over 4)
+        mean_us = sum((q + 1) * 1e3 for q in range(k)) / k + 1 / 4
+        assert r.time_us == pytest.approx(mean_us, rel=1e-9)
+        times = world.allgather(r.time_us)  # (one sum, however MPI ordered it)
+        assert max(times) == pytest.approx(min(times), rel=1e-12)
+        assert r.busbw == pytest.approx(r.algbw * coll.bus_factor(k), rel=1e-12)
+        assert r.algbw == pytest.approx(1200 * k / (mean_us * 1e-6) / 1e9, rel=1e-9)
