@@ -86,6 +86,8 @@ def test_one_shot_and_two_shot_refuse_gpus_without_peer_access_and_auto_takes_th
     assert why == "GPU 0 cannot access GPU 2's memory (no peer access between them)"
     assert missing_peer_access([0, 1, 1, 0], lambda a, b: (a, b) in pairs) is None
     assert missing_peer_access([5, 5, 5], lambda a, b: False) is None  # one GPU
+    assert missing_peer_access([0, 1], lambda a, b: (a, b) == (0, 1)) == \
+        "GPU 1 cannot access GPU 0's memory (no peer access between them)"  # (one way only)
     for kernel in (None, object()):
         ctx = context("cuda")
         ctx.backend.kernel, ctx.backend.no_peer_access = kernel, lambda: why

@@ -66,7 +66,9 @@ def any_device(x, arg: str):
 
 
 def device_view(x, arg: str):
-    """A contiguous device array x as a 1-D Numba device view of its own dtype (any)."""
+    """A contiguous device array x as a 1-D Numba device view of its own dtype (any), its
+    address a multiple of its element size (a misaligned load is an error that ends the
+    CUDA context: refused here, as a bad argument, on every rank)."""
     if SIMULATED:
         if not hasattr(x, "copy_to_host"):
             raise TypeError(f"{arg}: expected a device array (under the simulator: "
@@ -79,7 +81,12 @@ def device_view(x, arg: str):
         d = x if hasattr(x, "device_ctypes_pointer") else cuda.as_cuda_array(x)
     if not d.is_c_contiguous():
         raise ValueError(f"{arg}: the array must be contiguous (got strides {d.strides})")
-    return d.reshape(d.size)
+    d = d.reshape(d.size)
+    at, size = _address(d), np.dtype(d.dtype).itemsize
+    if d.size and at % size:  # (a view at an odd byte offset of another dtype's memory)
+        raise ValueError(f"{arg}: its address {at:#x} is not a multiple of its element size "
+                         f"({size} bytes): no GPU kernel can load it")
+    return d
 
 
 def empty_like_kind(x, n: int, logical):

@@ -617,6 +617,25 @@ def test_a_bad_root_raises_on_every_rank(world):
     c.close()
 
 
+def test_an_array_not_aligned_to_its_elements_is_refused_on_every_rank(world):
+    """Rank 0's x starts one byte into uint8 memory, viewed as float32: no GPU kernel can
+    load it (a misaligned address ends the CUDA context), so it is a bad argument:
+    ValueError there, MismatchError on the others, before anything runs; register says
+    the same."""
+    raw = _gpu(np.zeros(20, np.uint8))
+    odd = raw[1:17].view(np.float32)
+    for call in (lambda c, x: c.allreduce(x), lambda c, x: c.register(x)):
+        c = ring.Communicator(device="cuda", timeout=60)
+        x = odd if c.rank == 0 else _gpu(np.ones(4, np.float32))
+        exc, match = (ValueError, "x: its address 0x[0-9a-f]+ is not a multiple of its "
+                      "element size") if c.rank == 0 else \
+            (ring.MismatchError, r"rank\(s\) \[0\]|rank 0's argument")
+        with pytest.raises(exc, match=match):
+            call(c, x)
+        c.close()
+    assert _host(raw).tobytes() == bytes(20)
+
+
 # The all-reduce algorithms besides the ring (ring/cuda/areas.py): oneshot and twoshot
 # through areas in GPU memory, naive, ps and tree on host copies (their folds are the host
 # device's, tested there for every case). Every case (the cross-section where asked).

@@ -514,6 +514,26 @@ def test_memory_no_peer_can_map_is_not_registered_on_any_rank(kcomm, world):
     buf.free()
 
 
+def test_a_mapping_refused_on_one_rank_leaves_every_rank_staged(kcomm, world, monkeypatch):
+    """Every rank's buffer can be exported, but the driver refuses rank 0 its peers'
+    mappings: register is False on every rank (not True on the ranks whose mappings were
+    made), and the two-shot's calls on the buffer are staged, and right, on every rank."""
+    from ring.cuda import registered
+    if kcomm.rank == 0:
+        def refused(*args, **kwargs):
+            raise RuntimeError("the driver refused the mapping (planted by the test)")
+        monkeypatch.setattr(registered.PEERS, "get", refused)
+    buf = Buffer(world, 8, np.float32)
+    buf.set(np.full(8, kcomm.rank + 1, np.float32))
+    assert kcomm.register(buf.array) is False
+    monkeypatch.undo()
+    out = kcomm.allreduce(buf.array, algorithm="twoshot")
+    assert not _launch_registered(kcomm)
+    want = np.full(8, kcomm.size * (kcomm.size + 1) // 2, np.float32)
+    assert np.array_equal(_host(out), want)
+    buf.free()
+
+
 def test_a_bad_argument_to_register_raises_on_every_rank(world):
     """A host array on rank 0: TypeError there, MismatchError on the others, and the
     communicator broken on every rank (as after a collective's bad argument)."""
