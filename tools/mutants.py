@@ -75,7 +75,8 @@ MUTANTS = {
 # Faults in the parts built since (the persistent kernel, the one-round algorithms, int8,
 # torch, the waits across nodes), each with the tests that cover its code (OWN_TESTS,
 # --own-tests): results/mutants-since.md. A planted fault a campaign found no test for
-# (empty-no-post, host-walk-ignores-divisor: equivalent, see there) is not listed.
+# (empty-no-post, host-walk-ignores-divisor, still-any-registration, find-misaligned-offset:
+# equivalent, see there) is not listed.
 P, KP = "ring/cuda/persistent.py", "ring/cuda/kernel_path.py"
 SINCE = {
     "kernel-credit-early": (
@@ -544,6 +545,120 @@ SINCE = {
         "        if self._error is not None:\n            raise self._error",
         "        if False:\n            raise self._error",
         "an async call's error is never raised by wait()"),
+    # the harness: what every figure it prints is made of
+    "sweep-own-rank-time": (
+        "harness/sweep.py",
+        "    dt = world.allreduce(dt / max(iters, 1), op=MPI.SUM) / k",
+        "    dt = dt / max(iters, 1)",
+        "each rank reports its own time per call, not the mean over ranks (the JSON and "
+        "table: rank 0's)"),
+    "sweep-timed-without-sync": (
+        "harness/sweep.py",
+        "        impl(coll.name, x, out, op, dtype, root)\n    impl.sync()\n    dt = time.perf_counter() - t0",
+        "        impl(coll.name, x, out, op, dtype, root)\n    dt = time.perf_counter() - t0",
+        "the clock stops once the timed calls are enqueued, not once they have finished"),
+    "sweep-warmup-timed": (
+        "harness/sweep.py",
+        "        impl(coll.name, x, out, op, dtype, root)\n    impl.sync()\n    world.Barrier()",
+        "        impl(coll.name, x, out, op, dtype, root)\n    world.Barrier()",
+        "the warm-up calls still running are left to finish inside the timed interval"),
+    "sweep-algbw-per-element": (
+        "harness/sweep.py",
+        "    algbw = size / dt / 1e9 if dt > 0 else 0.0",
+        "    algbw = count / dt / 1e9 if dt > 0 else 0.0",
+        "algbw counts elements, not bytes"),
+    "sweep-busbw-is-algbw": (
+        "harness/sweep.py",
+        "algbw * coll.bus_factor(k), wrong",
+        "algbw, wrong",
+        "busbw is algbw: nccl-tests' bus factor never applied"),
+    "sweep-wrong-own-rank": (
+        "harness/sweep.py",
+        "        wrong = world.allreduce(mine, op=MPI.SUM)",
+        "        wrong = mine",
+        "#wrong counts this rank's wrong elements only (the table: rank 0's)"),
+    "sweep-error-own-rank": (
+        "harness/sweep.py",
+        "    return world.allreduce(mine, op=MPI.MAX)",
+        "    return mine",
+        "a compressed wire's error column is this rank's, not the largest over ranks"),
+    "table-speedup-inverted": (
+        "harness/table.py",
+        "to / tr if tr else",
+        "tr / to if tr else",
+        "the ring/baseline column is the baseline's speed-up over ring"),
+    "table-in-place-shows-out-of-place": (
+        "harness/table.py",
+        "            r = results[(i.name, place)]",
+        "            r = results[(i.name, False)]",
+        "the table's in-place block prints the out-of-place result"),
+    "footer-busbw-every-impl": (
+        "harness/table.py",
+        "if r.impl == i.name and not math.isnan(r.busbw)]",
+        "if not math.isnan(r.busbw)]",
+        "each implementation's average bus bandwidth is over every implementation's results"),
+    "harness-exit-ignores-wrong": (
+        "harness/__main__.py",
+        "    return 1 if wrong else 0",
+        "    return 0",
+        "a sweep with wrong elements exits 0"),
+    "vs-min-one-rank": (
+        "harness/roofline.py",
+        "coll.min_bytes(i, o, itemsize, nranks) / (time_us * 1e-6) / hbm",
+        "coll.min_bytes(i, o, itemsize, 1) / (time_us * 1e-6) / hbm",
+        "vs_min counts one rank's minimum bytes, not every rank's on the GPU"),
+    "mpi-avg-undivided": (
+        "harness/impls.py",
+        "            np.divide(ho, self.comm.size, out=ho)",
+        "            pass",
+        "the MPI baseline's avg is its sum"),
+    "mpi-in-place-by-address": (
+        "harness/impls.py",
+        "    return lo <= inner < hi",
+        "    return xa == oa",
+        "the MPI baseline takes a reduce-scatter / all-gather in place only where x and out "
+        "start at one address (rank 0's block)"),
+    # links and mappings between processes on one GPU
+    "spare-not-cleared": (
+        "ring/transport/keep.py",
+        "        self._clear(block.mem)\n        return block",
+        "        return block",
+        "a segment given back is handed to the next link with its counters as they were"),
+    "opened-not-cached": (
+        "ring/transport/keep.py",
+        "            mem = self._mapped.get(key)",
+        "            mem = None",
+        "a neighbour's handle is opened again every time it arrives (the driver refuses a "
+        "second mapping of one allocation in a process)"),
+    "peer-access-one-way": (
+        "ring/transport/ipc.py",
+        "            if a != b and not can_access(a, b):",
+        "            if a < b and not can_access(a, b):",
+        "peer access asked one way only: a GPU that the others can read but that cannot "
+        "read them passes"),
+    "ipc-sender-one-slot-early": (
+        "ring/transport/ipc.py",
+        "self.acked.wait_geq(stream, u + 1 - self.nslots)",
+        "self.acked.wait_geq(stream, u - self.nslots)",
+        "the stream path's sender writes a slot before its successor has read the chunk "
+        "before in it"),
+    "ipc-receiver-acks-early": (
+        "ring/transport/ipc.py",
+        "self.pred_acked.write(stream, u + 1)",
+        "self.pred_acked.write(stream, u + 2)",
+        "the stream path's receiver frees the slot of its next chunk too"),
+    "register-mapped-one-rank": (
+        "ring/cuda/registered.py",
+        "    if not all(comm.allgather(mapped)):",
+        "    if not mapped:",
+        "register is True on the ranks that mapped every peer's buffer even where another "
+        "rank could not"),
+    "misaligned-array-accepted": (
+        "ring/cuda/arrays.py",
+        "    if d.size and at % size:",
+        "    if False:",
+        "an array whose address is not a multiple of its element size goes to the kernels "
+        "(on a GPU: a misaligned load, the CUDA context lost)"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -627,6 +742,16 @@ OWN_TESTS = {
     **{n: "tests/test_progress.py tests/test_torch.py " + _RANKS3
        for n in ("progress-done-before-callbacks", "progress-late-callback-lost",
                  "progress-error-lost")},
+    **{n: "tests/test_harness.py " + _RANKS3  # (check_harness.py among the inner suites)
+       for n in SINCE if SINCE[n][0].startswith("harness/")},
+    **{n: "tests/test_keep.py tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]"
+       for n in ("spare-not-cleared", "opened-not-cached")},
+    "peer-access-one-way": "tests/test_algorithms.py",
+    **{n: "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3] "
+          "tests/test_mpi.py::test_call_sequences[cuda-stream-3]"
+       for n in ("ipc-sender-one-slot-early", "ipc-receiver-acks-early")},
+    "register-mapped-one-rank": _REGISTERED,
+    "misaligned-array-accepted": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
 }
 
 
