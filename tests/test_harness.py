@@ -18,7 +18,7 @@ from ring.schedule import Collective
 
 from .gpu import HAVE_GPU, SIMULATED
 from .mpirun import run as mpirun
-from .queued import Enqueuing, QueuedDevice
+from .queued import Enqueuing, QueuedComm, QueuedDevice
 
 
 def test_sizes_parse_like_nccl_tests():
@@ -694,3 +694,43 @@ def test_a_sweep_with_wrong_elements_says_so_and_exits_1(monkeypatch, capsys):
     assert main(args + ["--impl", "mpi,broken"]) == 1
     out = capsys.readouterr().out
     assert "# Out of bounds values : 6 FAILED" in out  # 16 elements: 3 wrong, in place and out
+
+
+def test_tune_gives_each_size_to_the_fastest_and_a_rule_runs_to_the_last_size_it_won():
+    from harness.tune import rules
+    best = {"ring": {8: 5.0, 64: 6.0, 512: 20.0, 4096: 90.0},
+            "oneshot": {8: 3.0, 64: 7.0, 512: 30.0},
+            "tree": {512: 25.0, 4096: 80.0}}
+    assert [(r["max_bytes"], r["algorithm"]) for r in rules(best, 3, 1)] == \
+        [(8, "oneshot"), (512, "ring"), (4096, "tree")]
+    assert all((r["ranks"], r["nodes"]) == (3, 1) for r in rules(best, 3, 1))
+
+
+def test_tune_keeps_each_algorithms_best_round(monkeypatch):
+    """Rounds interleave the algorithms; each size keeps its best round's time."""
+    from mpi4py import MPI
+
+    from harness import tune
+    rounds = iter([5.0, 3.0, 4.0])
+    monkeypatch.setattr(tune, "per_call_us", lambda *args: next(rounds))
+
+    class Comm:
+        size = 1
+
+        def why_not(self, *args):
+            return None
+    assert tune.measure(MPI.COMM_SELF, Comm(), ["ring"], [64], 3) == {"ring": {64: 3.0}}
+
+
+def test_a_tune_round_is_timed_to_the_end_of_its_calls(monkeypatch):
+    """per_call_us on a device whose calls take 1 ms behind 1 us of host time: the clock
+    stops after comm.synchronize(), so a call costs its 1 ms (plus its share of the first
+    call's host time), not the 1 us it takes to enqueue one."""
+    from mpi4py import MPI
+
+    from harness import tune
+    device = QueuedDevice(host=1e-6, work=1e-3)
+    monkeypatch.setattr(tune, "time", device)
+    n = int(0.02 / 1.001e-3)  # the calls of about 20 ms that a round makes
+    got = tune.per_call_us(MPI.COMM_SELF, QueuedComm(device), None, None, "ring")
+    assert got == pytest.approx(1e3 + 1 / n, rel=1e-9)

@@ -659,6 +659,32 @@ SINCE = {
         "    if False:",
         "an array whose address is not a multiple of its element size goes to the kernels "
         "(on a GPU: a misaligned load, the CUDA context lost)"),
+    # harness tune: the table algorithm="auto" reads
+    "tune-slowest-wins": (
+        "harness/tune.py",
+        "        winner = min((t[s], a) for a, t in best.items() if s in t)[1]\n        if out",
+        "        winner = max((t[s], a) for a, t in best.items() if s in t)[1]\n        if out",
+        "tune's rules give each size to the slowest algorithm"),
+    "tune-rule-ends-at-first-size": (
+        "harness/tune.py",
+        '            out[-1]["max_bytes"] = s',
+        "            pass",
+        "a rule ends at the first size its algorithm won, not the last of the run"),
+    "tune-last-round-kept": (
+        "harness/tune.py",
+        'best[a][nbytes] = min(best[a].get(nbytes, float("inf")), t)',
+        "best[a][nbytes] = t",
+        "tune keeps the last round's time, not the best round's"),
+    "tune-fastest-rank": (
+        "harness/tune.py",
+        "    return world.allreduce((time.perf_counter() - t0) / n * 1e6, op=MPI.MAX)",
+        "    return world.allreduce((time.perf_counter() - t0) / n * 1e6, op=MPI.MIN)",
+        "a round's time is the fastest rank's, not the slowest's"),
+    "tune-timed-without-sync": (
+        "harness/tune.py",
+        "        call()\n    comm.synchronize()\n    return world.allreduce",
+        "        call()\n    return world.allreduce",
+        "tune's clock stops once the calls are enqueued (stream-ordered on the cuda device)"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "

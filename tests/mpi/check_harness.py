@@ -1,5 +1,6 @@
 """run_case on real ranks: a correct implementation has no wrong elements, a broken one
-is caught and counted on every rank; the time is the mean over the ranks."""
+is caught and counted on every rank; the time is the mean over the ranks (harness tune's:
+the slowest rank's)."""
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ from harness.collectives import COLLECTIVES
 from harness.impls import Int8, Mpi
 from harness.sweep import run_case
 
-from ..queued import Enqueuing, QueuedDevice
+from ..queued import Enqueuing, QueuedComm, QueuedDevice
 
 
 class Corrupting(Mpi):
@@ -105,3 +106,15 @@ def test_the_time_is_the_mean_over_ranks_and_busbw_has_the_bus_factor(world, mon
         assert max(times) == pytest.approx(min(times), rel=1e-12)
         assert r.busbw == pytest.approx(r.algbw * coll.bus_factor(k), rel=1e-12)
         assert r.algbw == pytest.approx(1200 * k / (mean_us * 1e-6) / 1e9, rel=1e-9)
+
+
+def test_a_tune_round_is_the_slowest_ranks(world, monkeypatch):
+    """harness tune's rounds: rank r's calls take (r + 1) ms each; every rank gets the
+    slowest rank's time per call (K ms), as it is the one the others wait for."""
+    from harness import tune
+    k = world.size
+    device = QueuedDevice(host=1e-6, work=(world.rank + 1) * 1e-3)
+    monkeypatch.setattr(tune, "time", device)
+    n = int(min(500, max(3, 0.02 / (k * 1e-3 + 1e-6))))  # (sized by the slowest rank too)
+    got = tune.per_call_us(world, QueuedComm(device), None, None, "ring")
+    assert got == pytest.approx(k * 1e3 + 1 / n, rel=1e-9)
