@@ -622,7 +622,7 @@ def test_an_array_not_aligned_to_its_elements_is_refused_on_every_rank(world):
     load it (a misaligned address ends the CUDA context), so it is a bad argument:
     ValueError there, MismatchError on the others, before anything runs; register says
     the same."""
-    raw = _gpu(np.zeros(20, np.uint8))
+    raw = cuda.to_device(np.zeros(20, np.uint8))  # (Numba's view: on a GPU as here)
     odd = raw[1:17].view(np.float32)
     for call in (lambda c, x: c.allreduce(x), lambda c, x: c.register(x)):
         c = ring.Communicator(device="cuda", timeout=60)
@@ -633,7 +633,7 @@ def test_an_array_not_aligned_to_its_elements_is_refused_on_every_rank(world):
         with pytest.raises(exc, match=match):
             call(c, x)
         c.close()
-    assert _host(raw).tobytes() == bytes(20)
+    assert raw.copy_to_host().tobytes() == bytes(20)
 
 
 # The all-reduce algorithms besides the ring (ring/cuda/areas.py): oneshot and twoshot
