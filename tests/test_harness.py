@@ -697,6 +697,8 @@ def test_a_sweep_with_wrong_elements_says_so_and_exits_1(monkeypatch, capsys):
 
 
 def test_tune_gives_each_size_to_the_fastest_and_a_rule_runs_to_the_last_size_it_won():
+    """The rules "auto" reads: each measured size goes to its fastest algorithm (oneshot at
+    8 B, ring at 64 and 512, tree at 4 KiB), one rule per run of sizes an algorithm won."""
     from harness.tune import rules
     best = {"ring": {8: 5.0, 64: 6.0, 512: 20.0, 4096: 90.0},
             "oneshot": {8: 3.0, 64: 7.0, 512: 30.0},
