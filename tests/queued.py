@@ -1,13 +1,13 @@
 """A device that runs calls behind the caller's back, and the clock that times it: the
-harness's timing (harness/sweep.run_case) tested without a GPU."""
+harness's timing (harness/sweep.run_case, harness/tune.per_call_us) tested without a GPU."""
 
 from __future__ import annotations
 
 
 class QueuedDevice:
-    """Stands in for harness.sweep's `time`: each call takes `host` seconds of the caller's
-    time and queues `work` seconds on the device, which runs them one after another;
-    sync() waits until the device is idle."""
+    """Stands in for harness.sweep's (and tune's) `time`: each call takes `host` seconds of
+    the caller's time and queues `work` seconds on the device, which runs them one after
+    another; sync() waits until the device is idle."""
 
     def __init__(self, host: float, work: float):
         self.now, self.idle_at, self.host, self.work = 0.0, 0.0, host, work

@@ -82,7 +82,7 @@ def device_view(x, arg: str):
     if not d.is_c_contiguous():
         raise ValueError(f"{arg}: the array must be contiguous (got strides {d.strides})")
     d = d.reshape(d.size)
-    at, size = _address(d), np.dtype(d.dtype).itemsize
+    at, size = _address(d), d.dtype.itemsize
     if d.size and at % size:  # (a view at an odd byte offset of another dtype's memory)
         raise ValueError(f"{arg}: its address {at:#x} is not a multiple of its element size "
                          f"({size} bytes): no GPU kernel can load it")
