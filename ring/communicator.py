@@ -167,7 +167,13 @@ class Communicator:
         self.nodes = topo.nnodes  # the nodes the ranks span (RING_NODES=N emulates N)
         waiter = Waiter(self.timeout, oversubscribed(topo.machine_ranks))
         asked = self.path  # as passed: every backend (the two-level rings' too) resolves it
-        backend = self._make_backend(self._comm, topo, waiter, asked)
+        try:  # the cuda backend's failures are raised on every rank: what is made is let go
+            backend = self._make_backend(self._comm, topo, waiter, asked)
+        except Exception:
+            topo.close()
+            self._comm.Free()
+            self._closed = True
+            raise
         self.path = backend.path  # as the device resolved it ("auto": kernel or stream)
         backend.blocking = self.blocking is True
         # Every rank on one node: the agreement (and oneshot / twoshot data) goes through

@@ -53,8 +53,7 @@ class CudaBackend(DeviceArrays):
         self.device = topo.machine_rank % ngpu
         cuda.select_device(self.device)
         simulator.prepare()  # under Numba's simulator: its patches
-        b = slot_bytes + SLOT_PAD
-        self.rank = Rank(cuda.stream(), cuda.stream(), Slots(nslots, b), self.device)
+        self.rank = None  # the rank's streams and slots (Rank), made below
         self.inbound = self.outbound = None
         self.kernel = None  # path="kernel": the persistent kernel's host side
         self.last_launch = None  # the kernel path's latest launch (ring/cuda/repeated.py)
@@ -85,23 +84,32 @@ class CudaBackend(DeviceArrays):
         busiest = -(-topo.machine_ranks // ngpu)  # the most ranks one GPU of the node runs
         shape = kernel_path.shape_for(busiest) if path in ("kernel", "auto") else None
         self.busiest = busiest
-        if shape is not None:
-            b = kernel_path.slot_bytes(b, shape[0])
+        own = slot_bytes + SLOT_PAD  # the rank's own slots' bytes; its segment's, b:
+        b = kernel_path.slot_bytes(own, shape[0]) if shape is not None else own
+        pred, succ = (r - 1) % size, (r + 1) % size
+        near_pred, near_succ = topo.same_node(pred, r), topo.same_node(r, succ)
+        # What this rank makes alone (its streams and slots; on a GPU its IPC segment) may
+        # fail on it alone, device memory running out say: the others must not be left in
+        # the allgather below, so every rank hears of it first and raises.
+        mine = None
+        try:
+            self.rank = Rank(cuda.stream(), cuda.stream(), Slots(nslots, own), self.device)
+            if not SIMULATED and size > 1 and (near_pred or near_succ):
+                self.segment = ipc.Segment(nslots, b)
+        except Exception as e:  # noqa: BLE001 - raised on every rank below
+            mine = e
+        self._everyone_or_raise(mine, "make its streams, slots and segment")
         if size == 1:
             if shape is not None:
                 self.path = "kernel"
                 self.kernel = kernel_path.KernelPath(self.rank.stream, None, None, None, nslots,
                                                      b, *shape, r, size)
             return
-        pred, succ = (r - 1) % size, (r + 1) % size
-        near_pred, near_succ = topo.same_node(pred, r), topo.same_node(r, succ)
         sharing = sum(q % ngpu == self.device for q in range(topo.machine_ranks))
         why = kernel_path.why_not(near_pred and near_succ, sharing, *shape) if shape else None
         if SIMULATED:  # IPC emulated in MPI shared memory (simipc.py): collective per node
             from ..transport.simipc import Segment
             self.segment = Segment(topo.node_comm, nslots, b, waiter)
-        elif near_pred or near_succ:
-            self.segment = ipc.Segment(nslots, b)
         handle = self.segment.handle() if self.segment is not None else None
         everyone = comm.allgather((self.device, handle, why, shape))
         self.devices = [e[0] for e in everyone]
@@ -493,8 +501,9 @@ class CudaBackend(DeviceArrays):
         self.synchronize()
 
     def close(self) -> None:
-        self.rank.stream.synchronize()
-        self.rank.copy_stream.synchronize()
+        if self.rank is not None:
+            self.rank.stream.synchronize()
+            self.rank.copy_stream.synchronize()
         for end in (self.inbound, self.outbound):
             if end is not None:
                 end.close()

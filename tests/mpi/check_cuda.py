@@ -480,6 +480,26 @@ def test_a_rank_that_cannot_map_its_neighbour_raises_on_every_rank(world, monkey
         assert np.array_equal(_host(got), np.full(50, sum(range(c.size))))
 
 
+def test_a_rank_out_of_device_memory_at_construction_raises_on_every_rank(world, monkeypatch):
+    """The last rank cannot make its slots (device memory gone, say): every rank raises
+    ring.RingError naming it, none is left in the constructor's allgathers, and the next
+    communicator is made and runs as usual."""
+    from ring.cuda import backend
+
+    def out_of_memory(nslots, slot_bytes):
+        raise MemoryError(f"no room for {nslots} slots")
+    last = world.size - 1
+    if world.rank == last:
+        monkeypatch.setattr(backend, "Slots", out_of_memory)
+    with pytest.raises(ring.RingError, match=f"rank {last} could not make its streams, slots and "
+                                             f"segment: MemoryError: no room for 2 slots"):
+        ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, nslots=2, path=PATH)
+    monkeypatch.undo()
+    with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH) as c:
+        got = c.allreduce(_gpu(np.full(50, c.rank, np.int32)))
+        assert np.array_equal(_host(got), np.full(50, sum(range(c.size))))
+
+
 def test_many_communicators_release_their_slots(world):
     """Create, use and close communicators repeatedly: every one gives back its slots (and,
     on a GPU, its IPC mappings) so the next one starts clean. On a GPU, 1000 cycles, and
