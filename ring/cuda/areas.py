@@ -20,6 +20,7 @@ from ringtypes import Op
 from ..transport import ipc
 from .arrays import SIMULATED
 from .enqueue import copy
+from .together import together
 
 SLOTS = 4  # [data, result] x call parity
 
@@ -30,15 +31,21 @@ class Areas:
     DATA, RESULT = 0, 1
 
     def __init__(self, comm, cap: int, device: int, waiter, slots: int = SLOTS):
-        """slots of cap bytes each (the one-shot kernel's inbox: one)."""
+        """slots of cap bytes each (the one-shot kernel's inbox: one). Where a rank cannot
+        allocate its area or map a peer's, every rank raises RingError (together.py)."""
+        self.mine, self.mapped, self.slots = None, [], []
         if SIMULATED:  # collective over comm, every rank on one node
             from ..transport.simipc import Segment
             self.mine = Segment(comm, slots, cap, waiter)
         else:
-            self.mine = ipc.Segment(slots, cap)
+            with together(comm, f"allocate its GPU area ({slots} x {cap} bytes)", self.close):
+                self.mine = ipc.Segment(slots, cap)
         everyone = comm.allgather((device, self.mine.handle()))
-        ipc.enable_peer_access(device, [d for d, _ in everyone])
-        self.mapped = [self.mine.open(h) for q, (_, h) in enumerate(everyone) if q != comm.rank]
+        with together(comm, "map its peers' GPU areas", self.close):
+            ipc.enable_peer_access(device, [d for d, _ in everyone])
+            for q, (_, h) in enumerate(everyone):
+                if q != comm.rank:
+                    self.mapped.append(self.mine.open(h))
         segments = list(self.mapped)
         segments.insert(comm.rank, self.mine)
         self.slots = [s.slots() for s in segments]
@@ -50,8 +57,9 @@ class Areas:
     def close(self) -> None:
         for m in self.mapped:
             m.close()
-        self.mine.close()
-        self.mapped, self.slots = [], []
+        if self.mine is not None:
+            self.mine.close()
+        self.mine, self.mapped, self.slots = None, [], []
 
 
 def fold_launch(parts, op: Op, k: int, out, dtype_name: str, stream) -> None:

@@ -31,6 +31,7 @@ from ..transport.slots import Slots
 from ..wait import Waiter
 from . import enqueue, kernel_path, oneshot_kernel, registered, streams, twoshot_kernel
 from .repeated import remember
+from .together import together
 from .areas import Areas, fold_launch
 from .board import Board
 from .arrays import SIMULATED, DeviceArrays, any_device, storage_of
@@ -91,14 +92,10 @@ class CudaBackend(DeviceArrays):
         # What this rank makes alone (its streams and slots; on a GPU its IPC segment) may
         # fail on it alone, device memory running out say: the others must not be left in
         # the allgather below, so every rank hears of it first and raises.
-        mine = None
-        try:
+        with together(comm, "make its streams, slots and segment", self.close):
             self.rank = Rank(cuda.stream(), cuda.stream(), Slots(nslots, own), self.device)
             if not SIMULATED and size > 1 and (near_pred or near_succ):
                 self.segment = ipc.Segment(nslots, b)
-        except Exception as e:  # noqa: BLE001 - raised on every rank below
-            mine = e
-        self._everyone_or_raise(mine, "make its streams, slots and segment")
         if size == 1:
             if shape is not None:
                 self.path = "kernel"
@@ -116,31 +113,18 @@ class CudaBackend(DeviceArrays):
         if shape is not None:
             self._choose_kernel(everyone, topo)
         # a rank that cannot map a neighbour (the driver refusing a handle, say) must not
-        # leave the others waiting in the barrier below: every rank hears of it and raises
-        mine = None
-        try:
+        # leave the others waiting: every rank hears of it and raises
+        with together(comm, "link to its ring neighbours", self.close):
             self._connect(everyone, topo, pred, succ, near_pred, near_succ, nslots, b, shape)
-        except Exception as e:  # noqa: BLE001 - raised on every rank below
-            mine = e
-        self._everyone_or_raise(mine, "link to its ring neighbours")
         if self.kernel is not None:  # the call board every kernel of the path checks
-            try:
+            try:  # (raised on every rank)
                 self.kernel.board = Board.shared(comm, self.device, waiter)
-            except Exception as e:  # noqa: BLE001 - raised on every rank below
-                mine = e
-            self._everyone_or_raise(mine, "map the call board (ring/cuda/board.py)")
-        cuda.synchronize()  # headers zeroed on every GPU before anyone maps and writes
-        comm.Barrier()
-
-    def _everyone_or_raise(self, mine: Exception | None, what: str) -> None:
-        """Collective: where any rank's step failed (mine: this rank's error), every rank
-        closes and raises, naming the first that failed, so none is left waiting."""
-        said = None if mine is None else f"{type(mine).__name__}: {mine}"
-        refusals = [(q, f) for q, f in enumerate(self.comm.allgather(said)) if f]
-        if refusals:
-            self.close()
-            q, f = refusals[0]
-            raise RingError(f"device='cuda': rank {q} could not {what}: {f}") from mine
+            except RingError:
+                self.close()
+                raise
+        # headers zeroed on every GPU before anyone maps and writes
+        with together(comm, "zero its segment's headers", self.close):
+            cuda.synchronize()
 
     def _connect(self, everyone, topo: Topology, pred: int, succ: int, near_pred: bool,
                  near_succ: bool, nslots: int, b: int, shape) -> None:

@@ -141,13 +141,15 @@ class Board:
         """Every rank's board: rank 0's area, mapped by all (collective over comm, every
         rank on one node)."""
         from .areas import Areas
+        from .together import together
         areas = Areas(comm, 2 * comm.size * 8, device, waiter, slots=1)
         words = areas.slots[0][0].view(np.int64)
-        if comm.rank == 0:  # no stale word may carry a flag
-            words.copy_to_device(np.zeros(words.size, np.int64))
-        cuda.synchronize()
-        comm.Barrier()
-        return cls(words, cuda.to_device(np.zeros(2, np.int64)), comm.rank, comm.size, areas)
+        with together(comm, "zero the call board (ring/cuda/board.py)", areas.close):
+            if comm.rank == 0:  # no stale word may carry a flag
+                words.copy_to_device(np.zeros(words.size, np.int64))
+            state = cuda.to_device(np.zeros(2, np.int64))
+            cuda.synchronize()
+        return cls(words, state, comm.rank, comm.size, areas)
 
     def args(self, record: int) -> tuple:
         """The kernels' arguments: (board, state, me, k, record)."""

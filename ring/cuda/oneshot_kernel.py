@@ -47,6 +47,7 @@ from .board import leave
 from .error_word import fail
 from .kernel_cache import compiled
 from .persistent import UNSIGNED, bits_of, part
+from .together import together
 
 # int64 words of one sender's place in an inbox (a call's parity): an element of up to 4
 # bytes takes one, of 8 bytes two. On a GPU 256 K (1 MiB of float32, the top of issue 52's
@@ -195,10 +196,10 @@ class OneShot:
         inboxes = [s[0].view(np.int64) for s in self.areas.slots]
         self.mine, self.peers = inboxes[self.me], tuple(inboxes)
         # no stale word may carry a flag: zeroed before anyone writes
-        self.mine.copy_to_device(np.zeros(self.mine.size, np.int64))
-        self.seqs = cuda.to_device(np.zeros(blocks, np.int64))
-        cuda.synchronize()
-        comm.Barrier()
+        with together(comm, "zero its one-shot inbox", self.areas.close):
+            self.mine.copy_to_device(np.zeros(self.mine.size, np.int64))
+            self.seqs = cuda.to_device(np.zeros(blocks, np.int64))
+            cuda.synchronize()
 
     def bind(self, op: Op, dtype_name: str, x, out, n: int, divisor: int, timeout_s: float,
              record: int):

@@ -84,6 +84,7 @@ from .board import leave
 from .error_word import fail
 from .kernel_cache import compiled
 from .persistent import part
+from .together import together
 
 # Elements of a round at most, in bytes of the areas (each rank: an input area, an output
 # area, and its flags): on a GPU 32 MiB each; under the simulator 1 KiB, so that a call of
@@ -543,10 +544,10 @@ class TwoShot:
         self.areas = Areas(comm, CAP_BYTES, device, waiter, slots=3)
         self.flags = tuple(s[2].view(np.int64) for s in self.areas.slots)
         # no stale flag: zeroed before anyone writes
-        self.flags[self.me].copy_to_device(np.zeros(self.flags[self.me].size, np.int64))
-        self.seqs = cuda.to_device(np.zeros(blocks, np.int64))
-        cuda.synchronize()
-        comm.Barrier()
+        with together(comm, "zero its two-shot flags", self.areas.close):
+            self.flags[self.me].copy_to_device(np.zeros(self.flags[self.me].size, np.int64))
+            self.seqs = cuda.to_device(np.zeros(blocks, np.int64))
+            cuda.synchronize()
 
     def bind(self, op: Op, dtype_name: str, x, out, n: int, divisor: int, timeout_s: float,
              record: int, xreg=(None, -1), oreg=(None, -1), collective=Collective.ALLREDUCE):

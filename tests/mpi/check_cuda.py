@@ -500,6 +500,36 @@ def test_a_rank_out_of_device_memory_at_construction_raises_on_every_rank(world,
         assert np.array_equal(_host(got), np.full(50, sum(range(c.size))))
 
 
+@pytest.mark.parametrize("algorithm", ["oneshot", "twoshot"])
+def test_a_rank_that_cannot_map_a_peers_area_at_a_first_call_raises_on_every_rank(
+        world, monkeypatch, algorithm):
+    """The areas (and on the kernel path the one-shot inbox, the two-shot's flags) are made
+    at the first call that needs them: where rank 0's driver refuses a peer's handle then,
+    every rank raises ring.RingError naming rank 0 and none waits in the set-up's
+    collectives; the communicator is broken on every rank, closes, and the next one runs."""
+    if world.size == 1:
+        pytest.skip("a ring of one maps nothing")
+    from ring.transport import ipc, simipc
+    c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH)
+    x = _gpu(np.full(50, c.rank, np.int32))
+    assert np.array_equal(_host(c.allreduce(x)), np.full(50, sum(range(c.size))))
+
+    def refuse(self, handle):
+        raise RuntimeError("the driver says no")
+    if world.rank == 0:
+        monkeypatch.setattr(simipc.Segment if SIMULATED else ipc.Segment, "open", refuse)
+    with pytest.raises(ring.RingError, match="rank 0 could not map its peers' GPU areas: "
+                                              "RuntimeError: the driver says no"):
+        c.allreduce(x, algorithm=algorithm)
+    monkeypatch.undo()
+    with pytest.raises(ring.CommunicatorError, match="broken"):
+        c.allreduce(x)
+    c.close()
+    with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH) as c:
+        got = c.allreduce(x, algorithm=algorithm)
+        assert np.array_equal(_host(got), np.full(50, sum(range(c.size))))
+
+
 def test_many_communicators_release_their_slots(world):
     """Create, use and close communicators repeatedly: every one gives back its slots (and,
     on a GPU, its IPC mappings) so the next one starts clean. On a GPU, 1000 cycles, and
