@@ -525,6 +525,41 @@ def test_the_commit_comes_from_the_environment_first(monkeypatch):
     assert meta.git_commit() is None
 
 
+def test_the_commit_says_when_the_tree_differs_from_it(tmp_path, monkeypatch):
+    """A figure made from changed code is not its commit's: git_commit() adds "+changes"
+    where a tracked file outside results/ differs from HEAD, and not for a changed result
+    file (a sweep rewrites those) or an untracked file. Run on a copy of harness/meta.py in
+    a repository of its own, made here."""
+    import importlib.util
+    import shutil
+    import subprocess
+
+    monkeypatch.delenv("RING_GIT_COMMIT", raising=False)
+    for d in ("harness", "results", "ring"):
+        (tmp_path / d).mkdir()
+    shutil.copy(Path(__file__).resolve().parent.parent / "harness" / "meta.py",
+                tmp_path / "harness" / "meta.py")
+    (tmp_path / "results" / "sweep.json").write_text("{}")
+    (tmp_path / "ring" / "code.py").write_text("A = 1\n")
+
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "one")
+    head = git("rev-parse", "HEAD").strip()
+    spec = importlib.util.spec_from_file_location("meta_copy", tmp_path / "harness" / "meta.py")
+    meta = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(meta)
+    assert meta.git_commit() == head
+    (tmp_path / "results" / "sweep.json").write_text('{"rewritten": 1}')
+    (tmp_path / "ring" / "new.py").write_text("B = 2\n")  # untracked
+    assert meta.git_commit() == head
+    (tmp_path / "ring" / "code.py").write_text("A = 2\n")
+    assert meta.git_commit() == head + "+changes"
+
+
 def test_a_result_names_the_settings_that_shaped_it(monkeypatch):
     """RING_NODES, the MPI runtime's link choice and MPS are not in the command line, yet
     they decide what a figure means: describe() records them (and nothing else of the

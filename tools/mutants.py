@@ -439,12 +439,10 @@ SINCE = {
         "        divisor = plan.size\n        storage = np.dtype(x.dtype)",
         "the GPU's ring divides avg by its own ring's size, not the divisor it was given "
         "(the two-level all-reduce's inner rings: the node's size)"),
-    "cuda-link-error-on-one-rank": (
-        "ring/cuda/backend.py",
-        "        refusals = [(q, f) for q, f in enumerate(self.comm.allgather(said)) if f]\n"
-        "        if refusals:",
-        "        refusals = [(q, f) for q, f in enumerate(self.comm.allgather(said)) if f]\n"
-        "        if mine is not None:",
+    "cuda-link-error-on-one-rank": (  # (ring/cuda/backend.py's own check, until it moved)
+        "ring/cuda/together.py",
+        "    failed = next((q for q, f in enumerate(said) if f is not None), None)",
+        "    failed = comm.rank if mine is not None else None",
         "a rank that cannot link to its neighbours raises alone; the others go on to the "
         "barrier"),
     "host-alltoall-mpi-in-place": (
@@ -685,6 +683,57 @@ SINCE = {
         "        call()\n    comm.synchronize()\n    return world.allreduce",
         "        call()\n    return world.allreduce",
         "tune's clock stops once the calls are enqueued (stream-ordered on the cuda device)"),
+    # set-up that every rank takes together; the commit a figure names; buffers and casts
+    "together-nothing-let-go": (
+        "ring/cuda/together.py",
+        "            let_go()",
+        "            pass",
+        "a failed set-up keeps what the ranks had made (slots, segments, mappings)"),
+    "meta-changes-unmarked": (
+        "harness/meta.py",
+        '            return out.stdout.strip() + ("+changes" if dirty else "")',
+        "            return out.stdout.strip()",
+        "a figure made from changed code names the commit as if it were that commit's"),
+    "meta-results-are-changes": (
+        "harness/meta.py",
+        '"--", ".", ":!results"],',
+        '"--", "."],',
+        "a result file rewritten by the sweep marks the commit +changes"),
+    "sim-buffers-get-no-view": (
+        "harness/buffers.py",
+        "        return a.copy_to_host().view(dtype)",
+        "        return a.copy_to_host()",
+        "the simulated GPU's results come back as their storage bits, not their dtype"),
+    "grad-copy-into-a-copy": (
+        "ring/training/buffers.py",
+        "        np.copyto(dst, src.reshape(dst.shape))",
+        "        np.copyto(dst.reshape(src.shape), src)",
+        "a gradient that is not contiguous is written through a reshaped copy: lost"),
+    "tensor-bf16-as-int16": (
+        "ring/training/tensors.py",
+        "            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)",
+        "            return torch.from_numpy(a.view(np.int16))",
+        "a bfloat16 result goes back to torch as its int16 bits"),
+    "model-allreduce-steps": (
+        "harness/model.py",
+        '    return 2 * (k - 1) if collective == "allreduce" else k - 1',
+        "    return k - 1",
+        "the model's all-reduce has K-1 ring steps, not 2(K-1): alpha_step doubled"),
+    "model-negative-alpha-kept-b": (
+        "harness/model.py",
+        "        a, b = 0.0, float(np.sum(sizes * w) / np.sum((sizes * w) ** 2))",
+        "        a = 0.0",
+        "a fit whose alpha came out negative keeps the slope fitted beside it"),
+    "cast-bf16-widen-shift": (
+        "kernels/casts.py",
+        "    return as_f32(uint32(h) << 16)",
+        "    return as_f32(uint32(h) << 15)",
+        "bfloat16 widened to float32 one bit off"),
+    "cast-size-unchecked": (
+        "kernels/casts.py",
+        '    if out.size != x.size:\n        raise ValueError(f"cast: out has',
+        '    if out.size > x.size:\n        raise ValueError(f"cast: out has',
+        "a cast into an output shorter than its input is let through"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -778,6 +827,15 @@ OWN_TESTS = {
        for n in ("ipc-sender-one-slot-early", "ipc-receiver-acks-early")},
     "register-mapped-one-rank": _REGISTERED,
     "misaligned-array-accepted": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
+    "together-nothing-let-go": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
+    **{n: "tests/test_harness.py" for n in ("meta-changes-unmarked", "meta-results-are-changes",
+                                            "model-allreduce-steps",
+                                            "model-negative-alpha-kept-b")},
+    "sim-buffers-get-no-view": "tests/test_harness.py " + _RANKS3,
+    **{n: "tests/test_buckets.py tests/test_torch.py"
+       for n in ("grad-copy-into-a-copy", "tensor-bf16-as-int16")},
+    **{n: "tests/test_kernels.py tests/test_group.py"
+       for n in ("cast-bf16-widen-shift", "cast-size-unchecked")},
 }
 
 
