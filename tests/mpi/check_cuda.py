@@ -506,10 +506,12 @@ def test_a_rank_that_cannot_map_a_peers_area_at_a_first_call_raises_on_every_ran
     """The areas (and on the kernel path the one-shot inbox, the two-shot's flags) are made
     at the first call that needs them: where rank 0's driver refuses a peer's handle then,
     every rank raises ring.RingError naming rank 0 and none waits in the set-up's
-    collectives; the communicator is broken on every rank, closes, and the next one runs."""
+    collectives; every rank lets go of the area it had made; the communicator is broken on
+    every rank, closes, and the next one runs."""
     if world.size == 1:
         pytest.skip("a ring of one maps nothing")
     from ring.transport import ipc, simipc
+    segment = simipc.Segment if SIMULATED else ipc.Segment
     c = ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH)
     x = _gpu(np.full(50, c.rank, np.int32))
     assert np.array_equal(_host(c.allreduce(x)), np.full(50, sum(range(c.size))))
@@ -517,11 +519,18 @@ def test_a_rank_that_cannot_map_a_peers_area_at_a_first_call_raises_on_every_ran
     def refuse(self, handle):
         raise RuntimeError("the driver says no")
     if world.rank == 0:
-        monkeypatch.setattr(simipc.Segment if SIMULATED else ipc.Segment, "open", refuse)
+        monkeypatch.setattr(segment, "open", refuse)
+    closed, close = [], segment.close
+
+    def closing(self):
+        closed.append(self)
+        close(self)
+    monkeypatch.setattr(segment, "close", closing)
     with pytest.raises(ring.RingError, match="rank 0 could not map its peers' GPU areas: "
                                               "RuntimeError: the driver says no"):
         c.allreduce(x, algorithm=algorithm)
     monkeypatch.undo()
+    assert len(closed) == 1, "the area this rank made for the failed call is not let go"
     with pytest.raises(ring.CommunicatorError, match="broken"):
         c.allreduce(x)
     c.close()
