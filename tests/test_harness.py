@@ -117,6 +117,29 @@ def test_model_recovers_alpha_and_beta():
     assert a == pytest.approx(12.0, rel=1e-9) and b == pytest.approx(1 / 2000.0, rel=1e-9)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(1.0, 1e6), min_size=3, max_size=8),
+       st.lists(st.floats(-0.5, 0.5), min_size=4, max_size=4))
+def test_the_model_fit_is_the_best_line_that_has_no_negative_part(times, moves):
+    """fit() minimises the relative squared error over a >= 0, b >= 0: no such line does
+    better, whether the unconstrained best is inside (a, b > 0) or its alpha or beta came
+    out negative (a convex problem: the constrained best lies on that edge)."""
+    t = np.array(times)
+    s = np.array([8.0 * 4 ** i for i in range(t.size)])  # 8 B, 32 B, ... as a sweep's
+    a, b = fit(s, t)
+    assert a >= 0 and b >= 0
+
+    def error(a, b):
+        return float(np.sum(((a + b * s - t) / t) ** 2))
+    best = error(a, b)
+    da, db, ea, eb = moves
+    others = [(a * (1 + da), b * (1 + db)), (0.0, b * (1 + db)), (a * (1 + da), 0.0),
+              (a + ea * t.min(), b), (a, b * (1 + eb))]
+    for a2, b2 in others:
+        if a2 >= 0 and b2 >= 0:
+            assert best <= error(a2, b2) * (1 + 1e-9) + 1e-12, (a2, b2)
+
+
 def test_model_report_reads_a_sweep(tmp_path):
     k, alpha_step, bus = 4, 5.0, 100.0  # us per step, GB/s
     recs = []
