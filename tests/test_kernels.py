@@ -217,6 +217,14 @@ def test_cast_rejects_unknown_pairs():
         kernels.cast(dev(np.zeros(2, np.int32)), dev(np.zeros(2, np.float32)))
 
 
+@pytest.mark.parametrize("n_out", [3, 5])
+def test_cast_refuses_an_output_of_another_length(n_out):
+    """Shorter, it would drop x's tail without a word; longer, leave out's tail unwritten."""
+    out, x = dev(np.zeros(n_out, np.float16)), dev(np.ones(4, np.float32))
+    with pytest.raises(ValueError, match=f"cast: out has {n_out} elements, x has 4"):
+        kernels.cast(out, x)
+
+
 @needs_gpu
 def test_casts_dense_on_gpu():
     """2^26 float32 patterns through both narrowing kernels against the host: every sign,

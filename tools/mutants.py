@@ -699,11 +699,6 @@ SINCE = {
         '"--", ".", ":!results"],',
         '"--", "."],',
         "a result file rewritten by the sweep marks the commit +changes"),
-    "sim-buffers-get-no-view": (
-        "harness/buffers.py",
-        "        return a.copy_to_host().view(dtype)",
-        "        return a.copy_to_host()",
-        "the simulated GPU's results come back as their storage bits, not their dtype"),
     "grad-copy-into-a-copy": (
         "ring/training/buffers.py",
         "        np.copyto(dst, src.reshape(dst.shape))",
@@ -831,7 +826,6 @@ OWN_TESTS = {
     **{n: "tests/test_harness.py" for n in ("meta-changes-unmarked", "meta-results-are-changes",
                                             "model-allreduce-steps",
                                             "model-negative-alpha-kept-b")},
-    "sim-buffers-get-no-view": "tests/test_harness.py " + _RANKS3,
     **{n: "tests/test_buckets.py tests/test_torch.py"
        for n in ("grad-copy-into-a-copy", "tensor-bf16-as-int16")},
     **{n: "tests/test_kernels.py tests/test_group.py"
