@@ -75,8 +75,8 @@ MUTANTS = {
 # Faults in the parts built since (the persistent kernel, the one-round algorithms, int8,
 # torch, the waits across nodes), each with the tests that cover its code (OWN_TESTS,
 # --own-tests): results/mutants-since.md. A planted fault a campaign found no test for
-# (empty-no-post, host-walk-ignores-divisor, still-any-registration, find-misaligned-offset:
-# equivalent, see there) is not listed.
+# (empty-no-post, host-walk-ignores-divisor, still-any-registration, find-misaligned-offset,
+# sim-buffers-get-no-view: equivalent, see there) is not listed.
 P, KP = "ring/cuda/persistent.py", "ring/cuda/kernel_path.py"
 SINCE = {
     "kernel-credit-early": (
