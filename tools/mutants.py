@@ -729,6 +729,69 @@ SINCE = {
         '    if out.size != x.size:\n        raise ValueError(f"cast: out has',
         '    if out.size > x.size:\n        raise ValueError(f"cast: out has',
         "a cast into an output shorter than its input is let through"),
+    # what the harness expects and how it sizes; the refusals of algorithms; RING_DEBUG
+    "expected-avg-undivided": (
+        "harness/collectives.py",
+        "    if op == \"avg\":\n        np.divide(acc, nranks, out=acc)",
+        "    if False:\n        np.divide(acc, nranks, out=acc)",
+        "the harness expects avg to be the sum: a right avg counts as wrong"),
+    "expected-without-rank-1": (
+        "harness/collectives.py",
+        "    for q in range(1, nranks):",
+        "    for q in range(2, nranks):",
+        "the expected reduction leaves out rank 1's input"),
+    "expected-alltoall-transposed": (
+        "harness/collectives.py",
+        "np.concatenate([inp(q)[rank * b:(rank + 1) * b] for q in range(nranks)])",
+        "np.concatenate([inp(rank)[q * b:(q + 1) * b] for q in range(nranks)])",
+        "the expected all-to-all is this rank's own blocks, not its block of every rank"),
+    "min-bytes-rooted-as-every-rank": (
+        "harness/collectives.py",
+        "            return k * i + o\n",
+        "            return k * (i + o)\n",
+        "reduce and gather's minimum counts an output on every rank, not the root's only"),
+    "busfactor-gather-as-allreduce": (
+        "harness/collectives.py",
+        "        return (nranks - 1) / nranks\n",
+        "        return 2 * (nranks - 1) / nranks\n",
+        "every collective but all-reduce gets all-reduce's bus factor"),
+    "in-place-split-at-zero": (
+        "harness/collectives.py",
+        "            return buf[:in_count], buf[rank * out_count:(rank + 1) * out_count]",
+        "            return buf[:in_count], buf[:out_count]",
+        "the in-place reduce-scatter's out is the buffer's first block on every rank, not "
+        "the rank's own block (where NCCL and MPI put it)"),
+    "counts-split-not-whole-blocks": (
+        "harness/collectives.py",
+        "        n -= n % nranks\n",
+        "",
+        "a split or join size that is not a whole number of blocks per rank is taken as is"),
+    "sizes-end-exclusive": (
+        "harness/sizes.py",
+        "    while s <= end:",
+        "    while s < end:",
+        "-e's size is left out of the sweep"),
+    "why-not-any-device": (
+        "ring/algorithms/base.py",
+        "        if collective in self.serves[ctx.device]:\n            return None",
+        "        if any(collective in s for s in self.serves.values()):\n            return None",
+        "an algorithm that serves a collective on one device takes it on the other"),
+    "debug-app-level-overridden": (
+        "ring/debug.py",
+        "    if not raw.strip() and log.level != logging.NOTSET:\n        return",
+        "    if False:\n        return",
+        "without RING_DEBUG, a communicator resets the level the application gave ring's "
+        "logger"),
+    "debug-configured-once-ever": (
+        "ring/debug.py",
+        "    if raw == _configured:\n        return",
+        "    if _configured is not None:\n        return",
+        "RING_DEBUG read at the first communicator only: a later value is ignored"),
+    "bits-f16-ties-away": (
+        "kernels/bits.py",
+        "    if rest > 0x1000 or (rest == 0x1000 and (h & 1) == 1):",
+        "    if rest >= 0x1000:",
+        "float32 to float16 rounds ties away from zero, not to even"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -829,7 +892,15 @@ OWN_TESTS = {
     **{n: "tests/test_buckets.py tests/test_torch.py"
        for n in ("grad-copy-into-a-copy", "tensor-bf16-as-int16")},
     **{n: "tests/test_kernels.py tests/test_group.py"
-       for n in ("cast-bf16-widen-shift", "cast-size-unchecked")},
+       for n in ("cast-bf16-widen-shift", "cast-size-unchecked", "bits-f16-ties-away")},
+    **{n: "tests/test_harness.py " + _RANKS3
+       for n in ("expected-avg-undivided", "expected-without-rank-1",
+                 "expected-alltoall-transposed", "min-bytes-rooted-as-every-rank",
+                 "busfactor-gather-as-allreduce", "in-place-split-at-zero",
+                 "counts-split-not-whole-blocks")},
+    "sizes-end-exclusive": "tests/test_harness.py",
+    "why-not-any-device": "tests/test_algorithms.py tests/test_docs.py " + _RANKS3,
+    **{n: _RANKS3 for n in ("debug-app-level-overridden", "debug-configured-once-ever")},
 }
 
 
