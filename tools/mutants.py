@@ -900,7 +900,8 @@ OWN_TESTS = {
                  "counts-split-not-whole-blocks")},
     "sizes-end-exclusive": "tests/test_harness.py",
     "why-not-any-device": "tests/test_algorithms.py tests/test_docs.py " + _RANKS3,
-    **{n: _RANKS3 for n in ("debug-app-level-overridden", "debug-configured-once-ever")},
+    **{n: "tests/test_debug.py " + _RANKS3
+       for n in ("debug-app-level-overridden", "debug-configured-once-ever")},
 }
 
 
