@@ -58,3 +58,27 @@ def test_a_wheel_cut_in_parts_joins_under_its_own_name(tmp_path):
     parts[1].unlink()
     with pytest.raises(SystemExit, match="parts missing"):
         nw.join(tmp_path / "parts")
+
+
+def test_preload_says_what_it_loaded_and_what_came_too_late(monkeypatch):
+    """preload() loads the chosen library once, its symbols global, and the label says which;
+    where CuPy's binding was imported first (bound to whatever it found), it loads nothing
+    and the label says so, rather than name a library that does not run."""
+    import ctypes
+    import sys
+    import types
+
+    loads = []
+    monkeypatch.setattr(ctypes, "CDLL", lambda path, mode=0: loads.append((path, mode)) or path)
+    monkeypatch.setattr(nccl_lib, "choice", lambda: ("/x/libnccl.so.2", "the nvidia-nccl wheel"))
+    monkeypatch.setattr(nccl_lib, "_loaded", {})
+    monkeypatch.delitem(sys.modules, "cupy.cuda.nccl", raising=False)
+    assert nccl_lib.preload() == "the nvidia-nccl wheel, /x/libnccl.so.2"
+    assert nccl_lib.preload() == "the nvidia-nccl wheel, /x/libnccl.so.2"
+    assert loads == [("/x/libnccl.so.2", ctypes.RTLD_GLOBAL)]
+
+    monkeypatch.setattr(nccl_lib, "_loaded", {})
+    monkeypatch.setitem(sys.modules, "cupy.cuda.nccl", types.ModuleType("cupy.cuda.nccl"))
+    assert nccl_lib.preload() == ("the nvidia-nccl wheel (not loaded: CuPy's binding was "
+                                  "imported first)")
+    assert len(loads) == 1

@@ -792,6 +792,28 @@ SINCE = {
         "    if rest > 0x1000 or (rest == 0x1000 and (h & 1) == 1):",
         "    if rest >= 0x1000:",
         "float32 to float16 rounds ties away from zero, not to even"),
+    # which NCCL the baseline's label names; the plot's speed-ups
+    "nccl-late-load-unsaid": (
+        "harness/nccl_lib.py",
+        '        if "cupy.cuda.nccl" in sys.modules:',
+        "        if False:",
+        "the NCCL label names the wheel's library where CuPy's binding, imported first, runs "
+        "another"),
+    "nccl-loaded-every-call": (
+        "harness/nccl_lib.py",
+        '    if "where" in _loaded:\n        return _loaded["where"]\n',
+        "",
+        "the chosen NCCL is loaded again at every preload()"),
+    "nccl-symbols-local": (
+        "harness/nccl_lib.py",
+        "mode=ctypes.RTLD_GLOBAL",
+        "mode=ctypes.RTLD_LOCAL",
+        "the preloaded NCCL's symbols are local: CuPy's binding does not bind to them"),
+    "plot-speedup-inverted": (
+        "harness/plot.py",
+        "                ys = [t / ring[s] for s, _, t in sorted(pts) if s in ring]",
+        "                ys = [ring[s] / t for s, _, t in sorted(pts) if s in ring]",
+        "the plot's speed-up is ring's time over the baseline's"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -900,6 +922,9 @@ OWN_TESTS = {
                  "counts-split-not-whole-blocks")},
     "sizes-end-exclusive": "tests/test_harness.py",
     "why-not-any-device": "tests/test_algorithms.py tests/test_docs.py " + _RANKS3,
+    **{n: "tests/test_nccl_lib.py" for n in ("nccl-late-load-unsaid", "nccl-loaded-every-call",
+                                             "nccl-symbols-local")},
+    "plot-speedup-inverted": "tests/test_harness.py",
     **{n: "tests/test_debug.py " + _RANKS3
        for n in ("debug-app-level-overridden", "debug-configured-once-ever")},
 }
