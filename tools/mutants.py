@@ -814,6 +814,17 @@ SINCE = {
         "                ys = [t / ring[s] for s, _, t in sorted(pts) if s in ring]",
         "                ys = [ring[s] / t for s, _, t in sorted(pts) if s in ring]",
         "the plot's speed-up is ring's time over the baseline's"),
+    # the compiled host wait; the simulator's IPC segments
+    "poll-never-gives-up": (
+        "ring/transport/atomic.py",
+        "        else:\n            return -1, 0",
+        "        else:\n            spins = 1 << 30",
+        "the compiled host wait never hands over to the bounded one: a lost peer is a hang"),
+    "simipc-slots-not-zeroed": (
+        "ring/transport/simipc.py",
+        "        self.window.region(comm.rank)[:] = 0\n",
+        "",
+        "a simulated segment keeps what a freed window's memory held"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -925,6 +936,10 @@ OWN_TESTS = {
     **{n: "tests/test_nccl_lib.py" for n in ("nccl-late-load-unsaid", "nccl-loaded-every-call",
                                              "nccl-symbols-local")},
     "plot-speedup-inverted": "tests/test_harness.py",
+    "poll-never-gives-up": "tests/test_faults.py::test_a_rank_dies_in_the_middle_of_an_allreduce "
+                           "tests/test_compiled_walk.py",
+    "simipc-slots-not-zeroed": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3] "
+                               "tests/test_mpi.py::test_call_sequences[cuda-stream-3]",
     **{n: "tests/test_debug.py " + _RANKS3
        for n in ("debug-app-level-overridden", "debug-configured-once-ever")},
 }
