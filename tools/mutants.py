@@ -686,8 +686,8 @@ SINCE = {
     # set-up that every rank takes together; the commit a figure names; buffers and casts
     "together-nothing-let-go": (
         "ring/cuda/together.py",
-        "            let_go()",
-        "            pass",
+        "        let_go()",
+        "        pass",
         "a failed set-up keeps what the ranks had made (slots, segments, mappings)"),
     "meta-changes-unmarked": (
         "harness/meta.py",
@@ -938,7 +938,8 @@ OWN_TESTS = {
     "plot-speedup-inverted": "tests/test_harness.py",
     "poll-never-gives-up": "tests/test_faults.py::test_a_rank_dies_in_the_middle_of_an_allreduce "
                            "tests/test_compiled_walk.py",
-    "simipc-slots-not-zeroed": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3] "
+    "simipc-slots-not-zeroed": "tests/test_group.py::test_simulated_segments_start_all_zero "
+                               "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3] "
                                "tests/test_mpi.py::test_call_sequences[cuda-stream-3]",
     **{n: "tests/test_debug.py " + _RANKS3
        for n in ("debug-app-level-overridden", "debug-configured-once-ever")},

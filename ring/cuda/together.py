@@ -12,7 +12,7 @@ from ..errors import RingError
 
 
 @contextmanager
-def together(comm, what: str, let_go=None):
+def together(comm, what: str, let_go):
     """with together(comm, "map its peers' areas", self.close): <this rank's step>.
     Collective over comm, and a barrier (every rank's step is done when it returns). Where
     any rank's step raised, every rank calls let_go() and raises RingError naming the
@@ -25,7 +25,6 @@ def together(comm, what: str, let_go=None):
     said = comm.allgather(refusal(mine))
     failed = next((q for q, f in enumerate(said) if f is not None), None)
     if failed is not None:
-        if let_go is not None:
-            let_go()
+        let_go()
         raise RingError(f"device='cuda': rank {failed} could not {what}: {said[failed]}") \
             from mine
