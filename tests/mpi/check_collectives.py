@@ -538,7 +538,8 @@ def test_auto_takes_a_tables_rule_for_every_collective(world):
         k = c.size
         for collective in Collective:
             if collective not in (Collective.ALLREDUCE, Collective.BARRIER):
-                c._rules_of[collective, False] = [(64, "oneshot")]
+                # up to 64 bytes a rank (small's 16 bytes a rank, big's 256), at any k
+                c._rules_of[collective, False] = [(64 * k, "oneshot")]
         small, big = np.ones(4 * k, np.float32), np.ones(64 * k, np.float32)
         for name, call in [("reduce_scatter", c.reduce_scatter), ("alltoall", c.alltoall),
                            ("broadcast", lambda x: c.broadcast(x, root=k - 1)),

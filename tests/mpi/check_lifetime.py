@@ -3,6 +3,7 @@ communicators and windows too, since MPICH runs out of context ids after a few t
 leaked communicators)."""
 
 import gc
+import logging
 import os
 
 import numpy as np
@@ -14,6 +15,19 @@ from ..gpu import DEVICE_GROWTH_LIMIT, HAVE_GPU, SIMULATED, free_device_bytes
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 GROWTH_LIMIT = 4 << 20  # bytes of resident memory; allocator noise stays well under this
+
+
+@pytest.fixture(autouse=True)
+def quiet():
+    """ring's level as a user's is (RING_DEBUG unset: warnings only) for these tests, not
+    conftest.py's INFO: pytest's log capture keeps every record it sees, on ring's logger
+    too, and an inner suite run by hand (tests/mpirun.py passes -p no:logging) then "grew"
+    1.6 MB a thousand calls."""
+    log = logging.getLogger("ring")
+    level = log.level
+    log.setLevel(logging.WARNING)
+    yield
+    log.setLevel(level)
 
 
 def rss() -> int:
