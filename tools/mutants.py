@@ -825,6 +825,22 @@ SINCE = {
         "        self.window.region(comm.rank)[:] = 0\n",
         "",
         "a simulated segment keeps what a freed window's memory held"),
+    # what a closed communicator lets go of (tests/mpi/check_lifetime.py)
+    "close-keeps-backend": (
+        "ring/communicator.py",
+        "            ctx.backend.close()\n",
+        "",
+        "close() keeps the backend's windows, slots and links"),
+    "close-keeps-comm": (
+        "ring/communicator.py",
+        "            ctx.topo.close()\n            self._comm.Free()\n",
+        "            ctx.topo.close()\n",
+        "close() keeps its duplicate of the MPI communicator"),
+    "close-keeps-topo": (
+        "ring/communicator.py",
+        "            ctx.topo.close()\n            self._comm.Free()\n",
+        "            self._comm.Free()\n",
+        "close() keeps its node communicators (the topology's)"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -941,6 +957,8 @@ OWN_TESTS = {
     "simipc-slots-not-zeroed": "tests/test_group.py::test_simulated_segments_start_all_zero "
                                "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3] "
                                "tests/test_mpi.py::test_call_sequences[cuda-stream-3]",
+    **{n: "tests/test_mpi.py::test_on_ranks[2]"
+       for n in ("close-keeps-backend", "close-keeps-comm", "close-keeps-topo")},
     **{n: "tests/test_debug.py " + _RANKS3
        for n in ("debug-app-level-overridden", "debug-configured-once-ever")},
 }
