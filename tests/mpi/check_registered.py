@@ -101,7 +101,8 @@ CASES = CROSS_CASES if CROSS_SECTION else \
 
 def test_one_process_registers_nothing(world):
     """(run alone, at 1 process: tests/test_mpi.py selects)"""
-    assert world.size == 1
+    if world.size != 1:
+        pytest.skip("one process only (tests/test_mpi.py runs it so)")
     with ring.Communicator(device="cuda", path="kernel") as c:
         x = cuda.to_device(np.ones(4, np.float32)) if SIMULATED else \
             __import__("cupy").ones(4, np.float32)
