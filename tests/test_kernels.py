@@ -424,3 +424,23 @@ def test_importing_the_kernels_patches_nothing():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_the_error_word_keeps_the_first_failure_of_the_grid():
+    """ring/cuda/error_word.fail: the first failure of a grid is the one a call reports
+    (what failed and where, every field of it); one that comes after it (another thread or
+    block giving up too) leaves the word as it was."""
+    from ring.cuda.error_word import ERR_LEN, fail
+
+    @cuda.jit
+    def two_failures(err):
+        t = cuda.threadIdx.x
+        if t == 0:
+            fail(err, 3, 1, 2, 3, 4, 5, 6)
+        cuda.syncthreads()
+        if t == 1:
+            fail(err, 7, 8, 9, 10, 11, 12, 13)
+
+    err = cuda.to_device(np.zeros(ERR_LEN, np.int64))
+    two_failures[1, 2](err)
+    assert err.copy_to_host()[:7].tolist() == [3, 1, 2, 3, 4, 5, 6]

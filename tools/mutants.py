@@ -841,6 +841,32 @@ SINCE = {
         "            ctx.topo.close()\n            self._comm.Free()\n",
         "            self._comm.Free()\n",
         "close() keeps its node communicators (the topology's)"),
+    "close-keeps-kept": (
+        "ring/context.py",
+        "            if hasattr(thing, \"close\"):\n                thing.close()\n",
+        "            pass\n",
+        "close() keeps what algorithms made on first use (the two-level rings, say)"),
+    # the flat ring's module; the kernels' error word; a lost rank named
+    "ring-chunk-ignores-given": (
+        "ring/algorithms/ring.py",
+        "        if given or ctx.topo.nnodes != 1",
+        "        if ctx.topo.nnodes != 1",
+        "the host's compiled ring takes its own chunk size where the communicator was given one"),
+    "ring-alltoall-in-place-as-out": (
+        "ring/algorithms/ring.py",
+        "        if c.collective is Collective.ALLTOALL and c.in_place:",
+        "        if False:",
+        "an in-place all-to-all on the ring walks as if out were another array"),
+    "error-word-last-wins": (
+        "ring/cuda/error_word.py",
+        "    if cuda.atomic.cas(err, ERR_CODE, 0, code) == 0:",
+        "    err[ERR_CODE] = code\n    if True:",
+        "a kernel's later failure overwrites the first in the error word"),
+    "round-behind-unnamed": (
+        "ring/context.py",
+        "            behind = self.exchange.behind(seq)",
+        "            behind = []",
+        "a one-round call's timeout does not name the ranks that never reached it"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -959,6 +985,13 @@ OWN_TESTS = {
                                "tests/test_mpi.py::test_call_sequences[cuda-stream-3]",
     **{n: "tests/test_mpi.py::test_on_ranks[2]"
        for n in ("close-keeps-backend", "close-keeps-comm", "close-keeps-topo")},
+    "close-keeps-kept": "tests/test_mpi.py::test_on_ranks[2] "
+                        "tests/test_mpi.py::test_across_emulated_nodes",
+    **{n: "tests/test_group.py " + _RANKS3
+       for n in ("ring-chunk-ignores-given", "ring-alltoall-in-place-as-out")},
+    "error-word-last-wins": "tests/test_kernels.py::test_the_error_word_keeps_the_first_failure_"
+                            "of_the_grid " + _KERNEL,
+    "round-behind-unnamed": "tests/test_faults.py::test_a_rank_never_makes_the_call",
     **{n: "tests/test_debug.py " + _RANKS3
        for n in ("debug-app-level-overridden", "debug-configured-once-ever")},
 }
