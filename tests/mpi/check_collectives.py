@@ -398,13 +398,12 @@ def test_close_lets_go_of_what_an_algorithm_kept(world):
     """What an algorithm makes on its first call and keeps (two-level's rings: a backend for
     the node and one across nodes, each with its communicators) is let go of with the
     communicator, not only forgotten."""
-    c = ring.Communicator(device="host", timeout=60, tuning=NO_RULES)
-    c.allreduce(np.ones(8, np.float32))
-    two_level = two_level_nodes(c.size) > 1
-    assert_ran("hierarchical" if two_level else "ring", "allreduce")
-    rings = c._ctx.kept.get("hierarchical")
-    assert (rings is not None) == two_level
-    c.close()
+    with ring.Communicator(device="host", timeout=60, tuning=NO_RULES) as c:
+        c.allreduce(np.ones(8, np.float32))
+        two_level = two_level_nodes(c.size) > 1
+        assert_ran("hierarchical" if two_level else "ring", "allreduce")
+        rings = c._ctx.kept.get("hierarchical")
+        assert (rings is not None) == two_level
     if rings is not None:
         assert rings._col == MPI.COMM_NULL  # the ring across nodes' communicator, freed
 
