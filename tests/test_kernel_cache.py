@@ -4,11 +4,13 @@ UUID), differs for every variant and every change to the kernel's sources, and a
 that cannot be read or written costs a compile, not an error. No GPU needed: the key is
 made before anything compiles."""
 
+import ast
 import importlib.util
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +30,7 @@ class Codegen:
 def key_of(fn, sig, variant):
     d = cuda.jit(cache=True)(fn)
     kernel_cache.keyed(d._cache, variant)
-    return hashlib.sha256(pickle.dumps(d._cache._index_key(sig.args, Codegen()))).hexdigest()
+    return d._cache._index_key(sig.args, Codegen())
 out = {}
 for op, dtype, ll in [("SUM", "float32", False), ("MAX", "float32", False), ("SUM", "float32", True),
                       ("SUM", "int8", False)]:
@@ -40,7 +42,9 @@ for op, dtype, k in [("SUM", "float32", 2), ("SUM", "float32", 4), ("MAX", "floa
     for c in ("ALLREDUCE", "REDUCE_SCATTER"):
         out[f"twoshot-{op}-{dtype}-{k}-{c}"] = key_of(
             *twoshot_source(Op[op], dtype, k, Collective[c]), ("twoshot", op, dtype, k, c))
-print(json.dumps(out))
+# Numba's index is a dict of these keys: one kernel's entry is another's where they are equal
+hashes = {k: hashlib.sha256(pickle.dumps(v)).hexdigest() for k, v in out.items()}
+print(json.dumps({"hashes": hashes, "distinct": len(set(out.values()))}))
 """
 
 
@@ -55,9 +59,10 @@ def keys_in_a_new_process() -> dict:
 
 def test_every_process_looks_a_kernel_up_by_the_same_key():
     first, second = keys_in_a_new_process(), keys_in_a_new_process()
-    assert first == second
-    # op, protocol, dtype, K and the collective each make a key of their own
-    assert len(first) == 4 + 3 * 3 and len(set(first.values())) == len(first)
+    assert first["hashes"] == second["hashes"]
+    # op, protocol, dtype, K and the collective each make a key of their own: as Numba's
+    # index compares them (equality, not their pickles, which may differ for equal keys)
+    assert len(first["hashes"]) == 4 + 3 * 3 == first["distinct"]
 
 
 class Cache:
@@ -92,6 +97,73 @@ def test_the_digest_reads_every_source_file(tmp_path, monkeypatch):
     first = kernel_cache.sources_digest.__wrapped__()
     (tmp_path / "kernels/reduce.py").write_text("a = 2\n")
     assert kernel_cache.sources_digest.__wrapped__() != first
+
+
+# imported by the kernels' modules, but not device code: nothing compiled reads them
+HOST_SIDE = {"ring/cuda/arrays.py": "the SIMULATED flag", "ring/cuda/together.py": "set-up",
+             "ring/cuda/areas.py": "the areas' allocation", "ring/cuda/kernel_cache.py": "itself"}
+
+
+def _imported(path: Path) -> set[str]:
+    """The project's files a module imports from (relative and absolute, at any depth)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = path.parent
+            for _ in range(node.level - 1):
+                base = base.parent
+            parts = [str(base.relative_to(ROOT))] + (node.module or "").split(".")
+        else:
+            parts = node.module.split(".")
+        stem = ROOT.joinpath(*[q for q in parts if q])
+        for f in (stem.with_suffix(".py"), stem / "__init__.py"):
+            if f.is_file():
+                found.add(str(f.relative_to(ROOT)))
+    return found
+
+
+def test_the_digest_covers_every_file_the_kernels_are_built_from():
+    """A kernel kept on disk is found again only while none of what it was built from has
+    changed: every file under ring/ with CUDA device code (cuda.jit), and every project file
+    the kernels' modules import from, must be among SOURCES (else an edit to it would load
+    the kernel compiled before the edit), bar the few host-side ones named above."""
+    covered = {str(f.relative_to(ROOT)) for pattern in kernel_cache.SOURCES
+               for f in ROOT.glob(pattern)}
+    device = {str(f.relative_to(ROOT)) for f in (ROOT / "ring").rglob("*.py")
+              if "cuda.jit" in f.read_text() and f.name != "kernel_cache.py"}
+    assert device >= {"ring/cuda/persistent.py", "ring/cuda/oneshot_kernel.py",
+                      "ring/cuda/twoshot_kernel.py", "ring/cuda/board.py"}
+    used = set().union(*(_imported(ROOT / f) for f in device)) - set(HOST_SIDE)
+    assert used >= {"ring/cuda/program.py", "ring/transport/ipc.py", "ring/schedule.py"}
+    assert not (device | used) - covered, sorted((device | used) - covered)
+
+
+def test_each_kernel_names_every_argument_it_is_built_from_in_its_variant(monkeypatch):
+    """The variant is what tells two kernels of one signature apart in the cache (a SUM
+    and a MAX kernel of float32 share theirs): each argument of the persistent, one-shot and
+    two-shot kernels, changed alone, must change the variant it is kept under."""
+    from ringtypes import Op
+
+    from ring.cuda import oneshot_kernel, persistent, twoshot_kernel
+    from ring.schedule import Collective
+    seen = []
+    for m in (persistent, oneshot_kernel, twoshot_kernel):
+        monkeypatch.setattr(m, "compiled", lambda fn, sig, variant, *a: seen.append(variant))
+    kernels = [
+        (persistent.ring_kernel, (Op.SUM, "float32", 4, False, False, False, True),
+         [(Op.MAX,), ("int32",), (1,), (True,), (True,), (True,), (False,)]),
+        (oneshot_kernel.oneshot_kernel, (Op.SUM, "float32", 2), [(Op.MAX,), ("int32",), (3,)]),
+        (twoshot_kernel.twoshot_kernel, (Op.SUM, "float32", 2, Collective.ALLREDUCE),
+         [(Op.MAX,), ("int32",), (3,), (Collective.REDUCE_SCATTER,)]),
+    ]
+    for make, base, others in kernels:
+        seen.clear()
+        make.__wrapped__(*base)  # (past the lru_cache)
+        for i, (value,) in enumerate(others):
+            make.__wrapped__(*base[:i], value, *base[i + 1:])
+        assert len(set(seen)) == len(others) + 1, (make.__name__, seen)
 
 
 def test_a_cache_that_cannot_be_read_or_written_costs_a_compile():

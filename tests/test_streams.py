@@ -92,3 +92,20 @@ def test_a_cuda_build_of_torch_is_asked_for_the_raw_handle(monkeypatch):
         streams.current(OnTheHost())
     assert asked == [3]
 
+
+
+def test_a_stream_keeps_its_oldest_launch_not_known_to_have_ended():
+    """Streams.mark: calls 3 and 4 left running on stream 7, call 5 on stream 9. Each
+    stream keeps its oldest launch's firing time and call until the backend sees the stream
+    finished: how long its kernels may have waited is measured from there (so a word one of
+    them wrote past the timeout is read, not skipped as a launch that ended quickly), and an
+    error found then names the calls from it on ("one of calls 3-5")."""
+    s = streams.Streams()
+    s.mark(7, 10.0, 3)
+    s.mark(7, 11.5, 4)
+    s.mark(9, 12.0, 5)
+    assert s.since == {7: (10.0, 3), 9: (12.0, 5)}
+    assert s.last_call == 5 and set(s.launched) == {7, 9}
+    del s.since[7]  # (seen finished cleanly: the next launch there starts the count anew)
+    s.mark(7, 13.0, 6)
+    assert s.since[7] == (13.0, 6)

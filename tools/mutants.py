@@ -867,6 +867,79 @@ SINCE = {
         "            behind = self.exchange.behind(seq)",
         "            behind = []",
         "a one-round call's timeout does not name the ranks that never reached it"),
+    # the device's choice, the algorithms' registry, the links' kinds, the kernels' dtypes and
+    # copy, a stream's oldest launch
+    "devices-auto-simulated": (
+        "ring/devices.py",
+        '    return "cuda" if usable or device == "cuda" else "host"',
+        '    return "cuda" if usable or simulated() else "host"',
+        "device='auto' takes the simulator's cuda device where there is no GPU"),
+    "devices-cuda-unchecked": (
+        "ring/devices.py",
+        '    if device == "cuda" and not (usable or simulated()):',
+        "    if False:",
+        "device='cuda' is taken with neither a GPU nor the simulator"),
+    "compressed-auto-flat-first": (
+        "ring/algorithms/__init__.py",
+        "(hierarchical.ALGORITHM.name, ring.ALGORITHM.name) if asked == AUTO",
+        "(ring.ALGORITHM.name, hierarchical.ALGORITHM.name) if asked == AUTO",
+        "a compressed 'auto' call takes the flat ring where the two-level one runs"),
+    "auto-ignores-the-table": (
+        "ring/algorithms/__init__.py",
+        "        if pick is not None:\n            return pick\n",
+        "",
+        "'auto' ignores the tuning table's choice"),
+    "auto-never-two-level": (
+        "ring/algorithms/__init__.py",
+        "        return ring.ALGORITHM.name if two_level.why_not(ctx, collective, nbytes) \\\n",
+        "        return ring.ALGORITHM.name if True \\\n",
+        "'auto' without a table's rule never takes the two-level algorithm across nodes"),
+    "ends-inbound-by-successor": (
+        "ring/transport/__init__.py",
+        "    inbound = (near if topo.same_node(pred, rank) else far).inbound(pred)",
+        "    inbound = (near if topo.same_node(rank, succ) else far).inbound(pred)",
+        "a ring's inbound link chosen by where the successor is, not the predecessor"),
+    "int16-kernels-unsigned": (
+        "kernels/dtypes.py",
+        'KernelDtype("int16", np.int16, types.int16,',
+        'KernelDtype("int16", np.uint16, types.uint16,',
+        "int16 reduced by the kernels as uint16"),
+    "copy-lanes-swapped": (
+        "kernels/copy.py",
+        "= a0, a1, a2, a3",
+        "= a0, a1, a3, a2",
+        "the copy kernel's unrolled loop stores two of its four loads in each other's place"),
+    "streams-since-newest": (
+        "ring/cuda/streams.py",
+        "        self.since.setdefault(h, (fired, call))",
+        "        self.since[h] = (fired, call)",
+        "a stream's oldest launch not known to have ended is forgotten for the newest"),
+    # the kernel path's disk cache (ring/cuda/kernel_cache.py)
+    "kernel-cache-without-twoshot": (
+        "ring/cuda/kernel_cache.py",
+        '"ring/cuda/twoshot_kernel.py", "ring/cuda/board.py"',
+        '"ring/cuda/board.py"',
+        "the kernels' disk cache keys ignore an edit to the two-shot kernel's source"),
+    "kernel-cache-without-layouts": (
+        "ring/cuda/kernel_cache.py",
+        '"ring/cuda/program.py", "ring/transport/ipc.py", "ring/schedule.py"',
+        '"ring/schedule.py"',
+        "the kernels' disk cache keys ignore an edit to the program's or the segment's layout"),
+    "kernel-cache-key-without-variant": (
+        "ring/cuda/kernel_cache.py",
+        '    tail = ("ring", variant, sources_digest())',
+        '    tail = ("ring", sources_digest())',
+        "the kernels' disk cache keys ignore the variant (op, protocol, K, collective)"),
+    "persistent-variant-without-vectors": (
+        "ring/cuda/persistent.py",
+        "    variant = (\"persistent\", op.name, dtype_name, unroll, gpu_scope, acqrel, ll, vectors)",
+        "    variant = (\"persistent\", op.name, dtype_name, unroll, gpu_scope, acqrel, ll)",
+        "the ring kernel's cache variant leaves out its 16-byte vectors"),
+    "oneshot-variant-without-k": (
+        "ring/cuda/oneshot_kernel.py",
+        "(\"oneshot\", op.name, dtype_name, k))",
+        "(\"oneshot\", op.name, dtype_name))",
+        "the one-shot kernel's cache variant leaves out K"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -994,6 +1067,21 @@ OWN_TESTS = {
     "round-behind-unnamed": "tests/test_faults.py::test_a_rank_never_makes_the_call",
     **{n: "tests/test_debug.py " + _RANKS3
        for n in ("debug-app-level-overridden", "debug-configured-once-ever")},
+    **{n: "tests/test_devices.py tests/test_algorithms.py tests/test_tuning.py " + _RANKS3
+          + " tests/test_mpi.py::test_across_emulated_nodes[4-2]"
+       for n in ("devices-auto-simulated", "devices-cuda-unchecked")},
+    **{n: "tests/test_algorithms.py tests/test_tuning.py " + _RANKS3
+          + " tests/test_mpi.py::test_across_emulated_nodes[4-2]"
+       for n in ("compressed-auto-flat-first", "auto-ignores-the-table",
+                 "auto-never-two-level", "ends-inbound-by-successor")},
+    "int16-kernels-unsigned": "tests/test_kernels.py tests/test_mpi.py::test_cuda_kernel_path[2] "
+                              "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
+    "copy-lanes-swapped": "tests/test_kernels.py",
+    "streams-since-newest": "tests/test_streams.py " + _KERNEL,
+    **{n: "tests/test_kernel_cache.py"
+       for n in ("kernel-cache-without-twoshot", "kernel-cache-without-layouts",
+                 "kernel-cache-key-without-variant", "persistent-variant-without-vectors",
+                 "oneshot-variant-without-k")},
 }
 
 
