@@ -93,7 +93,6 @@ def test_a_cuda_build_of_torch_is_asked_for_the_raw_handle(monkeypatch):
     assert asked == [3]
 
 
-
 def test_a_stream_keeps_its_oldest_launch_not_known_to_have_ended():
     """Streams.mark: calls 3 and 4 left running on stream 7, call 5 on stream 9. Each
     stream keeps its oldest launch's firing time and call until the backend sees the stream
