@@ -1073,7 +1073,9 @@ OWN_TESTS = {
     **{n: "tests/test_algorithms.py tests/test_tuning.py " + _RANKS3
           + " tests/test_mpi.py::test_across_emulated_nodes[4-2]"
        for n in ("compressed-auto-flat-first", "auto-ignores-the-table",
-                 "auto-never-two-level", "ends-inbound-by-successor")},
+                 "auto-never-two-level")},
+    "ends-inbound-by-successor": "tests/test_ends.py "
+                                 "tests/test_mpi.py::test_across_emulated_nodes[4-2]",
     "int16-kernels-unsigned": "tests/test_kernels.py tests/test_mpi.py::test_cuda_kernel_path[2] "
                               "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
     "copy-lanes-swapped": "tests/test_kernels.py",
