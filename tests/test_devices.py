@@ -9,13 +9,13 @@ from ring import devices
 
 @pytest.fixture
 def machine(monkeypatch):
-    """set(gpu=..., simulator=...): what resolve() finds."""
+    """machine(gpu=..., simulator=...): what resolve() finds."""
     import kernels.launch
 
-    def set(gpu: bool, simulator: bool):
+    def have(gpu: bool, simulator: bool):
         monkeypatch.setattr(devices, "gpu_usable", lambda: gpu)
         monkeypatch.setattr(kernels.launch, "simulated", lambda: simulator)
-    return set
+    return have
 
 
 @pytest.mark.parametrize("gpu, simulator, want", [

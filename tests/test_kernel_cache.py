@@ -4,13 +4,11 @@ UUID), differs for every variant and every change to the kernel's sources, and a
 that cannot be read or written costs a compile, not an error. No GPU needed: the key is
 made before anything compiles."""
 
-import ast
 import importlib.util
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -104,38 +102,23 @@ HOST_SIDE = {"ring/cuda/arrays.py": "the SIMULATED flag", "ring/cuda/together.py
              "ring/cuda/areas.py": "the areas' allocation", "ring/cuda/kernel_cache.py": "itself"}
 
 
-def _imported(path: Path) -> set[str]:
-    """The project's files a module imports from (relative and absolute, at any depth)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        if node.level:
-            base = path.parent
-            for _ in range(node.level - 1):
-                base = base.parent
-            parts = [str(base.relative_to(ROOT))] + (node.module or "").split(".")
-        else:
-            parts = node.module.split(".")
-        stem = ROOT.joinpath(*[q for q in parts if q])
-        for f in (stem.with_suffix(".py"), stem / "__init__.py"):
-            if f.is_file():
-                found.add(str(f.relative_to(ROOT)))
-    return found
-
-
 def test_the_digest_covers_every_file_the_kernels_are_built_from():
     """A kernel kept on disk is found again only while none of what it was built from has
     changed: every file under ring/ with CUDA device code (cuda.jit), and every project file
     the kernels' modules import from, must be among SOURCES (else an edit to it would load
     the kernel compiled before the edit), bar the few host-side ones named above."""
+    from tests.test_layers import GRAPH, MODS  # the project's modules and their imports
+
+    def file(mod: str) -> str:
+        return str(MODS[mod].relative_to(ROOT))
     covered = {str(f.relative_to(ROOT)) for pattern in kernel_cache.SOURCES
                for f in ROOT.glob(pattern)}
-    device = {str(f.relative_to(ROOT)) for f in (ROOT / "ring").rglob("*.py")
-              if "cuda.jit" in f.read_text() and f.name != "kernel_cache.py"}
+    kernels = {m for m, f in MODS.items() if m.startswith("ring.") and "cuda.jit" in
+               f.read_text() and m != "ring.cuda.kernel_cache"}
+    device = {file(m) for m in kernels}
     assert device >= {"ring/cuda/persistent.py", "ring/cuda/oneshot_kernel.py",
                       "ring/cuda/twoshot_kernel.py", "ring/cuda/board.py"}
-    used = set().union(*(_imported(ROOT / f) for f in device)) - set(HOST_SIDE)
+    used = {file(t) for m in kernels for t in GRAPH[m]} - set(HOST_SIDE)
     assert used >= {"ring/cuda/program.py", "ring/transport/ipc.py", "ring/schedule.py"}
     assert not (device | used) - covered, sorted((device | used) - covered)
 
