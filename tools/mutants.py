@@ -940,6 +940,36 @@ SINCE = {
         "(\"oneshot\", op.name, dtype_name, k))",
         "(\"oneshot\", op.name, dtype_name))",
         "the one-shot kernel's cache variant leaves out K"),
+    # the last library files without a fault (bar the GPU-only ones: results/mutants-since.md)
+    "slots-all-one": (
+        "ring/transport/slots.py",
+        "        return self._typed.get(storage)[k][:n]",
+        "        return self._typed.get(storage)[0][:n]",
+        "every slot of a link's or a rank's staging is one buffer: chunks in flight overwrite "
+        "each other"),
+    "harness-put-no-storage": (
+        "harness/buffers.py",
+        "        return self.cuda.to_device(a.view(self.storage(a.dtype)))",
+        "        return self.cuda.to_device(a)",
+        "the harness puts bfloat16 and float8 on the simulated GPU as themselves, not as "
+        "integer bits"),
+    "harness-auto-simulated": (
+        "harness/buffers.py",
+        '        device = "cuda" if gpu_usable() else "host"',
+        '        device = "cuda" if gpu_usable() or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" '
+        'else "host"',
+        "the harness's device 'auto' takes the simulator's GPU where there is none (make "
+        "bench on a CPU machine would run the simulator)"),
+    "grid-floor": (
+        "kernels/launch.py",
+        "    want = -(-max(n, 1) // (threads * per_thread))",
+        "    want = max(n, 1) // (threads * per_thread)",
+        "a launch's blocks round down: fewer elements than a block's threads launch no block"),
+    "handle-of-version": (
+        "kernels/driver.py",
+        "        return int(stream.__cuda_stream__()[1])",
+        "        return int(stream.__cuda_stream__()[0])",
+        "a CuPy or cuda.core stream's handle read from __cuda_stream__'s version field"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -1084,6 +1114,13 @@ OWN_TESTS = {
        for n in ("kernel-cache-without-twoshot", "kernel-cache-without-layouts",
                  "kernel-cache-key-without-variant", "persistent-variant-without-vectors",
                  "oneshot-variant-without-k")},
+    "slots-all-one": "tests/test_group.py tests/test_staged.py "
+                     "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3] "
+                     "tests/test_mpi.py::test_cuda_device_across_emulated_nodes[4-2-None]",
+    **{n: "tests/test_harness.py"
+       for n in ("harness-put-no-storage", "harness-auto-simulated")},
+    "grid-floor": "tests/test_kernels.py tests/test_kernel_quantize.py",
+    "handle-of-version": "tests/test_bound_launch.py tests/test_streams.py",
 }
 
 
