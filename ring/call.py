@@ -22,7 +22,7 @@ import numpy as np
 
 from ringtypes import DTYPE_CODE, Op, check_op_dtype, parse_dtype, parse_op
 
-from .options import ALGORITHMS, COMPRESSIONS, check_compression
+from .options import ALGORITHMS, COMPRESSIONS, check_compression, whole_number
 from .schedule import Collective, sizes
 
 C = Collective
@@ -90,7 +90,7 @@ def check_root(root, size: int) -> int:
 def check_chunk(chunk_bytes, slot_bytes: int) -> int:
     if chunk_bytes is None:
         return slot_bytes
-    if int(chunk_bytes) != chunk_bytes or not 0 < chunk_bytes <= slot_bytes:
+    if not whole_number(chunk_bytes) or not 0 < chunk_bytes <= slot_bytes:
         raise ValueError(f"chunk_bytes: must be in 1..{slot_bytes} (the slot size this "
                          f"communicator was built with), got {chunk_bytes!r}")
     return int(chunk_bytes)

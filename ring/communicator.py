@@ -25,7 +25,7 @@ from .context import Context
 from .errors import CommunicatorError, MismatchError, TimeoutError
 from .host import compiled_round, repeated
 from .options import (DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, EXCHANGE_BYTES, check_algorithm,
-                      check_path, check_slots)
+                      check_path, check_slots, check_timeout)
 from .schedule import Collective
 from .topology import discover
 from .transport.exchange import Exchange
@@ -73,7 +73,9 @@ class Work:
         return self._pending is None or self._pending.query()
 
     def result(self):
-        return self._result
+        """The call's result, once it has run: wait()'s (as concurrent.futures' Future's
+        result(); a host call still on the progress thread has none before it runs)."""
+        return self.wait()
 
     def add_done_callback(self, fn) -> None:
         """fn(result, error) once the call has run (ring.torch completes torch's futures
@@ -120,7 +122,6 @@ class Communicator:
         self.rank, self.size = self._comm.rank, self._comm.size
         self.check = bool(check)
         self.blocking = blocking
-        self.timeout = float(timeout)
         error = None
         self._chunk_given = chunk_bytes is not None
         try:
@@ -128,18 +129,17 @@ class Communicator:
             self.device = devices.resolve(device)
             if chunk_bytes is None:  # the device kind's measured default
                 chunk_bytes = DEFAULT_CHUNK_BYTES[self.device]
-            if not (timeout > 0):
-                raise ValueError(f"timeout: must be positive seconds, got {timeout!r}")
+            self.timeout = check_timeout(timeout)
             check_slots(chunk_bytes, nslots)
             check_algorithm(algorithm)
             path = check_path(path)
             if not isinstance(blocking, bool):
                 raise TypeError(f"blocking: expected True or False, got {blocking!r}")
             table = _tuning.load(tuning, self.device)
-        except (TypeError, ValueError) as e:
+        except Exception as e:  # noqa: BLE001 - raised below, once every rank knows of it
+            # (raised here, on this rank alone, it would leave the others in the allgather)
             error = e
-            self.device = "?"
-            chunk_bytes = DEFAULT_CHUNK_BYTES["host"] if chunk_bytes is None else chunk_bytes
+            self.device, self.timeout, chunk_bytes, nslots, path = "?", 0.0, 0, 0, "?"
         else:
             debug.configure()
         self.chunk_bytes, self.nslots, self.algorithm = int(chunk_bytes), int(nslots), algorithm

@@ -3,6 +3,7 @@ place that the Communicator, ring.Group and the agreement step all read."""
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 # Bytes per chunk, the unit that travels through one slot, by device kind.
@@ -65,12 +66,24 @@ def check_compression(compression) -> None:
         raise ValueError(f"compression: None, 'fp16' or 'bf16', got {compression!r}")
 
 
+def whole_number(v) -> bool:
+    """A whole number (4, 4.0, NumPy's), not a string, None, a bool, NaN or infinity."""
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v).is_integer()
+
+
 def check_slots(chunk_bytes, nslots) -> None:
     """The slot geometry every ring takes: ValueError naming the option if it is off."""
-    if int(nslots) != nslots or nslots < 2:
+    if not whole_number(nslots) or nslots < 2:
         raise ValueError(f"nslots: need at least 2 slots per link, got {nslots!r}")
-    if int(chunk_bytes) != chunk_bytes or chunk_bytes < 64 or chunk_bytes % 64:
+    if not whole_number(chunk_bytes) or chunk_bytes < 64 or chunk_bytes % 64:
         raise ValueError(f"chunk_bytes: must be a positive multiple of 64, got {chunk_bytes!r}")
+
+
+def check_timeout(timeout) -> float:
+    """The seconds a wait may take without progress, or ValueError naming the option."""
+    if not isinstance(timeout, numbers.Real) or isinstance(timeout, bool) or not timeout > 0:
+        raise ValueError(f"timeout: must be positive seconds, got {timeout!r}")
+    return float(timeout)
 
 
 def check_path(path) -> str:

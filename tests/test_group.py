@@ -388,6 +388,12 @@ def test_bad_calls_name_the_argument():
             ring.Group(2, path="kernel")
     with pytest.raises(ValueError, match="nslots"):
         ring.Group(2, nslots=1)
+    for bad in ("2", 0, 1.5, None):
+        with pytest.raises(ValueError, match=f"size: need at least one rank, got {bad!r}"):
+            ring.Group(bad)
+    for bad in (0, -1.0, "10", None, float("nan")):
+        with pytest.raises(ValueError, match=f"timeout: must be positive seconds, got {bad!r}"):
+            ring.Group(2, timeout=bad)
     g.close()
     with pytest.raises(ring.CommunicatorError):
         g.allreduce([dev(np.ones(4))] * 2)

@@ -25,7 +25,8 @@ from numba import cuda
 
 from ..call import prepare
 from ..errors import CommunicatorError
-from ..options import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, check_path, check_slots
+from ..options import (DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, check_path, check_slots,
+                       check_timeout, whole_number)
 from ..schedule import Collective, plan
 from ..wait import Waiter
 from kernels.driver import event
@@ -42,9 +43,10 @@ class Group:
     def __init__(self, size: int, *, devices: list[int] | None = None,
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES["cuda"], nslots: int = DEFAULT_SLOTS,
                  path: str = "auto", timeout: float = 300.0):
-        if int(size) != size or size < 1:
+        if not whole_number(size) or size < 1:
             raise ValueError(f"size: need at least one rank, got {size!r}")
         check_slots(chunk_bytes, nslots)
+        timeout = check_timeout(timeout)
         path = check_path(path)
         if path == "kernel" and SIMULATED and size > 1:
             # the simulator runs one kernel at a time, to its end: K persistent kernels that
@@ -79,7 +81,7 @@ class Group:
                          ((r.stream,) if path == "kernel" else (r.stream, r.copy_stream))]
         self._marks = [event() for _ in range(len(self._streams) + 1)]
         self._known: dict = {}  # path="kernel": kept signatures (repeated.py)
-        self._waiter = Waiter(float(timeout))
+        self._waiter = Waiter(timeout)
         self._error: BaseException | None = None
         self._closed = False
 

@@ -186,6 +186,7 @@ def test_async_calls_run_behind_the_caller_in_order(comm, world):
         assert not first.is_completed()  # nobody else has called yet
         for q in range(1, k):
             world.send(None, dest=q, tag=77)
+        assert np.array_equal(first.result(), np.full(7, float(k)))  # waits as wait() does
     else:
         world.recv(source=0, tag=77)  # rank 0's call has returned: it did not block
         first = comm.allreduce(np.full(7, 1.0), async_op=True)

@@ -308,6 +308,12 @@ def test_async_op_returns_work_to_wait_on(gcomm):
         assert np.array_equal(_host(got), np.full(300, sum(range(k)) + k * i, np.float32))
     w = gcomm.allgather(_gpu(np.full(5, r, np.int32)), async_op=True)
     assert np.array_equal(_host(w.wait()), np.repeat(np.arange(k, dtype=np.int32), 5))
+    # result() waits as wait() does; a callback gets (result, None) once the call has run
+    w = gcomm.allreduce(_gpu(np.full(3, r, np.float32)), async_op=True)
+    done = []
+    w.add_done_callback(lambda result, error: done.append((result, error)))
+    assert len(done) == 1 and done[0][1] is None and done[0][0] is w.result()
+    assert np.array_equal(_host(w.result()), np.full(3, sum(range(k)), np.float32))
 
 
 # -- stream-ordered calls (shared/API.md, "Streams and completion on the cuda device") --

@@ -117,6 +117,38 @@ def test_not_an_array():
                       TypeError, 0, match="x: expected a NumPy array")
 
 
+def test_a_dtype_that_is_not_the_arrays_on_one_rank():
+    """dtype= says how to read an array's bits (bfloat16 in uint16 on a GPU); a host array
+    has its dtype, and another one named is refused. The same one named is taken."""
+    c = fresh()
+    assert np.array_equal(c.allreduce(np.ones(4, np.float32), dtype="float32"),
+                          np.full(4, c.size, np.float32))
+    c.close()
+    expect_everywhere(lambda c: c.allreduce(np.ones(4, np.float32),
+                                            dtype="float64" if c.rank == 0 else None),
+                      TypeError, 0, match="dtype: float64 does not match x's float32")
+
+
+class _OnAGpu:
+    """What a CuPy array or a torch CUDA tensor shows: __cuda_array_interface__."""
+    __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0, False),
+                                "version": 3}
+
+
+def test_a_gpu_array_on_the_host_device_on_one_rank():
+    expect_everywhere(lambda c: c.allreduce(_OnAGpu() if c.rank == 0 else np.ones(4)),
+                      TypeError, 0,
+                      match="x: a GPU array was passed to a communicator on the 'host' device")
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, 2 << 20, "abc"])
+def test_a_calls_chunk_outside_the_slot_on_one_rank(bad):
+    """A call's chunk_bytes is at most the slot the communicator was built with (1 MiB
+    here, the host's default), a whole positive number of bytes."""
+    expect_everywhere(lambda c: c.allreduce(np.ones(64), chunk_bytes=bad if c.rank == 0 else None),
+                      ValueError, 0, match=rf"chunk_bytes: must be in 1\.\.{1 << 20} .*got {bad!r}")
+
+
 def test_reduce_scatter_indivisible():
     if _size() == 1:  # every size divides by one rank
         with fresh() as c:
@@ -302,6 +334,18 @@ def test_communicator_options_are_checked_on_every_rank():
     _bad_on_rank_0("nslots", device="host", nslots=1 if first else 4)
     _bad_on_rank_0("device", device="tpu" if first else "host")
     _bad_on_rank_0("path", device="host", path="dma" if first else "stream")
+    _bad_on_rank_0("timeout: must be positive seconds, got 0", device="host",
+                   timeout=0 if first else 60)
+    _bad_on_rank_0("chunk_bytes: must be a positive multiple of 64, got 100", device="host",
+                   chunk_bytes=100 if first else 1024)
+    # not numbers at all: their conversions once raised on rank 0 alone, before the ranks
+    # compared their options, and left the others in that comparison for ever
+    _bad_on_rank_0("timeout: must be positive seconds, got None", device="host",
+                   timeout=None if first else 60)
+    _bad_on_rank_0("nslots: need at least 2 slots per link, got None", device="host",
+                   nslots=None if first else 4)
+    _bad_on_rank_0("chunk_bytes: must be a positive multiple of 64, got 'abc'", device="host",
+                   chunk_bytes="abc" if first else 1024)
     if _size() > 1:
         with pytest.raises(ring.MismatchError, match="disagree"):
             ring.Communicator(device="host", chunk_bytes=1024 if _rank() == 0 else 2048)
@@ -310,6 +354,11 @@ def test_communicator_options_are_checked_on_every_rank():
             ring.Communicator(device="host", chunk_bytes=None if _rank() == 0 else 1 << 20)
         with pytest.raises(ring.MismatchError, match="disagree"):
             ring.Communicator(device="host", path="copy" if _rank() == 0 else "stream")
+
+
+def test_mpi_comm_must_be_an_mpi4py_intracommunicator():
+    with pytest.raises(TypeError, match="mpi_comm: expected an mpi4py intracommunicator, got str"):
+        ring.Communicator("world", device="host")
 
 
 def _rank():
