@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 from . import simulate
 from ringtypes import FLOATING, Op
-from ring.schedule import Collective, alltoall_overwritten, plan, split, steps
+from ring.schedule import (Collective, alltoall_overwritten, nchunks, plan, plan_blocks,
+                           split, steps)
 
 from . import reference
 from .inputs import DTYPE_NAMES, REDUCIBLE_NAMES, make
@@ -228,3 +229,24 @@ def test_gather_and_scatter_are_chains_through_the_root(collective, k):
         assert [s.block for s in ss[root] if s.out] == (
             [root] + [(root + p) % k for p in range(k - 1, 0, -1)]
             if collective is Collective.GATHER else [root])
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: split(10, 0), "split: bad arguments count=10 parts=0"),
+    (lambda: split(-1, 2), "split: bad arguments count=-1"),
+    (lambda: split(10, 2, align=0), "split: bad arguments .* align=0"),
+    (lambda: steps(Collective.ALLREDUCE, 3, 3), "rank 3 outside a ring of 3"),
+    (lambda: steps(Collective.BROADCAST, 3, 0, root=3), "root 3 outside a ring of 3"),
+    (lambda: nchunks(100, 0), "chunk_bytes must be positive, got 0"),
+    (lambda: plan(Collective.BARRIER, 2, 0, 0, 4, 64), "barrier: no data, no plan"),
+    (lambda: plan(Collective.REDUCE, 2, 0, 8, 4, 64, root=-1), "root -1 outside a ring of 2"),
+    (lambda: plan(Collective.ALLGATHER, 3, 0, 10, 4, 64), "count 10 is not divisible by 3"),
+    (lambda: plan_blocks(Collective.ALLREDUCE, 2, 0, (0, 5), 4, 64), r"boundaries \(0, 5\) for 2"),
+    (lambda: plan_blocks(Collective.ALLREDUCE, 2, 0, (0, 6, 5), 4, 64), "bad block boundaries"),
+    (lambda: plan_blocks(Collective.ALLREDUCE, 2, 0, (1, 3, 5), 4, 64), "bad block boundaries")])
+def test_the_schedules_own_checks_refuse_what_no_ring_can_run(call, match):
+    """Behind the communicator's checks of the caller's arguments, the schedule refuses
+    arguments no ring runs (a caller inside the library that passes them gets an error,
+    never a plan that drops or repeats elements)."""
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -5,6 +5,7 @@ DDP communication hook, and errors raised on every rank."""
 import contextlib
 import os
 import tempfile
+import warnings
 
 import numpy as np
 import pytest
@@ -155,6 +156,28 @@ def test_gathers_and_scatters_are_gloos(gloo, dtype):
     dist.all_to_all_single(ta, big, [6] * K, [6] * K)  # equal splits, written out
     same(ta, tb)
     dist.barrier()
+
+
+def test_the_list_forms_all_to_all_and_all_reduce_coalesced(gloo):
+    """What torch keeps beside the tensor forms: all_to_all of lists (rank r's output j is
+    rank j's input r: against all_to_all_single of the same blocks, which the test above
+    compares with gloo's) and all_reduce_coalesced (to be deprecated, torch says: against
+    gloo's all_reduce of each tensor)."""
+    xs = [data(torch.float32, n=3, seed=20 + j) for j in range(K)]
+    outs = [torch.empty(3) for _ in range(K)]
+    dist.all_to_all(outs, xs)
+    flat = torch.empty(3 * K)
+    dist.all_to_all_single(flat, torch.cat(xs))
+    same(torch.cat(outs), flat)
+    ts = [data(torch.float32, n=n, seed=30 + n) for n in (2, 5)]
+    want = [t.clone() for t in ts]
+    for t in want:
+        dist.all_reduce(t, group=gloo)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (torch's notice that it will be deprecated)
+        dist.all_reduce_coalesced(ts)
+    for t, w in zip(ts, want):
+        same(t, w, exact=K <= 2)
 
 
 def test_all_reduce_runs_behind_the_caller(gloo):
