@@ -6,9 +6,9 @@ python -m harness model FILE... [--min-bytes B] [--segments N] [--predict SIZE -
 mpiexec -n K python -m harness tune --out TABLE      (the table algorithm="auto" reads)
 
 Flags follow nccl-tests: -b/-e/-f sizes (K/M/G suffixes), -n iterations, -w warm-up,
--c check, -d dtype, -o op, -r root, -G CUDA-graph replays; plus -a/--also (sizes besides
-the grid: -b 8 -f 4 steps over 64M and 1G), --device, --impl, --json, --plot. Exit status 1
-when any element was wrong.
+-c check, -d dtype, -o op, -r root (-G, CUDA-graph replay, is refused: not built here);
+plus -a/--also (sizes besides the grid: -b 8 -f 4 steps over 64M and 1G), --device,
+--impl, --json, --plot. Exit status 1 when any element was wrong.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-r", "--root", type=int, default=0,
                    help="(broadcast, reduce, gather, scatter)")
     p.add_argument("-G", "--cudagraph", type=int, default=0,
-                   help="CUDA-graph replays (needs the cuda device)")
+                   help="CUDA-graph replays: not built in the harness (refused); a graph "
+                        "of a collective: ring.Group.capture, benchmarks/group_bench.py")
     p.add_argument("--device", choices=["auto", "cuda", "host"], default="auto")
     p.add_argument("--impl", default="ring,mpi",
                    help="comma list of: " + ",".join(IMPLS) + "; a ring implementation with "
@@ -124,7 +125,8 @@ def main(argv=None) -> int:
         raise SystemExit(f"--impl: {REGISTERED} (registered buffers) is for ring's "
                          f"implementations, got {bad}")
     if args.cudagraph:
-        raise SystemExit("-G: CUDA-graph replay needs the cuda device, which is not built yet")
+        raise SystemExit("-G: the harness does not replay CUDA graphs (it times plain calls); "
+                         "ring.Group.capture does, timed by benchmarks/group_bench.py")
     try:
         dtypes = list(DTYPES) if args.datatype == "all" else \
             [parse_dtype(DTYPE_ALIASES.get(d, d), "-d") for d in args.datatype.split(",")]

@@ -407,6 +407,40 @@ def test_an_impl_with_plus_r_registers_beside_the_same_one_staged(tmp_path):
 
 
 @pytest.mark.mpi
+def test_algo_puts_a_column_per_algorithm_in_place_of_ring(tmp_path):
+    """--algo A,B: one ring column per algorithm (ring-flat, ring-tree) in place of --impl's
+    plain ring, the other implementations kept; each column runs the algorithm it names."""
+    js = tmp_path / "s.json"
+    out = _sweep(2, "allreduce", "-b", "8", "-e", "64", "-f", "8", "-n", "1", "-w", "0",
+                 "--algo", "ring,tree", "--impl", "ring,mpi", "--json", str(js))
+    assert "Out of bounds values : 0 OK" in out
+    recs = json.loads(js.read_text())["results"]
+    assert {r["impl"] for r in recs} == {"ring-flat", "ring-tree", "mpi"}
+    assert {r["algo"] for r in recs if r["impl"] == "ring-tree"} == {"tree"}
+    assert {r["algo"] for r in recs if r["impl"] == "ring-flat"} == {"ring"}
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("args,why", [
+    (["allreduce", "--algo", "ring,bogus"], "--algo: choose from"),
+    (["allreduce", "-G", "10"], "-G: the harness does not replay CUDA graphs"),
+    (["broadcast", "-r", "5"], "-r: the root must be a rank (0..1), got 5"),
+    (["allreduce", "-d", "nope"], "-d: unsupported dtype nope")])
+def test_bad_flags_are_refused_with_the_reason(args, why):
+    rc, out = mpirun(2, ["-m", "harness", *args, "-b", "8", "-e", "8"], timeout=120)
+    assert rc != 0 and why in out, out[-2000:]
+
+
+@pytest.mark.mpi
+def test_float8_is_left_out_of_a_reduction_and_said_so(tmp_path):
+    js = tmp_path / "s.json"
+    out = _sweep(2, "allreduce", "-b", "8", "-e", "8", "-n", "1", "-w", "0",
+                 "-d", "float32,float8_e4m3fn", "--impl", "ring", "--json", str(js))
+    assert "# float8_e4m3fn: not run: allreduce reduces" in out
+    assert {r["dtype"] for r in json.loads(js.read_text())["results"]} == {"float32"}
+
+
+@pytest.mark.mpi
 def test_plus_r_is_refused_for_what_is_not_ring(tmp_path):
     rc, out = mpirun(1, ["-m", "harness", "allreduce", "-b", "8", "-e", "8", "--impl",
                          "ring,mpi+R"], timeout=120)
