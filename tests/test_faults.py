@@ -1,7 +1,8 @@
 """Faults under mpiexec, each under a wall-clock limit: a rank dies in the middle of a
-collective, a rank never makes a call. Every survivor raises the documented exception,
-the job ends with a non-zero status, and no process is left behind. (Disagreeing calls,
-bad arguments and use after close() are in tests/mpi/check_errors.py.)
+collective, a rank never makes a call, a rank never creates the communicator. Every
+survivor raises the documented exception, the job ends with a non-zero status, and no
+process is left behind. (Disagreeing calls, bad arguments and use after close() are in
+tests/mpi/check_errors.py.)
 
 mpiexec runs with -disable-auto-cleanup so that the survivors outlive the dead rank long
 enough to report; without it MPICH's launcher kills them as soon as one rank dies, which
@@ -322,6 +323,22 @@ def test_a_rank_dies_during_an_async_allreduce(nprocs):
         assert m, f"rank {r} did not report:\n{out}"
         assert re.search(STUCK["host"], m), m
         assert f"rank {r}: BROKEN" in out
+    assert "NO ERROR" not in out
+    assert _left_behind(script) == []
+
+
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_a_rank_never_creates_the_communicator(nprocs):
+    """A rank lost before its Communicator: the others' creation (whose MPI_Comm_idup never
+    completes, waited for under the timeout rather than in a blocking call) raises
+    ring.TimeoutError, and the job ends."""
+    script = "tests/faults/skips_creation.py"
+    rc, out = run(nprocs, [script, "2"], timeout=120, mpi_args=["-disable-auto-cleanup"])
+    assert rc not in (0, None), out
+    for r in range(nprocs - 1):
+        assert re.search(rf"rank {r}: SURVIVED TimeoutError: Communicator \(rank {r}, creation\)"
+                         r": waiting for every rank of mpi_comm to create it: no progress "
+                         r"within 2 s", out), out
     assert "NO ERROR" not in out
     assert _left_behind(script) == []
 

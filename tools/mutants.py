@@ -488,8 +488,8 @@ SINCE = {
         "ring.Group takes ranks' inputs of different dtypes (of one count)"),
     "one-slot-allowed": (
         "ring/options.py",
-        "if int(nslots) != nslots or nslots < 2:",
-        "if int(nslots) != nslots or nslots < 1:",
+        "if not whole_number(nslots) or nslots < 2:",
+        "if not whole_number(nslots) or nslots < 1:",
         "a link of one slot is allowed (schedule.py: two are the minimum that cannot deadlock)"),
     "mpi-recv-one-too-many": (
         "ring/transport/mpi.py",
