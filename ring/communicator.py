@@ -107,7 +107,10 @@ class Communicator:
         # A non-blocking duplicate, so that a rank that never arrives costs a timeout, not a
         # hang; once it completes every rank is here and the set-up below is quick.
         self._comm, arrived = base.Idup()
-        creating = Waiter(float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else 300.0)
+        try:  # (a bad timeout is raised below with the other options, on every rank)
+            creating = Waiter(check_timeout(timeout))
+        except ValueError:
+            creating = Waiter(300.0)
         creating.start(f"Communicator (rank {base.rank}, creation)")
         try:
             creating.until(arrived.Test, lambda: "waiting for every rank of mpi_comm to create it")
@@ -139,7 +142,7 @@ class Communicator:
         except Exception as e:  # noqa: BLE001 - raised below, once every rank knows of it
             # (raised here, on this rank alone, it would leave the others in the allgather)
             error = e
-            self.device, self.timeout, chunk_bytes, nslots, path = "?", 0.0, 0, 0, "?"
+            self.device, chunk_bytes, nslots, path = "?", 0, 0, "?"
         else:
             debug.configure()
         self.chunk_bytes, self.nslots, self.algorithm = int(chunk_bytes), int(nslots), algorithm
