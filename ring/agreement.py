@@ -134,3 +134,43 @@ def raise_refused(said: list, error: Exception | None, what: str) -> None:
     bad = next((q for q, e in enumerate(said) if e is not None), None)
     if bad is not None:
         raise MismatchError(f"{what}: rank {bad}'s argument was refused: {said[bad]}")
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _differ(field: str, said: list) -> str:
+    """Where ranks' values of one field differ, as a MismatchError says it: a list's first
+    differing item (a gradient's size, say), not the whole list."""
+    if all(isinstance(v, (list, tuple)) for v in said) and len({len(v) for v in said}) == 1:
+        i = next(i for i in range(len(said[0])) if len({repr(v[i]) for v in said}) > 1)
+        field, said = f"{field}[{i}]", [v[i] for v in said]
+    return f"{field} (" + ", ".join(f"rank {r}: {_shown(v)}" for r, v in enumerate(said)) + ")"
+
+
+def agree_setup(comm: MPI.Comm, fields: tuple, values: dict, error: Exception | None,
+                waiter: Waiter, name: str) -> None:
+    """A set-up that moves no data but must be the same on every rank (GradientBuckets'
+    layout and options, as DDP verifies its parameters across processes): every rank's
+    error and a 32-bit hash of each field's value exchanged in one non-blocking allgather,
+    polled under waiter's deadline. Raises this rank's own error, or MismatchError naming the
+    bad ranks or the first field the ranks disagree on (its values fetched then: every rank
+    sees the same hashes, so every rank takes that second, blocking allgather); or returns,
+    on every rank. values: field -> a value whose repr() says it (missing: None)."""
+    row = np.array([int(error is not None)] +
+                   [zlib.crc32(repr(values.get(f)).encode()) for f in fields], np.int64)
+    everyone = np.empty((comm.size, row.size), np.int64)
+    req = comm.Iallgather([row, MPI.INT64_T], [everyone, MPI.INT64_T])
+    waiter.until(req.Test, lambda: f"waiting for every rank to make its {name}")
+    if error is not None:
+        raise error
+    bad = [r for r in range(comm.size) if everyone[r, 0]]
+    if bad:
+        raise MismatchError(f"{name}: rank(s) {bad} passed bad arguments (see their errors)")
+    if (everyone == row).all():
+        return
+    said = comm.allgather([values.get(f) for f in fields])  # (every rank is here)
+    i = next(i for i in range(len(fields)) if (everyone[:, 1 + i] != everyone[0, 1 + i]).any())
+    raise MismatchError(f"{name}: ranks disagree on {_differ(fields[i], [s[i] for s in said])}")

@@ -19,7 +19,8 @@ from mpi4py import MPI
 
 from . import algorithms, debug, devices, fatal, progress
 from . import tuning as _tuning
-from .agreement import agree, agree_shared, mine, raise_refused, record_hash, refusal
+from .agreement import (agree, agree_setup, agree_shared, mine, raise_refused, record_hash,
+                        refusal)
 from .call import Call, check_chunk, prepare
 from .context import Context
 from .errors import CommunicatorError, MismatchError, TimeoutError
@@ -387,6 +388,22 @@ class Communicator:
                 self._kfast.clear()  # kept calls bound to stage what may now be registered
             return ctx.backend.register(x, None)
         except BaseException as e:  # (a bad argument too, as for a collective)
+            self._broken(e)
+            raise
+
+    def _agree_setup(self, name: str, fields: tuple, values: dict,
+                     error: Exception | None) -> None:
+        """Collective: a set-up made on every rank that moves no data (GradientBuckets'), its
+        layout and options the same everywhere (agreement.agree_setup). A bad argument or a
+        disagreement raises on every rank and leaves the communicator as it was (nothing
+        moved); a rank that never comes costs a TimeoutError, which breaks it."""
+        self._drain()
+        self._usable()
+        ctx = self._ctx
+        ctx.waiter.start(f"{name} (rank {self.rank})")
+        try:
+            agree_setup(ctx.comm, fields, values, error, ctx.waiter, name)
+        except TimeoutError as e:
             self._broken(e)
             raise
 

@@ -357,6 +357,22 @@ def test_a_rank_never_makes_the_call(nprocs, before):
         # one node: the agreement goes through the exchange window, which names the peer
         assert f"waiting for rank {nprocs - 1} to join the call" in m
         assert f"rank(s) [{nprocs - 1}] have not reached this call" in out
+        assert f"rank {r}: then broken" in out, out
+    assert _left_behind(script) == []
+
+
+def test_a_rank_never_makes_its_gradient_buckets():
+    """GradientBuckets are made collectively (their layout compared across ranks): a rank
+    that never makes them costs the others a ring.TimeoutError there, not at a step."""
+    script = "tests/faults/skips_a_call.py"
+    rc, out = run(3, [script, "2", "0", "buckets"], timeout=120,
+                  mpi_args=["-disable-auto-cleanup"])
+    assert rc not in (0, None), out
+    for r in range(2):
+        assert re.search(rf"rank {r}: SURVIVED TimeoutError: GradientBuckets \(rank {r}\): "
+                         r"waiting for every rank to make its GradientBuckets: no progress "
+                         r"within 2 s", out), out
+        assert f"rank {r}: then broken" in out, out
     assert _left_behind(script) == []
 
 

@@ -141,7 +141,12 @@ def test_buckets_take_topk_with_a_density():
     topk_ef = dict(compression="topk", density=0.1, error_feedback=True)
     for bad, match in [(dict(topk_ef, momentum=0.9, momentum_kind="dgc"), "momentum_kind"),
                        (dict(compression="bf16", momentum=0.9), "momentum"),
-                       (dict(topk_ef, error_feedback=False, momentum=0.9), "error_feedback")]:
+                       (dict(topk_ef, error_feedback=False, momentum=0.9), "error_feedback"),
+                       (dict(topk_ef, momentum=1.0), "0 <= momentum < 1"),
+                       (dict(topk_ef, momentum=-0.5), "0 <= momentum < 1"),
+                       (dict(topk_ef, momentum=float("nan")), "0 <= momentum < 1"),
+                       (dict(topk_ef, momentum="0.9"), "0 <= momentum < 1"),
+                       (dict(topk_ef, momentum=True), "0 <= momentum < 1")]:
         with pytest.raises(ValueError, match=match):
             GradientBuckets(Two(), g, **bad)
 

@@ -55,6 +55,12 @@ gradients, views of it, to be computed into from then on (their values start as 
 given arrays'). Either way, between ready(i) and wait() gradient i belongs to the
 buckets: its memory may be the all-reduce's, so it is neither read nor written then.
 
+Making the buckets is collective, as DDP's construction is: every rank's gradient sizes and
+dtypes, bucket layout and options are compared in one small allgather (agreement.agree_setup),
+so that a bad option on one rank, or ranks that differ, raise on every rank there (its own
+error on the bad rank, MismatchError naming it or the field on the others) rather than in a
+step, where they would wait out the timeout or, with check=False, sum what does not match.
+
 Gradients may be NumPy arrays or PyTorch CPU tensors on the host device (a tensor is taken
 as a NumPy view of its memory: keep the same tensor from step to step, as
 optimizer.zero_grad(set_to_none=False) does, or use gradient_as_bucket_view, whose grads
@@ -224,6 +230,13 @@ def _scale(a, factor: float) -> None:
         view *= np.float32(factor)
 
 
+# What every rank's buckets must share (checked when they are made, as DDP verifies its
+# parameters across processes: a difference would show later as a MismatchError in some
+# step's all-reduce, or, with check=False, as a wrong sum or a wait until the timeout)
+SHARED = ("gradients", "buckets", "op", "compression", "accumulate", "error_feedback",
+          "int8_exchange", "density", "momentum", "momentum_kind")
+
+
 class GradientBuckets:
     def __init__(self, comm, grads: list, *, bucket_bytes: int = BUCKET_BYTES,
                  first_bucket_bytes: int = FIRST_BUCKET_BYTES, op: str = "avg",
@@ -231,6 +244,32 @@ class GradientBuckets:
                  error_feedback: bool = False, int8_exchange: str | None = None,
                  gradient_as_bucket_view: bool = False, density: float | None = None,
                  momentum: float = 0.0, momentum_kind: str = "global"):
+        """Collective on a ring.Communicator: every rank makes its buckets, from gradients
+        of the same sizes and dtypes, with the same options (gradient_as_bucket_view aside);
+        a bad argument or a difference raises on every rank (its own error there,
+        MismatchError on the others), as a call's does."""
+        error, shared = None, {}
+        try:
+            self._build(comm, grads, bucket_bytes, first_bucket_bytes, op, compression,
+                        accumulate, error_feedback, int8_exchange, gradient_as_bucket_view,
+                        density, momentum, momentum_kind)
+            shared = {"gradients": [(str(v.dtype), int(v.size)) for v in self._views],
+                      "buckets": [len(m) for m in self.buckets], "op": op,
+                      "compression": compression, "accumulate": self.accumulate,
+                      "error_feedback": bool(error_feedback), "int8_exchange": int8_exchange,
+                      "density": None if density is None else float(density),
+                      "momentum": float(momentum), "momentum_kind": momentum_kind}
+        except Exception as e:  # noqa: BLE001 - raised below, once every rank knows of it
+            error = e
+        agree = getattr(comm, "_agree_setup", None)  # (None: a test's stand-in)
+        if agree is not None:
+            agree("GradientBuckets", SHARED, shared, error)
+        elif error is not None:
+            raise error
+
+    def _build(self, comm, grads, bucket_bytes, first_bucket_bytes, op, compression,
+               accumulate, error_feedback, int8_exchange, gradient_as_bucket_view, density,
+               momentum, momentum_kind) -> None:
         if bucket_bytes <= 0 or first_bucket_bytes <= 0:
             raise ValueError(f"bucket sizes must be positive, got {first_bucket_bytes}, {bucket_bytes}")
         if op not in ("sum", "avg"):
@@ -312,13 +351,13 @@ class GradientBuckets:
         # the 16-bit wire copy of each bucket (uint16 bits on a GPU: CuPy has no bfloat16)
         self._wires = [None if self._wire_dtype is None else _wire(f, self._wire_dtype)
                        for f in self._flats]
-        if compression in WIRE and isinstance(self._flats[0], np.ndarray):
+        if compression in WIRE and self._flats and isinstance(self._flats[0], np.ndarray):
             from ..host import half
             half.warm()  # compiled (or loaded) now, not in the first step
         # int8: each bucket's exchange, its buffers and (error feedback) residuals
         self._int8 = None
         if compression == INT8:
-            if isinstance(self._flats[0], np.ndarray):
+            if self._flats and isinstance(self._flats[0], np.ndarray):
                 from .quantize import warm
                 warm()  # compiled (or loaded) now, not in the first step
             self._int8 = [Int8Reduce(comm, f, int8_exchange, error_feedback)

@@ -43,6 +43,8 @@ thousand values) come to the host, which picks the exact k among them.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from numba import njit
 
@@ -53,8 +55,12 @@ MOMENTUM_KINDS = ("global", "local")  # what momentum=m carries (the module's do
 
 
 def check_momentum(momentum: float, kind: str, feedback: bool) -> None:
-    """Raise ValueError where momentum_kind is none of MOMENTUM_KINDS, or momentum is
-    asked for without error feedback (the buckets', the DDP hook's, one bucket's)."""
+    """Raise ValueError where momentum_kind is none of MOMENTUM_KINDS, momentum is not a
+    number in [0, 1), or it is asked for without error feedback (the buckets', the DDP
+    hook's, one bucket's)."""
+    if isinstance(momentum, bool) or not isinstance(momentum, numbers.Real) or \
+            not 0 <= momentum < 1:
+        raise ValueError(f"momentum: a number, 0 <= momentum < 1, got {momentum!r}")
     if kind not in MOMENTUM_KINDS:
         raise ValueError(f"momentum_kind: one of {', '.join(MOMENTUM_KINDS)}, got {kind!r}")
     if momentum and not feedback:

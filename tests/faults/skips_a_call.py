@@ -1,6 +1,8 @@
 """The last rank never makes the call the others make. The others raise ring.TimeoutError
 from the agreement step, naming the rank that has not arrived (on their node).
-    skips_a_call.py [TIMEOUT] [CALLS]: CALLS made by every rank before (fast path: ring/host/repeated.py)"""
+    skips_a_call.py [TIMEOUT] [CALLS] [WHAT]: CALLS made by every rank before (fast path:
+    ring/host/repeated.py); WHAT the call skipped: "allreduce" (the default) or "buckets"
+    (making GradientBuckets, collective though it moves no data)"""
 
 import os
 import sys
@@ -8,6 +10,7 @@ import sys
 import numpy as np
 
 import ring
+from ring.buckets import GradientBuckets
 from reported import say, wait_for_reports
 
 comm = ring.Communicator(device="host", timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)
@@ -19,8 +22,15 @@ if comm.rank == comm.size - 1:
     say(comm.rank, "skipping")
     os._exit(0)
 try:
-    comm.allreduce(np.ones(8))
+    if sys.argv[3:4] == ["buckets"]:
+        GradientBuckets(comm, [np.ones(8, np.float32)])
+    else:
+        comm.allreduce(np.ones(8))
 except ring.TimeoutError as e:
     say(comm.rank, f"SURVIVED TimeoutError: {e}")
+    try:  # a peer may be lost: the communicator is broken
+        comm.allreduce(np.ones(8))
+    except ring.CommunicatorError:
+        say(comm.rank, "then broken")
 comm.close()  # broken: drops local resources only
 wait_for_reports(comm.rank, comm.size - 1)  # the last rank reports nothing

@@ -3,6 +3,8 @@ tests/int8_reference.py, every shard shape (whole, short, empty) on 1-4 ranks, w
 without error feedback, over steps (residuals carried); the default exchange as chosen;
 top-k against tests/topk_reference.py likewise."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -85,3 +87,82 @@ def test_topk_matches_the_reference(hcomm, density, op, feedback, momentum, kind
                        kind) for i in (1, 0)]
     against_the_reference(hcomm, refs, op, compression="topk", density=density,
                           error_feedback=feedback, momentum=momentum, momentum_kind=kind)
+
+
+def still_usable(comm) -> None:
+    x = np.full(4, comm.rank + 1.0)
+    comm.allreduce(x, out=x)
+    assert x.tolist() == [comm.size * (comm.size + 1) / 2] * 4
+
+
+def test_a_bad_option_on_one_rank_is_raised_on_every_rank(hcomm):
+    """The buckets are made collectively: rank 0's bad option is its ValueError, a
+    MismatchError naming it on the others (not their first step's wait until the timeout);
+    nothing moved, so the communicator goes on."""
+    grads = [np.zeros(n, np.float32) for n in SIZES]
+    for bad in [dict(op="max"), dict(compression="topk", density=0.1, momentum="x"),
+                dict(bucket_bytes=0)]:
+        options = bad if hcomm.rank == 0 else {}
+        want = ValueError if hcomm.rank == 0 else ring.MismatchError
+        with pytest.raises(want) as info:
+            GradientBuckets(hcomm, grads, **options)
+        assert isinstance(info.value, ring.MismatchError) == (hcomm.rank != 0), info.value
+        if hcomm.rank != 0:
+            assert "rank(s) [0] passed bad arguments" in str(info.value)
+    still_usable(hcomm)
+
+
+@pytest.mark.parametrize("last,options,field", [
+    (dict(sizes=(9000, 301)), {}, "gradients[1]"),
+    (dict(dtype=np.float64), {}, "gradients[0]"),
+    (dict(sizes=(9000,)), {}, "gradients"),
+    ({}, dict(first_bucket_bytes=1 << 20), "buckets"),
+    ({}, dict(op="sum"), "op"),
+    ({}, dict(compression="bf16"), "compression"),
+    ({}, dict(compression="topk", density=0.2), "density")])
+def test_ranks_that_differ_raise_mismatch_everywhere(hcomm, last, options, field):
+    """Gradients of another size, count or dtype, or other options, on the last rank: every
+    rank raises the same MismatchError naming the first field that differs (DDP verifies
+    its parameters' shapes across processes likewise); a single rank has nothing to differ
+    from."""
+    base = dict(compression="topk", density=0.1) if "density" in options else {}
+    mine = hcomm.rank == hcomm.size - 1
+    sizes = last.get("sizes", SIZES) if mine else SIZES
+    grads = [np.zeros(n, last.get("dtype", np.float32) if mine else np.float32)
+             for n in sizes]
+    given = {**base, "first_bucket_bytes": 4 * SIZES[1], **(options if mine else {})}
+    if hcomm.size == 1:
+        GradientBuckets(hcomm, grads, **given)
+        return
+    with pytest.raises(ring.MismatchError, match=rf"ranks disagree on {re.escape(field)} \(") \
+            as info:
+        GradientBuckets(hcomm, grads, **given)
+    assert f"rank {hcomm.size - 1}:" in str(info.value)
+    still_usable(hcomm)
+
+
+def test_as_many_buckets_of_other_gradients_raise_mismatch(hcomm):
+    """Other bucket sizes on the last rank that cut the same gradients into as many buckets,
+    but other ones: [[2], [1, 0]] against [[2, 1], [0]]."""
+    if hcomm.size == 1:
+        return  # (nothing to differ from)
+    grads = [np.zeros(100, np.float32) for _ in range(3)]
+    cut = (800, 400) if hcomm.rank == hcomm.size - 1 else (400, 800)
+    with pytest.raises(ring.MismatchError, match=r"ranks disagree on buckets\[0\] \("):
+        GradientBuckets(hcomm, grads, first_bucket_bytes=cut[0], bucket_bytes=cut[1])
+    still_usable(hcomm)
+
+
+def test_what_may_differ_does_not_raise(hcomm):
+    """The same options written alike (momentum 0 or 0.0, density as NumPy's float) and
+    gradient_as_bucket_view (each rank's own memory) may differ between ranks."""
+    r = hcomm.rank
+    grads = [np.zeros(n, np.float32) for n in SIZES]
+    b = GradientBuckets(hcomm, grads, compression="topk", error_feedback=True,
+                        density=np.float32(1) if r % 2 else 1, momentum=0 if r % 2 else 0.0,
+                        gradient_as_bucket_view=r % 2 == 1)
+    for i in (1, 0):
+        b.grads[i][...] = 1
+        b.ready(i)
+    b.wait()
+    assert all((g == 1).all() for g in b.grads)  # the average of ones: all of them sent
