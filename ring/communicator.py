@@ -80,14 +80,17 @@ class Work:
 
     def add_done_callback(self, fn) -> None:
         """fn(result, error) once the call has run (ring.torch completes torch's futures
-        so): at once, or on the progress thread for a host call still running."""
+        so): at once, or on the progress thread for a host call still running. Called once:
+        an error of fn's own, called at once, is raised here (not given to fn as the call's)."""
         if isinstance(self._pending, progress.Task):
             self._pending.on_done(fn)
-        else:
-            try:
-                fn(self.wait(), None)
-            except BaseException as e:
-                fn(None, e)
+            return
+        try:
+            result = self.wait()
+        except BaseException as e:
+            fn(None, e)
+            return
+        fn(result, None)
 
 
 class Communicator:

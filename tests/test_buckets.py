@@ -415,3 +415,14 @@ def test_torch_cpu_tensors_are_reduced_in_their_memory():
     b.ready(0)
     b.wait()
     assert views[0].tolist() == [[10.0, 10.0]] * 2 and views[1].tolist() == [0.5] * 3
+
+
+@pytest.mark.parametrize("compression", [None, "bf16", "int8", "topk"])
+def test_no_gradients_make_no_buckets(compression):
+    """A model without gradients (DDP refuses it; here: nothing to do): no bucket, no call,
+    whatever the compression."""
+    rec = Recorder()
+    b = GradientBuckets(rec, [], compression=compression,
+                        density=0.1 if compression == "topk" else None)
+    b.wait()
+    assert b.buckets == [] and rec.started == [] and b.allreduces == 0

@@ -56,3 +56,47 @@ def test_callbacks_run_before_wait_returns_and_a_bad_one_stops_nothing():
     assert got[-1] == "late"
     assert p.submit(lambda: 4).wait() == 4  # the thread lives on
     p.close()
+
+
+class _Pending:
+    """A queued call (the cuda device's) whose wait raises `error`, or returns."""
+
+    def __init__(self, error=None):
+        self.error = error
+
+    def wait(self, waiter):
+        if self.error is not None:
+            raise self.error
+
+    def query(self):
+        return True
+
+
+class _Comm:
+    def __init__(self):
+        self._ctx = type("Ctx", (), {"waiter": Waiter(1.0)})()
+        self.broken = []
+
+    def _broken(self, e):
+        self.broken.append(e)
+
+
+def test_a_done_callback_of_a_queued_call_runs_once():
+    """Work.add_done_callback on a call not on the progress thread: fn(result, None), or
+    fn(None, the call's error) with the communicator broken; an error of fn's own is the
+    caller's, fn not called again with it as if it were the call's."""
+    from ring.communicator import Work
+    got = []
+    Work(7, _Pending(), _Comm()).add_done_callback(lambda r, e: got.append((r, e)))
+    assert got == [(7, None)]
+    comm, lost = _Comm(), RuntimeError("peer lost")
+    Work(7, _Pending(lost), comm).add_done_callback(lambda r, e: got.append((r, e)))
+    assert got[-1] == (None, lost) and comm.broken == [lost]
+
+    def bad(r, e):
+        got.append((r, e))
+        raise KeyError("the callback's own bug")
+    got.clear()
+    with pytest.raises(KeyError, match="own bug"):
+        Work(7, None, _Comm()).add_done_callback(bad)
+    assert got == [(7, None)]
