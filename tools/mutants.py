@@ -970,6 +970,37 @@ SINCE = {
         "        return int(stream.__cuda_stream__()[1])",
         "        return int(stream.__cuda_stream__()[0])",
         "a CuPy or cuda.core stream's handle read from __cuda_stream__'s version field"),
+    "setup-own-error-unraised": (
+        "ring/agreement.py",
+        "    waiter.until(req.Test, lambda: f\"waiting for every rank to make its {name}\")\n"
+        "    if error is not None:\n        raise error\n",
+        "    waiter.until(req.Test, lambda: f\"waiting for every rank to make its {name}\")\n",
+        "a set-up's bad argument is not raised on its own rank (the others raise MismatchError)"),
+    "buckets-layout-unshared": (
+        "ring/training/buckets.py",
+        '"buckets": [len(m) for m in self.buckets], "op": op,',
+        '"buckets": len(self.buckets), "op": op,',
+        "ranks whose buckets hold other gradients (another bucket_bytes), as many of them, "
+        "are not told apart when the buckets are made"),
+    "setup-timeout-unbroken": (
+        "ring/communicator.py",
+        "            agree_setup(ctx.comm, fields, values, error, ctx.waiter, name)\n"
+        "        except TimeoutError as e:\n            self._broken(e)\n",
+        "            agree_setup(ctx.comm, fields, values, error, ctx.waiter, name)\n"
+        "        except TimeoutError as e:\n            pass\n",
+        "a set-up that timed out (a peer that never came) leaves the communicator usable"),
+    "callback-twice": (
+        "ring/communicator.py",
+        "        try:\n            result = self.wait()\n        except BaseException as e:\n"
+        "            fn(None, e)\n            return\n        fn(result, None)",
+        "        try:\n            fn(self.wait(), None)\n        except BaseException as e:\n"
+        "            fn(None, e)",
+        "a done callback that raises, called at once, is called again with its own error "
+        "as the call's"),
+    "momentum-one-allowed": (
+        "ring/training/topk.py",
+        "not 0 <= momentum < 1:", "not 0 <= momentum <= 1:",
+        "top-k's momentum of 1 (a velocity that never decays) is taken"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -1046,6 +1077,10 @@ OWN_TESTS = {
     "fast-path-read-only-out": _RANKS3,
     "group-dtypes-unchecked": "tests/test_group.py",
     "one-slot-allowed": "tests/test_group.py tests/test_schedule.py " + _RANKS3,
+    **{n: _RANKS3 for n in ("setup-own-error-unraised", "buckets-layout-unshared")},
+    "setup-timeout-unbroken": "tests/test_faults.py::test_a_rank_never_makes_its_gradient_buckets",
+    "momentum-one-allowed": "tests/test_topk.py",
+    "callback-twice": "tests/test_progress.py tests/test_torch.py",
     "oneshot-limit-exclusive": "tests/test_algorithms.py " + _ONESHOT,
     **{n: "tests/test_kernels.py tests/test_buckets.py"
        for n in ("pack-offsets-are-ends", "strided-pack-column-major")},
