@@ -1,6 +1,8 @@
 """Wire casts between float32 and the 16-bit formats, bit-exact with NumPy / ml_dtypes.
 
-    cast(out, x)   x float32 -> out float16 or bfloat16 (uint16 bits), or back
+    cast(out, x)       x float32 -> out float16 or bfloat16 (uint16 bits), or back
+    scale(a, factor)   a *= float32(factor) in place: avg's division once a 16-bit sum is
+                       widened (GradientBuckets' "wire"), NumPy's a *= np.float32(f) bit for bit
 
 Integer paths (kernels/bits.py): round to nearest even, subnormals, inf and NaN exactly as
 the host does it, and the same code runs in the simulator.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
 from numba import cuda, types, uint16, uint32
 
 from . import bits
@@ -90,3 +93,24 @@ def cast(out, x, *, src=None, dst=None, stream=0):
     """out = x converted; src/dst name the dtypes when bfloat16 travels as uint16."""
     k, blocks, threads, args = launch_args(out, x, src=src, dst=dst)
     k[blocks, threads, stream](*args)
+
+
+def _scale(a, factor):
+    i, s = cuda.grid(1), cuda.gridsize(1)
+    while i < a.size:
+        a[i] = a[i] * factor  # (float32 x float32: one rounding, as NumPy's)
+        i += s
+
+
+@lru_cache(maxsize=None)
+def scale_kernel():
+    return cuda.jit(types.void(types.float32[::1], types.float32))(_scale)
+
+
+def scale(a, factor: float, *, stream=0) -> None:
+    """a *= float32(factor), a float32 GPU array, in place."""
+    a = as_device(a)
+    if a.dtype != np.float32:
+        raise TypeError(f"scale: float32 arrays only, got {a.dtype}")
+    blocks, threads = grid(a.size)
+    scale_kernel()[blocks, threads, stream](a, np.float32(factor))

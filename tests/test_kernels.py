@@ -188,6 +188,26 @@ def test_integer_casts_match_numpy_and_ml_dtypes_bit_for_bit():
         back, every_half[::7].astype(np.uint16).view(np.float16).astype(np.float32).view(np.uint32))
 
 
+@pytest.mark.parametrize("factor", [0.5, 1 / 3, 1 / 7])
+def test_scale_is_numpys_float32_multiply(factor):
+    """kernels.scale (avg after a widened 16-bit sum): a *= float32(factor) in place, bit for
+    bit NumPy's, infinities and subnormals included; a NaN stays a NaN (a GPU's multiply
+    may give its canonical NaN, not the payload); float32 only."""
+    a = np.concatenate([SPECIAL.view(np.float32),
+                        np.random.default_rng(3).standard_normal(41).astype(np.float32)])
+    d = dev(a.copy())
+    kernels.scale(d, factor)
+    want = a.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want *= np.float32(factor)
+    got, nan = host(d), np.isnan(want)
+    assert (np.isnan(got) == nan).all()
+    assert got[~nan].tobytes() == want[~nan].tobytes()
+    with pytest.raises(TypeError, match="float32 arrays only"):
+        kernels.scale(dev(np.zeros(3, np.float64)), factor)
+
+
 SPECIAL = np.array([0x3F808000, 0x3F818000, 0x3F800FFF, 0x3F801000, 0x3F803000,  # ties
                     0x33000000, 0x33000001, 0x387FC000, 0x00000001, 0x80000000,     # tiny
                     0x477FF000, 0x477FEFFF, 0x7F7FFFFF, 0x7F800000, 0xFF800000,     # big

@@ -267,6 +267,9 @@ def library(cuda, cc) -> int:
     for src, dst in casts.CASTS:
         compile_(casts.cast_kernel(src, dst), f"cast {src} -> {dst}")
         done += 1
+    # avg's scale: one float32 multiply a value (float64 would give the same bits, slower)
+    compile_(casts.scale_kernel(), "scale", banned=("mul.f64", "mul.rn.f64"))
+    done += 1
     for into in (True, False):
         compile_(pack._list_kernel(np.dtype(np.float32), 3, into), "pack")
         compile_(pack._strided_kernel(np.dtype(np.uint16), into), "pack_strided")

@@ -207,8 +207,8 @@ def _wire(flat, dtype: str):
     if isinstance(flat, np.ndarray):
         from ringtypes import parse_dtype
         return np.empty(flat.size, parse_dtype(dtype))
-    from numba import cuda
-    return cuda.device_array(flat.size, np.uint16)
+    from numba import cuda  # bfloat16 as its uint16 bits (no GPU array library has it)
+    return cuda.device_array(flat.size, np.float16 if dtype == "float16" else np.uint16)
 
 
 def _cast(dst, src, wire: str, narrow: bool) -> None:
@@ -225,9 +225,8 @@ def _scale(a, factor: float) -> None:
     if isinstance(a, np.ndarray):
         a *= np.float32(factor)
     else:
-        import cupy
-        view = cupy.asarray(a)
-        view *= np.float32(factor)
+        from kernels import scale
+        scale(a, factor)
 
 
 # What every rank's buckets must share (checked when they are made, as DDP verifies its

@@ -852,6 +852,51 @@ def test_topk_gradient_buckets_match_the_reference_on_the_gpu(gcomm, world, feed
             assert _host(grads[i]).tobytes() == want.tobytes(), (step, i)
 
 
+def _sum_of(algorithm: str, inputs: list, nodes: int):
+    """The reference of the all-reduce (sum) that `algorithm` ran."""
+    if algorithm == "tree":
+        return reference.tree(inputs, "sum")
+    if algorithm in ("ring", "hierarchical"):
+        return reference.allreduce(inputs, "sum", nodes if algorithm == "hierarchical" else 1,
+                                   align(inputs[0].itemsize))
+    return reference.in_rank_order(inputs, "sum")
+
+
+@pytest.mark.parametrize("compression", ["bf16", "fp16"])
+@pytest.mark.parametrize("op", ["sum", "avg"])
+def test_16_bit_gradient_buckets_on_the_gpu(gcomm, world, op, compression):
+    """GradientBuckets(compression="bf16" / "fp16") on the cuda device (its "wire" way):
+    each rank's bucket rounded to the wire type by the cast kernel, all-reduced as 16-bit
+    data, widened, and divided by K for avg (kernels/casts.scale; it once needed CuPy, and
+    fp16's wire copy was an array of uint16 that the all-reduce refused): the bits of the
+    reference of the algorithm that ran, on the rounded inputs, widened and scaled as NumPy
+    does, the same on every rank; two steps, the gradients packed into one bucket."""
+    import ml_dtypes
+
+    from ring.buckets import GradientBuckets
+    k, r = gcomm.size, gcomm.rank
+    wire = {"bf16": ml_dtypes.bfloat16, "fp16": np.float16}[compression]
+    sizes = (37, 300)
+    grads = [_gpu(np.zeros(n, np.float32)) for n in sizes]
+    b = GradientBuckets(gcomm, grads, op=op, compression=compression)
+    assert b.buckets == [[1, 0]] and b.accumulate == "wire"
+    for step in range(2):
+        values = [[np.random.default_rng([q, step, n]).standard_normal(n).astype(np.float32)
+                   * 100 for n in sizes] for q in range(k)]
+        for i in (1, 0):
+            _set(grads[i], values[r][i])
+            b.ready(i)
+        b.wait()
+        rounded = [np.concatenate([values[q][1], values[q][0]]).astype(wire) for q in range(k)]
+        algorithm = gcomm.last_algorithm
+        want = _sum_of(algorithm, rounded, gcomm.nodes).astype(np.float32)
+        if op == "avg":
+            want *= np.float32(1.0 / k)
+        got = np.concatenate([_host(grads[1]), _host(grads[0])])
+        assert got.tobytes() == want.tobytes(), (step, algorithm)
+        assert same_everywhere(world, got)
+
+
 def test_gradient_buckets_as_views_on_the_gpu(gcomm, world):
     """gradient_as_bucket_view=True on the cuda device: the gradients are views of the
     buckets' device memory, of the kind given (CuPy on a GPU), shaped as given; what is
