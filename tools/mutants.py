@@ -997,6 +997,17 @@ SINCE = {
         "            fn(None, e)",
         "a done callback that raises, called at once, is called again with its own error "
         "as the call's"),
+    "fp16-wire-as-bits": (
+        "ring/training/buckets.py",
+        "np.float16 if dtype == \"float16\" else np.uint16)",
+        "np.uint16)",
+        "GradientBuckets' float16 wire copy on a GPU is an array of uint16, which the "
+        "all-reduce refuses as float16"),
+    "gpu-avg-unscaled": (
+        "ring/training/buckets.py",
+        "        from kernels import scale\n        scale(a, factor)\n",
+        "        pass\n",
+        "GradientBuckets' 16-bit wire on a GPU never divides by K for avg"),
     "momentum-one-allowed": (
         "ring/training/topk.py",
         "not 0 <= momentum < 1:", "not 0 <= momentum <= 1:",
@@ -1081,6 +1092,8 @@ OWN_TESTS = {
     "setup-timeout-unbroken": "tests/test_faults.py::test_a_rank_never_makes_its_gradient_buckets",
     "momentum-one-allowed": "tests/test_topk.py",
     "callback-twice": "tests/test_progress.py tests/test_torch.py",
+    **{n: "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]"
+       for n in ("fp16-wire-as-bits", "gpu-avg-unscaled")},
     "oneshot-limit-exclusive": "tests/test_algorithms.py " + _ONESHOT,
     **{n: "tests/test_kernels.py tests/test_buckets.py"
        for n in ("pack-offsets-are-ends", "strided-pack-column-major")},
