@@ -4,6 +4,7 @@ place that the Communicator, ring.Group and the agreement step all read."""
 from __future__ import annotations
 
 import numbers
+import os
 import warnings
 
 # Bytes per chunk, the unit that travels through one slot, by device kind.
@@ -69,6 +70,18 @@ def check_compression(compression) -> None:
 def whole_number(v) -> bool:
     """A whole number (4, 4.0, NumPy's), not a string, None, a bool, NaN or infinity."""
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v).is_integer()
+
+
+def env_whole(name: str, default: int) -> int:
+    """An environment variable read as a whole number (default where unset), or a ValueError
+    naming it (int()'s own would name nothing)."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name}: a whole number, got {raw!r}") from None
 
 
 def check_slots(chunk_bytes, nslots) -> None:

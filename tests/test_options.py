@@ -72,3 +72,42 @@ def test_ring_nodes_must_be_a_positive_integer(monkeypatch, raw):
     monkeypatch.setenv("RING_NODES", raw)
     with pytest.raises(ValueError, match=f"RING_NODES must be a positive integer, got {raw!r}"):
         emulated_nodes()
+
+
+@pytest.mark.parametrize("name,value,match", [
+    ("RING_KERNEL_THREADS", "abc", "RING_KERNEL_THREADS: a whole number, got 'abc'"),
+    ("RING_KERNEL_THREADS", "2048", r"RING_KERNEL_THREADS: need 1..1024, got 2048"),
+    ("RING_KERNEL_CHANNELS", "4.5", "RING_KERNEL_CHANNELS: a whole number, got '4.5'"),
+    ("RING_KERNEL_CHANNELS", "0", r"RING_KERNEL_CHANNELS: need 1..\d+, got 0"),
+    ("RING_KERNEL_UNROLL", "", "RING_KERNEL_UNROLL: a whole number, got ''"),
+    ("RING_KERNEL_UNROLL", "2", "RING_KERNEL_UNROLL: 1 or 4, got 2"),
+    ("RING_KERNEL_VECTORS", "yes", "RING_KERNEL_VECTORS: 0 or 1, got 'yes'"),
+    ("RING_KERNEL_SYNC", "seq", "RING_KERNEL_SYNC: one of"),
+    ("RING_KERNEL_PROTO", "LL", "RING_KERNEL_PROTO: one of"),
+    ("RING_KERNEL_SCOPE", "system", "RING_KERNEL_SCOPE: gpu or sys, got 'system'")])
+def test_the_kernels_environment_variables_are_checked(monkeypatch, name, value, match):
+    """The ring kernel's shape and variant from RING_KERNEL_* (docs/gpu.md): a value off, or
+    not a number, is a ValueError naming the variable; set, a good one is taken."""
+    from ring.cuda import kernel_path as kp
+    read = {"RING_KERNEL_THREADS": lambda: kp.shape_for(1),
+            "RING_KERNEL_CHANNELS": lambda: kp.shape_for(1),
+            "RING_KERNEL_UNROLL": kp.unroll_from_env, "RING_KERNEL_VECTORS": kp.vectors_from_env,
+            "RING_KERNEL_SYNC": kp.sync_from_env, "RING_KERNEL_PROTO": kp.proto_from_env,
+            "RING_KERNEL_SCOPE": lambda: kp.scope_from_env(True)}[name]
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=match):
+        read()
+
+
+def test_the_kernels_environment_variables_are_taken(monkeypatch):
+    from ring.cuda import kernel_path as kp
+    for name, value in [("RING_KERNEL_CHANNELS", "3"), ("RING_KERNEL_THREADS", "64"),
+                        ("RING_KERNEL_UNROLL", "1"), ("RING_KERNEL_VECTORS", "0"),
+                        ("RING_KERNEL_SYNC", "fence"), ("RING_KERNEL_PROTO", "simple"),
+                        ("RING_KERNEL_SCOPE", "sys")]:
+        monkeypatch.setenv(name, value)
+    assert kp.shape_for(4) == (3, 64)
+    assert (kp.unroll_from_env(), kp.vectors_from_env(), kp.sync_from_env(),
+            kp.proto_from_env(), kp.scope_from_env(True)) == (1, False, False, "simple", False)
+    monkeypatch.setenv("RING_KERNEL_SCOPE", "gpu")
+    assert kp.scope_from_env(True) and not kp.scope_from_env(False)

@@ -29,6 +29,7 @@ from kernels.bound_launch import BoundLaunch
 from .repeated import remember
 from ringtypes import Op
 from ..errors import MismatchError, RingError
+from ..options import env_whole
 from ..schedule import Plan
 from .arrays import SIMULATED
 from .board import MISMATCH as BOARD_MISMATCH
@@ -64,23 +65,23 @@ def shape_for(ranks_per_gpu: int) -> tuple[int, int]:
     """(channels, threads) when up to ranks_per_gpu ranks share a GPU:
     RING_KERNEL_CHANNELS / RING_KERNEL_THREADS where set, else SHAPE's, with the channels
     cut so that every rank's kernel stays resident beside the others (not_resident)."""
-    t = int(os.environ.get("RING_KERNEL_THREADS", SHAPE[1]))
+    t = env_whole("RING_KERNEL_THREADS", SHAPE[1])
     if not 1 <= t <= 1024:
         raise ValueError(f"RING_KERNEL_THREADS: need 1..1024, got {t}")
-    c = os.environ.get("RING_KERNEL_CHANNELS")
-    if c is None:
+    c = env_whole("RING_KERNEL_CHANNELS", 0)
+    if "RING_KERNEL_CHANNELS" not in os.environ:
         if SIMULATED:
             return SHAPE[0], t
         return max(1, min(SHAPE[0], room(t) // max(1, ranks_per_gpu))), t
-    if not 1 <= int(c) <= MAX_CHANNELS:
+    if not 1 <= c <= MAX_CHANNELS:
         raise ValueError(f"RING_KERNEL_CHANNELS: need 1..{MAX_CHANNELS}, got {c}")
-    return int(c), t
+    return c, t
 
 
 def unroll_from_env() -> int:
     """RING_KERNEL_UNROLL (1 or 4; default persistent.UNROLL): elements a thread loads
     before it stores."""
-    u = int(os.environ.get("RING_KERNEL_UNROLL", UNROLL))
+    u = env_whole("RING_KERNEL_UNROLL", UNROLL)
     if u not in (1, 4):
         raise ValueError(f"RING_KERNEL_UNROLL: 1 or 4, got {u}")
     return u

@@ -63,7 +63,6 @@ and 2-byte types' did).
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 
 import numpy as np
@@ -76,6 +75,7 @@ from kernels.spin import sync
 from kernels.vector import aligned, lanes, load16, store16
 from ringtypes import Op
 
+from ..options import env_whole
 from ..schedule import Collective
 
 from .arrays import SIMULATED
@@ -529,7 +529,7 @@ class TwoShot:
         if SIMULATED:
             return min(SHAPE[0], channels)
         share = max(1, room(threads) // max(1, ranks_per_gpu))
-        asked = int(os.environ.get("RING_TWOSHOT_BLOCKS", share))
+        asked = env_whole("RING_TWOSHOT_BLOCKS", share)
         if not 1 <= asked <= share:
             raise ValueError(f"RING_TWOSHOT_BLOCKS: need 1..{share} here (the GPU's resident "
                              f"blocks of {threads} threads over {ranks_per_gpu} ranks), "
