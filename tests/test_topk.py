@@ -27,15 +27,45 @@ def test_the_selection_is_the_definitions(n, density, ties, seed):
     assert topk.select(v, k).tolist() == top(v, k).tolist()
 
 
-def test_a_sample_that_overestimates_falls_back_to_the_exact_threshold():
+def test_a_sample_that_underestimates_takes_more_candidates():
     """Large values only where the strided sample does not look: the sample's threshold
-    keeps fewer than k, and the exact k-th magnitude of the bucket takes over."""
+    keeps more candidates than the room made for them, which is then made for all."""
     n = 100_000
     v = np.zeros(n, np.float32)
     step = max(1, n // max(topk.SAMPLE_MIN, int(n * topk.SAMPLE_FRACTION)))
     v[::step] = 1.0  # the sample sees only ones
     v[1::step][:500] = 5.0  # and misses the 500 largest
     assert topk.select(v, 1000).tolist() == top(v, 1000).tolist()
+
+
+def _overestimating(n: int) -> np.ndarray:
+    """A bucket whose strided sample sees only its largest values, all distinct: the
+    sample's threshold leaves fewer than k = n / 10 above it."""
+    v = np.random.default_rng(n).random(n).astype(np.float32)  # [0, 1)
+    step, size = topk.sampling(n)
+    assert step > 1
+    v[::step] = 10 + np.arange(size, dtype=np.float32)
+    return v
+
+
+class _Counting(topk._OnHost):
+    wholes = 0
+
+    @classmethod
+    def whole(cls, v):
+        cls.wholes += 1
+        return v
+
+
+def test_a_sample_that_overestimates_falls_back_to_the_exact_threshold():
+    """Fewer than k values at or above the sample's threshold: the whole bucket's exact k-th
+    magnitude takes over (the fallback taken, counted), on the host and on the GPU."""
+    from numba import cuda
+    n = 20_000
+    v, k = _overestimating(n), n // 10
+    assert topk.select(v, k, passes=_Counting).tolist() == top(v, k).tolist()
+    assert _Counting.wholes == 1
+    assert topk.select_on_gpu(cuda.to_device(v), k).tolist() == top(v, k).tolist()
 
 
 def test_k_bounds_and_nan():
