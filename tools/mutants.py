@@ -1008,6 +1008,12 @@ SINCE = {
         "        from kernels import scale\n        scale(a, factor)\n",
         "        pass\n",
         "GradientBuckets' 16-bit wire on a GPU never divides by K for avg"),
+    "topk-no-fallback": (
+        "ring/training/topk.py",
+        "    if count >= k:\n        cand = passes.candidates(cand, count)",
+        "    if count >= 0:\n        cand = passes.candidates(cand, count)",
+        "top-k's selection keeps the sample's threshold when fewer than k values reach it "
+        "(no fallback to the bucket's exact k-th magnitude)"),
     "momentum-one-allowed": (
         "ring/training/topk.py",
         "not 0 <= momentum < 1:", "not 0 <= momentum <= 1:",
@@ -1091,6 +1097,7 @@ OWN_TESTS = {
     **{n: _RANKS3 for n in ("setup-own-error-unraised", "buckets-layout-unshared")},
     "setup-timeout-unbroken": "tests/test_faults.py::test_a_rank_never_makes_its_gradient_buckets",
     "momentum-one-allowed": "tests/test_topk.py",
+    "topk-no-fallback": "tests/test_topk.py",
     "callback-twice": "tests/test_progress.py tests/test_torch.py",
     **{n: "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]"
        for n in ("fp16-wire-as-bits", "gpu-avg-unscaled")},
