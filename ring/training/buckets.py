@@ -347,7 +347,7 @@ class GradientBuckets:
             bad = {str(f.dtype) for f in self._flats} - {"float32"}
             if bad:
                 raise TypeError(f"compression: float32 gradients only, got {sorted(bad)}")
-        # the 16-bit wire copy of each bucket (uint16 bits on a GPU: CuPy has no bfloat16)
+        # the 16-bit wire copy of each bucket (bfloat16 as uint16 bits on a GPU: _wire)
         self._wires = [None if self._wire_dtype is None else _wire(f, self._wire_dtype)
                        for f in self._flats]
         if compression in WIRE and self._flats and isinstance(self._flats[0], np.ndarray):
