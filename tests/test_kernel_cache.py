@@ -99,7 +99,8 @@ def test_the_digest_reads_every_source_file(tmp_path, monkeypatch):
 
 # imported by the kernels' modules, but not device code: nothing compiled reads them
 HOST_SIDE = {"ring/cuda/arrays.py": "the SIMULATED flag", "ring/cuda/together.py": "set-up",
-             "ring/cuda/areas.py": "the areas' allocation", "ring/cuda/kernel_cache.py": "itself"}
+             "ring/cuda/areas.py": "the areas' allocation", "ring/cuda/kernel_cache.py": "itself",
+             "ring/options.py": "RING_TWOSHOT_BLOCKS read (env_whole)"}
 
 
 def test_the_digest_covers_every_file_the_kernels_are_built_from():
