@@ -178,6 +178,39 @@ def test_two_lines_recover_two_regimes_and_crossovers_are_named(tmp_path):
     assert "mpi vs ring: ring faster 8 .. 32768 B, then mpi faster 131072 .. 33554432 B" in out
 
 
+def test_crossovers_name_ties_and_a_winner_throughout():
+    """Two implementations within the tie of each other everywhere; one faster everywhere
+    bar a tie in the middle (which takes its neighbours' winner)."""
+    from harness.model import crossovers
+    sizes = np.array([8.0, 64.0, 512.0, 4096.0])
+    same = {"a": (sizes, np.array([10.0, 11, 12, 13])), "b": (sizes, np.array([10.2, 11, 12, 13]))}
+    assert crossovers(same) == ["a vs b: within 5% of each other at every size"]
+    one = {"a": (sizes, np.array([10.0, 11, 12, 13])), "b": (sizes, np.array([20.0, 11, 24, 26]))}
+    assert crossovers(one) == ["a vs b: a faster at every size (8 .. 4096 B)"]
+
+
+def test_model_on_the_command_line(tmp_path, capsys):
+    """python -m harness model FILE...: the report of each point's best time over the files
+    (two runs here: the first slower at one size), a prediction, and two files of other
+    rank counts refused."""
+    from harness.__main__ import main
+    def recs(slow: bool) -> list:
+        return [{"impl": "ring", "collective": "allreduce", "nbytes": s, "count": s // 4,
+                 "dtype": "float32", "op": "sum", "in_place": False,
+                 "time_us": 10.0 + s / 1e3 + (50 if slow and s == 4096 else 0),
+                 "busbw": 0.0, "skipped": None} for s in (1024, 4096, 16384, 65536)]
+    runs = []
+    for i, k in enumerate((2, 2, 4)):
+        runs.append(tmp_path / f"run{i}.json")
+        runs[-1].write_text(json.dumps({"meta": {"ranks": k}, "results": recs(i == 0)}))
+    assert main(["model", str(runs[0]), str(runs[1]), "--predict", "1M"]) == 0
+    out = capsys.readouterr().out
+    assert "best of 2" in out and "worst error in window 0.0%" in out
+    assert "prediction (model, not a measurement): 1048576 B on 2 ranks" in out
+    with pytest.raises(SystemExit, match="4 ranks, not 2"):
+        main(["model", str(runs[0]), str(runs[2])])
+
+
 def test_model_reads_every_layout_of_a_tuning_table(tmp_path):
     """harness tune's table (its best µs per call per algorithm and layout) is a sweep to
     the model: one report per layout, the algorithms named as the harness names them."""

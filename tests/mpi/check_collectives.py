@@ -5,6 +5,8 @@ order of reduction of the algorithm that must run (flat ring, two-level under RI
 the chain for broadcast and reduce) with plain NumPy; and every call checks, from ring's
 log, that this algorithm is the one that ran."""
 
+import time
+
 import numpy as np
 import pytest
 from mpi4py import MPI
@@ -15,7 +17,7 @@ from ring.options import COMPRESSIONS
 
 from .. import reference
 from ..inputs import CROSS_CASES, CROSS_SECTION, DTYPE_NAMES, REDUCIBLE_NAMES, make
-from .conftest import CHUNK, NO_RULES, arguments, assert_ran, emulated_nodes, last_call, same_everywhere, two_level_nodes
+from .conftest import CHUNK, NO_RULES, TIMEOUT, arguments, assert_ran, emulated_nodes, last_call, same_everywhere, two_level_nodes
 
 OPS = ["sum", "prod", "min", "max", "avg"]
 TWO_LEVEL = ("allreduce", "reduce_scatter", "allgather")  # "auto" takes two-level for these
@@ -335,10 +337,22 @@ def test_alltoall(comm, world, dtype):
             _check("alltoall", got, inputs, "sum", r)
 
 
-def test_barrier(comm, world):
+@pytest.mark.parametrize("check", [True, False])
+def test_barrier(comm, world, check):
+    """No rank leaves the barrier before the last has entered it (the last rank comes 0.2 s
+    late), with the agreement and without it (check=False: across nodes an MPI barrier
+    under the deadline, on one node the exchange window's round)."""
+    c = comm if check else ring.Communicator(device="host", timeout=TIMEOUT, check=False)
     for _ in range(3):
-        comm.barrier()
+        if c.rank == c.size - 1:
+            time.sleep(0.2)
+        entered = time.monotonic()  # (one clock for every process of the machine)
+        c.barrier()
+        left = time.monotonic()
         assert_ran("mpi", "barrier")
+        assert left >= max(world.allgather(entered))
+    if not check:
+        c.close()
 
 
 ALGORITHMS = ["naive", "ps", "oneshot", "twoshot", "tree"]  # the ring's are tested above

@@ -384,6 +384,9 @@ def test_topk_hook_carries_its_residual_and_momentum_across_steps(gloo, momentum
             ring.torch.TopKState(comm, momentum=0.9, momentum_kind="dgc")
         with pytest.raises(ValueError, match="error_feedback"):
             ring.torch.TopKState(comm, momentum=0.9, error_feedback=False)
+        for density in (0, 1.5):
+            with pytest.raises(ValueError, match="density: 0 < density <= 1"):
+                ring.torch.TopKState(comm, density=density)
 
 
 @pytest.mark.parametrize("device", HOOK_DEVICES)
@@ -554,6 +557,9 @@ def test_wrong_lists_raise_on_every_rank_and_the_group_goes_on(gloo):
     with pytest.raises(ValueError, match="equal splits|another rank"):
         dist.all_to_all_single(torch.empty(4 * K), torch.ones(4 * K),
                                [4 * K] + [0] * (K - 1) if RANK == 0 else None)
+    with pytest.raises(ValueError, match=r"must be like the other argument \(4 x torch.float32"
+                       r"\), got 3 x torch.float32|another rank"):
+        dist.all_gather([torch.empty(3 if RANK == 0 else 4)] * K, x)
     y = x.clone()
     dist.all_reduce(y)
     same(y, torch.full((4,), float(K)))
