@@ -381,6 +381,11 @@ def test_bad_calls_name_the_argument():
         g.allreduce([[1.0], [2.0]])
     with pytest.raises(ValueError, match="outs"):
         g.allreduce([dev(np.ones(4))] * 2, outs=[dev(np.ones(3))] * 2)
+    with pytest.raises(ValueError, match=r"outs: need one array per rank \(2\), got 1"):
+        g.allreduce([dev(np.ones(4))] * 2, outs=[dev(np.ones(4))])
+    for devices in ([0], [0, 0, 0], [0, len(cuda.gpus)], [-1, 0]):
+        with pytest.raises(ValueError, match=r"devices: need 2 device indices below \d+, got"):
+            ring.Group(2, devices=devices)
     with pytest.raises(ValueError, match="path"):
         ring.Group(2, path="teleport")
     if SIMULATED:
