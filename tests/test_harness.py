@@ -458,7 +458,11 @@ def test_algo_puts_a_column_per_algorithm_in_place_of_ring(tmp_path):
     (["allreduce", "--algo", "ring,bogus"], "--algo: choose from"),
     (["allreduce", "-G", "10"], "-G: the harness does not replay CUDA graphs"),
     (["broadcast", "-r", "5"], "-r: the root must be a rank (0..1), got 5"),
-    (["allreduce", "-d", "nope"], "-d: unsupported dtype nope")])
+    (["allreduce", "-d", "nope"], "-d: unsupported dtype nope"),
+    (["allreduce", "--impl", "ring,bogus"], "--impl: unknown ['bogus']; choose from"),
+    (["allreduce", "--plot", "p.png"], "--plot draws from the results file: give --json too"),
+    pytest.param(["allreduce", "--impl", "nccl"], "no implementation can run here: ",
+                 marks=pytest.mark.skipif(HAVE_GPU, reason="NCCL may run on a GPU"))])
 def test_bad_flags_are_refused_with_the_reason(args, why):
     rc, out = mpirun(2, ["-m", "harness", *args, "-b", "8", "-e", "8"], timeout=120)
     assert rc != 0 and why in out, out[-2000:]
