@@ -469,6 +469,29 @@ def test_bad_flags_are_refused_with_the_reason(args, why):
 
 
 @pytest.mark.mpi
+def test_compressed_wires_report_their_error_against_float32(tmp_path):
+    """--impl ring-bf16,ring-fp16,ring-int8 beside ring: every result as the wire's rules
+    give it (#wrong 0: the expected values are rounded by the same rules on the host), and
+    an error column, each wire's largest relative error against the float32 sum, within
+    what its rounding allows and not zero (the data did travel compressed); none for ring."""
+    js = tmp_path / "s.json"
+    out = _sweep(2, "allreduce", "-b", "64", "-e", "4096", "-f", "8", "-n", "1", "-w", "0",
+                 "-o", "avg", "--impl", "ring,ring-bf16,ring-fp16,ring-int8", "--json", str(js))
+    assert "Out of bounds values : 0 OK" in out and "(rel)" in out
+    recs = json.loads(js.read_text())["results"]
+    assert {r["impl"] for r in recs} == {"ring", "ring-bf16", "ring-fp16", "ring-int8"}
+    assert all(r["wrong"] == 0 for r in recs)
+    # (relative to the largest magnitude: four half-steps of a 16-bit wire's roundings, two
+    # of int8's scale steps)
+    bound = {"ring-bf16": 2 ** -6, "ring-fp16": 2 ** -9, "ring-int8": 2 / 127}
+    for r in recs:
+        if r["impl"] == "ring":
+            assert r.get("error") is None
+        else:
+            assert 0 < r["error"] <= bound[r["impl"]], r
+
+
+@pytest.mark.mpi
 def test_float8_is_left_out_of_a_reduction_and_said_so(tmp_path):
     js = tmp_path / "s.json"
     out = _sweep(2, "allreduce", "-b", "8", "-e", "8", "-n", "1", "-w", "0",
