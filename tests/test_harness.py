@@ -309,6 +309,22 @@ def test_tune_writes_a_table_that_auto_reads(device, tmp_path):
             (r["max_bytes"], r["algorithm"]) for r in named]
 
 
+def test_plot_on_the_command_line_draws_several_sweeps(tmp_path, capsys):
+    """python -m harness plot FILE... --out PNG: two sweeps on one figure (a PNG written)."""
+    from harness.__main__ import main
+    png = tmp_path / "two.png"
+    assert main(["plot", "results/host-allreduce-2ranks.json",
+                 "results/host-2nodes-x-2ranks.json", "--out", str(png)]) == 0
+    assert f"# wrote {png}" in capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_tune_refuses_an_unknown_algorithm(tmp_path):
+    from harness.__main__ import main
+    with pytest.raises(SystemExit, match=r"--algos: choose from .*, got \['ring', 'bogus'\]"):
+        main(["tune", "--algos", "ring,bogus", "--out", str(tmp_path / "t.json")])
+
+
 def test_the_plot_legend_keeps_name_version_and_mode():
     from harness.plot import short
     assert short("ring (cuda, auto, persistent kernel)") == "ring"
