@@ -34,3 +34,19 @@ def test_ranks_must_be_mpis():
         ring.training.torch._mpi_comm([0, 1], 1, 2)
     with pytest.raises(ValueError, match="mpiexec"):
         ring.training.torch._mpi_comm([0, 1], 0, 2)
+
+
+def test_only_cpu_and_cuda_tensors_are_taken():
+    """ring.training.tensors.as_array: a CPU tensor as a NumPy view of its memory (bfloat16
+    as ml_dtypes'), a tensor elsewhere (the meta device, say) or a non-tensor refused with a
+    TypeError naming it."""
+    from ring.training.tensors import as_array, as_tensor
+    t = torch.arange(4, dtype=torch.bfloat16)
+    a = as_array(t)
+    assert a.dtype.name == "bfloat16" and a.tolist() == [0, 1, 2, 3]
+    a[0] = 7  # the same memory
+    assert t[0].item() == 7 and as_tensor(a, t).dtype == torch.bfloat16
+    with pytest.raises(TypeError, match="tensors on meta are not supported"):
+        as_array(torch.empty(3, device="meta"))
+    with pytest.raises(TypeError, match="expected a torch.Tensor, got list"):
+        as_array([1.0])
