@@ -156,6 +156,24 @@ def test_repeated_calls_reuse_their_kernel_launch(gcomm):
         assert len(gcomm._kfast) == kept + 5
 
 
+def test_ranks_with_other_kernel_shapes_are_refused_on_every_rank(world, monkeypatch):
+    """RING_KERNEL_CHANNELS set on one rank only: the kernel path's shapes differ, so a
+    communicator that may take it (path "auto" or "kernel") is refused on every rank with
+    one ValueError naming both shapes (no rank left in the set-up); the stream path, which
+    has no kernel shape, is made; and the next communicator links as usual."""
+    if world.size == 1:
+        return  # (nothing to differ from)
+    if world.rank == 0:
+        monkeypatch.setenv("RING_KERNEL_CHANNELS", "3")
+    for path in ("auto", "kernel"):
+        with pytest.raises(ValueError, match=r"ranks disagree on \(channels, threads\): "
+                           r"\[[^]]*\(3, \d+\)[^]]*\]"):
+            ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=path)
+    with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path="stream") as c:
+        x = _gpu(np.full(5, c.rank + 1.0, np.float32))
+        assert np.array_equal(_host(c.allreduce(x)), np.full(5, world.size * (world.size + 1) / 2))
+
+
 def test_what_a_kept_signature_holds(world):
     """A kept kernel-path call is its arrays' layout, not only their address and shape
     (ring/cuda/repeated.py): a strided view of a kept x's memory and shape is refused, as
