@@ -72,7 +72,7 @@ def whole_number(v) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v).is_integer()
 
 
-def env_whole(name: str, default: int) -> int:
+def env_whole(name: str, default: int | None) -> int | None:
     """An environment variable read as a whole number (default where unset), or a ValueError
     naming it (int()'s own would name nothing)."""
     raw = os.environ.get(name)

@@ -68,8 +68,8 @@ def shape_for(ranks_per_gpu: int) -> tuple[int, int]:
     t = env_whole("RING_KERNEL_THREADS", SHAPE[1])
     if not 1 <= t <= 1024:
         raise ValueError(f"RING_KERNEL_THREADS: need 1..1024, got {t}")
-    c = env_whole("RING_KERNEL_CHANNELS", 0)
-    if "RING_KERNEL_CHANNELS" not in os.environ:
+    c = env_whole("RING_KERNEL_CHANNELS", None)
+    if c is None:
         if SIMULATED:
             return SHAPE[0], t
         return max(1, min(SHAPE[0], room(t) // max(1, ranks_per_gpu))), t

@@ -803,6 +803,19 @@ def test_the_default_chunk_is_the_devices(world):
         assert g.chunk_bytes == 4 << 20
 
 
+def _bucket_step(b, grads: list, k: int, r: int, step: int, scale: float) -> list:
+    """One step of GradientBuckets b over two gradients: every rank's values drawn (known to
+    every rank, returned), this rank's set into grads and marked ready as a backward pass
+    would (1, then 0), then waited for."""
+    values = [[np.random.default_rng([q, step, g.size]).standard_normal(g.size)
+               .astype(np.float32) * scale for g in grads] for q in range(k)]
+    for i in (1, 0):
+        _set(grads[i], values[r][i])
+        b.ready(i)
+    b.wait()
+    return values
+
+
 @pytest.mark.parametrize("exchange", ["allgather", "alltoall"])
 @pytest.mark.parametrize("op", ["sum", "avg"])
 def test_int8_gradient_buckets_are_the_hosts_bit_for_bit(gcomm, world, op, exchange):
@@ -822,12 +835,7 @@ def test_int8_gradient_buckets_are_the_hosts_bit_for_bit(gcomm, world, op, excha
     assert b.buckets == [[1], [0]]
     refs = [Int8Bucket(sizes[i], k, exchange, True) for i in (1, 0)]
     for step in range(2):
-        values = [[np.random.default_rng([q, step, n]).standard_normal(n).astype(np.float32)
-                   * 10 for n in sizes] for q in range(k)]
-        for i in (1, 0):
-            _set(grads[i], values[r][i])
-            b.ready(i)
-        b.wait()
+        values = _bucket_step(b, grads, k, r, step, scale=10)
         for bucket, i in enumerate((1, 0)):
             want = refs[bucket].step([values[q][i] for q in range(k)], op == "avg")
             assert _host(grads[i]).tobytes() == want.tobytes(), (step, i)
@@ -899,12 +907,7 @@ def test_16_bit_gradient_buckets_on_the_gpu(gcomm, world, op, compression):
     b = GradientBuckets(gcomm, grads, op=op, compression=compression)
     assert b.buckets == [[1, 0]] and b.accumulate == "wire"
     for step in range(2):
-        values = [[np.random.default_rng([q, step, n]).standard_normal(n).astype(np.float32)
-                   * 100 for n in sizes] for q in range(k)]
-        for i in (1, 0):
-            _set(grads[i], values[r][i])
-            b.ready(i)
-        b.wait()
+        values = _bucket_step(b, grads, k, r, step, scale=100)
         rounded = [np.concatenate([values[q][1], values[q][0]]).astype(wire) for q in range(k)]
         algorithm = gcomm.last_algorithm
         want = _sum_of(algorithm, rounded, gcomm.nodes).astype(np.float32)
