@@ -164,7 +164,7 @@ class CudaBackend(DeviceArrays):
         decides alike."""
         shapes = {e[3] for e in everyone}
         if len(shapes) > 1:
-            raise ValueError(f"path='kernel': ranks disagree on (channels, threads): "
+            raise ValueError(f"path={self.path!r}: ranks disagree on (channels, threads): "
                              f"{sorted(shapes)} (RING_KERNEL_CHANNELS / RING_KERNEL_THREADS)")
         refusals = [(q, e[2]) for q, e in enumerate(everyone) if e[2]]
         if self.path == "auto":

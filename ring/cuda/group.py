@@ -94,7 +94,8 @@ class Group:
                 with on_device(d):
                     why = kernel_path.not_resident(channels, self.devices.count(d), threads)
                     if why:
-                        raise ValueError(f"path='kernel' on GPU {d}: {why} (RING_KERNEL_CHANNELS)")
+                        raise ValueError(f"path={self.path!r} on GPU {d}: {why} "
+                                         "(RING_KERNEL_CHANNELS)")
                     ipc.enable_peer_access(d, [q for q in self.devices if q != d])
         b = kernel_path.slot_bytes(slot_bytes, channels)
         k, segs = self.size, []

@@ -166,8 +166,8 @@ def test_ranks_with_other_kernel_shapes_are_refused_on_every_rank(world, monkeyp
     if world.rank == 0:
         monkeypatch.setenv("RING_KERNEL_CHANNELS", "3")
     for path in ("auto", "kernel"):
-        with pytest.raises(ValueError, match=r"ranks disagree on \(channels, threads\): "
-                           r"\[[^]]*\(3, \d+\)[^]]*\]"):
+        with pytest.raises(ValueError, match=rf"^path='{path}': ranks disagree on \(channels, "
+                           r"threads\): \[[^]]*\(3, \d+\)[^]]*\]"):
             ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=path)
     with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path="stream") as c:
         x = _gpu(np.full(5, c.rank + 1.0, np.float32))
