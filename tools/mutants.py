@@ -1018,6 +1018,56 @@ SINCE = {
         "ring/training/topk.py",
         "not 0 <= momentum < 1:", "not 0 <= momentum <= 1:",
         "top-k's momentum of 1 (a velocity that never decays) is taken"),
+    "chunk-tail-dropped": (
+        "ring/schedule.py",
+        "end = hi if j == k - 1 else lo + (units * (j + 1) // k) * a",
+        "end = lo + (units * (j + 1) // k) * a",
+        "a block's last chunk ends at its last aligned element: the unaligned tail (the "
+        "GPU's blocks cut at 16 bytes) is never moved"),
+    "nchunks-floor": (
+        "ring/schedule.py",
+        "return max(1, -(-max_block_bytes // chunk_bytes))",
+        "return max(1, max_block_bytes // chunk_bytes)",
+        "chunks per step rounded down: a chunk may exceed chunk_bytes, its slot's size"),
+    "alltoall-in-place-unguarded": (
+        "ring/schedule.py",
+        "    return tuple(sorted(d for d in own if kept[d] < own[d]))",
+        "    return ()",
+        "an all-to-all in place is taken as safe at every K: from K = 3 it receives over "
+        "blocks of x it has not sent yet"),
+    "gather-root-nearest-first": (
+        "ring/schedule.py",
+        "[_move(at(p), True, True, False) for p in range(size - 1, 0, -1)]",
+        "[_move(at(p), True, True, False) for p in range(1, size)]",
+        "a gather's root writes the blocks it receives nearest first, where they arrive "
+        "farthest first"),
+    "split-remainder-last": (
+        "ring/schedule.py",
+        "return [(units * i // parts) * align for i in range(parts)] + [count]",
+        "return [(units // parts) * i * align for i in range(parts)] + [count]",
+        "blocks cut as units // parts each, the remainder all in the last block: right "
+        "results, a slower ring (the last block up to parts - 1 units longer)"),
+    "reduce-alone-receives": (
+        "ring/schedule.py",
+        "first = pos == 1 % size  # the chain's start",
+        "first = pos == 1  # the chain's start",
+        "a reduce on one rank waits for a chunk from itself"),
+    "op-name-case-sensitive": (
+        "ringtypes/__init__.py",
+        "if isinstance(op, str) and op.lower() in OPS:\n        return OPS[op.lower()]",
+        "if isinstance(op, str) and op in OPS:\n        return OPS[op]",
+        "an op's name must be lower case: op=\"SUM\" is refused"),
+    "avg-on-integers": (
+        "ringtypes/__init__.py",
+        "if op is Op.AVG and dtype not in FLOATING:",
+        "if op is Op.AVG and dtype in DATA_ONLY:",
+        "avg is taken on integer dtypes (their sum divided, truncated)"),
+    "int8-blocks-one-more": (
+        "ringtypes/__init__.py",
+        "    return -(-n // QUANT_BLOCK)",
+        "    return n // QUANT_BLOCK + 1",
+        "the int8 wire counts a block too many where n is a multiple of 4096 (a scale "
+        "that no value has; the format differs from the one documented)"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -1175,6 +1225,11 @@ OWN_TESTS = {
     **{n: "tests/test_harness.py"
        for n in ("harness-put-no-storage", "harness-auto-simulated")},
     "grid-floor": "tests/test_kernels.py tests/test_kernel_quantize.py",
+    **{n: "tests/test_schedule.py tests/test_reference.py"
+       for n in ("chunk-tail-dropped", "nchunks-floor", "alltoall-in-place-unguarded",
+                 "gather-root-nearest-first", "split-remainder-last", "reduce-alone-receives")},
+    **{n: "tests/test_quantize.py tests/test_buckets.py tests/test_group.py " + _RANKS3
+       for n in ("op-name-case-sensitive", "avg-on-integers", "int8-blocks-one-more")},
     "handle-of-version": "tests/test_bound_launch.py tests/test_streams.py",
 }
 

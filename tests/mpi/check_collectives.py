@@ -178,6 +178,13 @@ def test_ops_as_constants_and_async(comm):
     assert (work.wait() == np.arange(10) + comm.size - 1).all() and work.is_completed()
 
 
+@pytest.mark.parametrize("op", [ring.MIN, "min", "MIN", "Min"])
+def test_an_op_is_a_constant_or_its_name_in_any_case(comm, op):
+    """As MPI.MIN and torch's ReduceOp.MIN are spelt: a name is taken in any case."""
+    got = comm.allreduce(np.arange(6, dtype=np.float32) + comm.rank, op=op)
+    assert np.array_equal(got, np.arange(6, dtype=np.float32))
+
+
 def test_async_calls_run_behind_the_caller_in_order(comm, world):
     """Host async_op: the call returns before its peers have even arrived (it runs on the
     communicator's progress thread), several may be in flight, mixed with a blocking call
