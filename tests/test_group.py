@@ -468,6 +468,51 @@ def test_chains_and_alltoall_move_every_dtype(path, dtype):
             assert _host(got[root], dt).tobytes() == np.concatenate(mine).tobytes()
 
 
+@pytest.mark.parametrize("path", ["stream", "copy"])
+@pytest.mark.parametrize("k", [3, 4])
+def test_chains_of_many_chunks_wait_for_their_successors_slots(path, k):
+    """Gather and scatter from every root with blocks of several chunks through two slots:
+    a rank of a chain sends its own block and forwards the ones it receives, faster than
+    its successor takes them, so enqueue must hold a send until a slot is free (the
+    credit check binds here; a block of one chunk never meets it)."""
+    per = 61  # float32: 244 bytes a block, four chunks of 64
+    inputs = [make(q, per * k, np.float32, seed=8) for q in range(k)]
+    with ring.Group(k, chunk_bytes=64, nslots=2, path=path) as g:
+        for root in range(k):
+            mine = [x[:per] for x in inputs]
+            got = g.gather([_dev(x) for x in mine], root=root)
+            g.synchronize()
+            assert _host(got[root], np.float32).tobytes() == np.concatenate(mine).tobytes()
+            got = g.scatter([_dev(inputs[root]) if q == root else None for q in range(k)],
+                            outs=[_dev(np.zeros(per, np.float32)) for _ in range(k)],
+                            root=root)
+            g.synchronize()
+            want = reference.expected("scatter", inputs, root=root)
+            assert [_host(o, np.float32).tobytes() for o in got] == [w.tobytes() for w in want]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("collective", [Collective.ALLREDUCE, Collective.REDUCE_SCATTER])
+def test_the_copy_path_divides_avg_once(collective, dtype):
+    """The copy path (a kernel into a staging slot, the copy engine to the successor)
+    reduces with sum at every step but the final one, which divides by K."""
+    run(collective, 3, 3 * 37, dtype, "avg", path="copy")
+
+
+def test_a_closed_group_refuses_a_kept_call():
+    """A kernel-path call kept from before close() is refused as every call is, not
+    fired on the memory close() let go of."""
+    g = ring.Group(1, path="kernel")
+    x, out = dev(np.ones(5, np.float32)), dev(np.zeros(5, np.float32))
+    for _ in range(2):
+        g.allreduce([x], outs=[out])
+    g.synchronize()
+    assert len(g._known) == 1
+    g.close()
+    with pytest.raises(ring.CommunicatorError, match="the group is closed"):
+        g.allreduce([x], outs=[out])
+
+
 @pytest.mark.parametrize("dtype,op", [("float32", "sum"), ("bfloat16", "avg"), ("int8", "prod"),
                                       ("uint64", "max")])
 def test_reduce_to_every_root(dtype, op):

@@ -89,6 +89,23 @@ def test_the_kernel_path_moves_what_the_stream_path_does_less_one_read_per_forwa
         assert (twice > 0) == (k > 2)
 
 
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 6])
+def test_a_ring_all_reduce_moves_the_bytes_its_formula_says(k):
+    """enqueue.traffic in absolute terms, N bytes a rank: the persistent kernel's ring moves
+    (6K - 4) N / K (issue 53's count; any all-reduce must move 2N, docs/harness.md's
+    vs_min), the stream path's copies (7K - 6) N / K from K = 2 (each forward read twice);
+    the reduce-scatter alone (3K - 1) N / K on the kernel path."""
+    from ring.cuda.enqueue import traffic
+    n = 1024 * k  # float32 elements: blocks of 1024, 16-byte aligned
+    nbytes = 4 * n
+    for r in range(k):
+        p = plan(Collective.ALLREDUCE, k, r, n, 4, 1024, 4)
+        assert traffic(p, 4, "kernel") == (6 * k - 4) * nbytes // k
+        assert traffic(p, 4, "stream") == (7 * k - 6 if k > 1 else 2) * nbytes // k
+        p = plan(Collective.REDUCE_SCATTER, k, r, n, 4, 1024, 4)
+        assert traffic(p, 4, "kernel") == (3 * k - 1) * nbytes // k
+
+
 @pytest.mark.parametrize("k", [2, 3, 4])
 def test_an_allgathers_own_block_is_read_once_on_the_kernel_path(k):
     """The all-gather's first step writes the rank's own block into its output and into the

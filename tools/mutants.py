@@ -1062,6 +1062,39 @@ SINCE = {
         "if op is Op.AVG and dtype not in FLOATING:",
         "if op is Op.AVG and dtype in DATA_ONLY:",
         "avg is taken on integer dtypes (their sum divided, truncated)"),
+    "traffic-reduce-two-reads": (
+        "ring/cuda/enqueue.py",
+        "        elif step.reduce:\n            total += 3 * n",
+        "        elif step.reduce:\n            total += 2 * n",
+        "the GPU's traffic count (the roofline's numerator) reads a reduction's two inputs "
+        "as one"),
+    "enqueue-no-credit-check": (
+        "ring/cuda/enqueue.py",
+        "if (step.recv and not inbound.can_recv()) or (step.send and not outbound.can_send()):",
+        "if step.recv and not inbound.can_recv():",
+        "ring.Group's stream path enqueues a send whatever the successor's free slots"),
+    "link-one-slot-more": (
+        "ring/cuda/enqueue.py",
+        "return self.sent - self.taken < len(self.slots.raw)",
+        "return self.sent - self.taken <= len(self.slots.raw)",
+        "a Group link takes one chunk more in flight than it has slots"),
+    "copy-path-avg-every-step": (
+        "ring/cuda/enqueue.py",
+        "eff = op if (step.final or op is not Op.AVG) else Op.SUM\n        if step.out:",
+        "eff = op\n        if step.out:",
+        "the copy path divides avg at every reduction, not only the final one"),
+    "seam-not-sent": (
+        "ring/cuda/enqueue.py",
+        "_reduce(eff, target, rbuf, src, sbuf if (step.out and step.send) else None,",
+        "_reduce(eff, target, rbuf, src, None,",
+        "at the all-reduce's seam the stream path writes the reduced chunk out but never "
+        "into the successor's slot"),
+    "group-alltoall-in-place-uncopied": (
+        "ring/cuda/group.py",
+        "views = [self._copy_of(c.x, r) if collective is Collective.ALLTOALL and c.in_place\n"
+        "                     else c.x for r, c in enumerate(calls)]",
+        "views = [c.x for r, c in enumerate(calls)]",
+        "ring.Group's in-place all-to-all reads x as blocks land over it"),
     "int8-blocks-one-more": (
         "ringtypes/__init__.py",
         "    return -(-n // QUANT_BLOCK)",
@@ -1228,6 +1261,9 @@ OWN_TESTS = {
     **{n: "tests/test_schedule.py tests/test_reference.py"
        for n in ("chunk-tail-dropped", "nchunks-floor", "alltoall-in-place-unguarded",
                  "gather-root-nearest-first", "split-remainder-last", "reduce-alone-receives")},
+    **{n: "tests/test_program.py tests/test_group.py"
+       for n in ("traffic-reduce-two-reads", "enqueue-no-credit-check", "link-one-slot-more",
+                 "copy-path-avg-every-step", "seam-not-sent", "group-alltoall-in-place-uncopied")},
     **{n: "tests/test_quantize.py tests/test_buckets.py tests/test_group.py " + _RANKS3
        for n in ("op-name-case-sensitive", "avg-on-integers", "int8-blocks-one-more")},
     "handle-of-version": "tests/test_bound_launch.py tests/test_streams.py",
