@@ -70,6 +70,17 @@ def test_across_emulated_nodes(nprocs, nodes):
     assert_inner_passed(rc, out, reports, nprocs)
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs,nodes", [(4, 2), (3, 3)])
+def test_errors_across_emulated_nodes(nprocs, nodes):
+    """Bad input raises on every rank across nodes too, where the agreement is one MPI
+    allgather instead of the node's shared window, and a small all-reduce's data ride in
+    it on a fast path of its own (ring/host/repeated.py's Gathered)."""
+    rc, out, reports = pytest_under_mpi(nprocs, INNER["errors"], timeout=300,
+                                        env={**ENV, "RING_NODES": str(nodes)})
+    assert_inner_passed(rc, out, reports, nprocs)
+
+
 @cuda_or_sim
 @pytest.mark.mpi
 @pytest.mark.parametrize("nprocs", [2, 3, 4])

@@ -1095,6 +1095,36 @@ SINCE = {
         "                     else c.x for r, c in enumerate(calls)]",
         "views = [c.x for r, c in enumerate(calls)]",
         "ring.Group's in-place all-to-all reads x as blocks land over it"),
+    "root-bool-taken": (
+        "ring/call.py",
+        "if isinstance(root, bool) or not isinstance(root, (int, np.integer)) or not 0",
+        "if not isinstance(root, (int, np.integer)) or not 0",
+        "root=True is taken as rank 1"),
+    "out-larger-taken": (
+        "ring/call.py", "    if of.size != out_n:", "    if of.size < out_n:",
+        "an out larger than the result is taken, its tail left as it was"),
+    "chunk-over-slot": (
+        "ring/call.py", "not 0 < chunk_bytes <= slot_bytes:", "not 0 < chunk_bytes:",
+        "a call's chunk_bytes larger than the communicator's slots is taken"),
+    "in-place-scatter-at-block-zero": (
+        "ring/call.py",
+        "if collective in (C.REDUCE_SCATTER, C.SCATTER) and oa == xa + rank * ob:",
+        "if collective in (C.REDUCE_SCATTER, C.SCATTER) and oa == xa:",
+        "a reduce-scatter in place is looked for at block 0 of x, not block rank"),
+    "scatter-stand-in-one-block": (
+        "ring/call.py", "        n = xf.size * size\n", "        n = xf.size\n",
+        "a scatter's non-root rank sizes the call by one block (out), not K"),
+    "cuda-swap-blocks-identity": (
+        "ring/cuda/backend.py",
+        "self.copy(dst[(j * rows + i) * b:(j * rows + i + 1) * b],",
+        "self.copy(dst[(i * cols + j) * b:(i * cols + j + 1) * b],",
+        "the GPU's two-level all-reduce does not transpose its blocks between the node's "
+        "ring and the leaders' (they land as they were)"),
+    "gathered-overlapping-out-taken": (
+        "ring/host/repeated.py",
+        "(not np.may_share_memory(x, out) if s.own else",
+        "(True if s.own else",
+        "across nodes, a kept oneshot takes an out that overlaps x (the full path refuses it)"),
     "int8-blocks-one-more": (
         "ringtypes/__init__.py",
         "    return -(-n // QUANT_BLOCK)",
@@ -1261,6 +1291,12 @@ OWN_TESTS = {
     **{n: "tests/test_schedule.py tests/test_reference.py"
        for n in ("chunk-tail-dropped", "nchunks-floor", "alltoall-in-place-unguarded",
                  "gather-root-nearest-first", "split-remainder-last", "reduce-alone-receives")},
+    **{n: "tests/test_group.py " + _RANKS3
+       for n in ("root-bool-taken", "out-larger-taken", "chunk-over-slot",
+                 "in-place-scatter-at-block-zero", "scatter-stand-in-one-block")},
+    "cuda-swap-blocks-identity": "tests/test_mpi.py::test_cuda_device_across_emulated_nodes",
+    "gathered-overlapping-out-taken": "tests/test_mpi.py::test_across_emulated_nodes "
+                                      "tests/test_mpi.py::test_errors_across_emulated_nodes",
     **{n: "tests/test_program.py tests/test_group.py"
        for n in ("traffic-reduce-two-reads", "enqueue-no-credit-check", "link-one-slot-more",
                  "copy-path-avg-every-step", "seam-not-sent", "group-alltoall-in-place-uncopied")},

@@ -85,8 +85,11 @@ def test_non_contiguous_on_one_rank():
         ValueError, LAST, match="x: the array must be contiguous")
 
 
-def test_wrong_out_size():
-    expect_everywhere(lambda c: c.allreduce(np.ones(8), out=np.empty(8 - (c.rank == 0))),
+@pytest.mark.parametrize("off", [-1, 1], ids=["short", "long"])
+def test_wrong_out_size(off):
+    """out of one element too few or too many (a longer out would keep a tail the call
+    never wrote)."""
+    expect_everywhere(lambda c: c.allreduce(np.ones(8), out=np.empty(8 + off * (c.rank == 0))),
                       ValueError, 0, match="out: needs 8 elements")
 
 
@@ -176,10 +179,17 @@ def test_a_read_only_out_on_one_rank(kept):
     assert np.array_equal(frozen, np.full(8, 7.0))
 
 
-def test_overlapping_out():
+@pytest.mark.parametrize("kept", [False, True], ids=["first-call", "after-kept-calls"])
+def test_overlapping_out(kept):
+    """An out that overlaps x elsewhere than the in-place position, on rank 0: also after
+    calls of the same signature with an out apart from x, which the host keeps (on one
+    node and across nodes: ring/host/repeated.py)."""
     def call(c):
+        if kept:
+            for _ in range(3):
+                c.allreduce(np.ones(8), out=np.empty(8))
         buf = np.ones(10)
-        return c.allreduce(buf[:8], out=buf[1:9] if c.rank == 0 else None)
+        return c.allreduce(buf[:8], out=buf[1:9] if c.rank == 0 else np.empty(8))
     expect_everywhere(call, ValueError, 0, match="out: overlaps x")
 
 
@@ -284,8 +294,13 @@ def test_ranks_disagree_on_compression():
     c.close()
 
 
-def test_bad_root_on_one_rank():
-    expect_everywhere(lambda c: c.broadcast(np.ones(4), root=c.size if c.rank == 0 else 0),
+@pytest.mark.parametrize("bad", ["size", "-1", "True", "1.0"])
+def test_bad_root_on_one_rank(bad):
+    """A root that is not a rank: past the end, negative, a bool (True is not rank 1, as
+    torch and mpi4py would not take it either) or a float."""
+    def root(c):
+        return {"size": c.size, "-1": -1, "True": True, "1.0": 1.0}[bad]
+    expect_everywhere(lambda c: c.broadcast(np.ones(4), root=root(c) if c.rank == 0 else 0),
                       ValueError, 0, match="root: must be a rank of the communicator")
 
 
