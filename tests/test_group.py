@@ -474,7 +474,8 @@ def test_chains_of_many_chunks_wait_for_their_successors_slots(path, k):
     """Gather and scatter from every root with blocks of several chunks through two slots:
     a rank of a chain sends its own block and forwards the ones it receives, faster than
     its successor takes them, so enqueue must hold a send until a slot is free (the
-    credit check binds here; a block of one chunk never meets it)."""
+    credit check binds here; the test above, three ranks and blocks of one chunk, never
+    meets it)."""
     per = 61  # float32: 244 bytes a block, four chunks of 64
     inputs = [make(q, per * k, np.float32, seed=8) for q in range(k)]
     with ring.Group(k, chunk_bytes=64, nslots=2, path=path) as g:
