@@ -1125,6 +1125,27 @@ SINCE = {
         "(not np.may_share_memory(x, out) if s.own else",
         "(True if s.own else",
         "across nodes, a kept oneshot takes an out that overlaps x (the full path refuses it)"),
+    "torch-agree-ignores-peers": (
+        "ring/training/torch.py",
+        "        if bad[0]:\n            raise MismatchError(",
+        "        if False:\n            raise MismatchError(",
+        "the torch backend's list check: a rank whose own lists are right goes on when a "
+        "peer's were wrong"),
+    "torch-split-reversed": (
+        "ring/training/torch.py",
+        "        o.copy_(flat[r * n:(r + 1) * n].view_as(o))",
+        "        o.copy_(flat[(len(outs) - 1 - r) * n:(len(outs) - r) * n].view_as(o))",
+        "the torch backend's list forms put block r into the list's last-but-r tensor"),
+    "torch-uneven-splits-taken": (
+        "ring/training/torch.py",
+        "uneven = any(s and list(s) != even for s in (out_splits, in_splits))",
+        "uneven = False",
+        "all_to_all_single with uneven splits runs as if they were even"),
+    "torch-coalesced-sum": (
+        "ring/training/torch.py",
+        "            self._comm(t).allreduce(x, out=x, op=op)",
+        "            self._comm(t).allreduce(x, out=x)",
+        "all_reduce_coalesced sums whatever op it is given"),
     "int8-blocks-one-more": (
         "ringtypes/__init__.py",
         "    return -(-n // QUANT_BLOCK)",
@@ -1258,6 +1279,9 @@ OWN_TESTS = {
        for n in ("close-keeps-backend", "close-keeps-comm", "close-keeps-topo")},
     "close-keeps-kept": "tests/test_mpi.py::test_on_ranks[2] "
                         "tests/test_mpi.py::test_across_emulated_nodes",
+    **{n: "tests/test_torch.py"
+       for n in ("torch-agree-ignores-peers", "torch-split-reversed", "torch-uneven-splits-taken",
+                 "torch-coalesced-sum")},
     **{n: "tests/test_group.py " + _RANKS3
        for n in ("ring-chunk-ignores-given", "ring-alltoall-in-place-as-out")},
     "error-word-last-wins": "tests/test_kernels.py::test_the_error_word_keeps_the_first_failure_"
@@ -1291,6 +1315,9 @@ OWN_TESTS = {
     **{n: "tests/test_schedule.py tests/test_reference.py"
        for n in ("chunk-tail-dropped", "nchunks-floor", "alltoall-in-place-unguarded",
                  "gather-root-nearest-first", "split-remainder-last", "reduce-alone-receives")},
+    **{n: "tests/test_torch.py"
+       for n in ("torch-agree-ignores-peers", "torch-split-reversed", "torch-uneven-splits-taken",
+                 "torch-coalesced-sum")},
     **{n: "tests/test_group.py " + _RANKS3
        for n in ("root-bool-taken", "out-larger-taken", "chunk-over-slot",
                  "in-place-scatter-at-block-zero", "scatter-stand-in-one-block")},

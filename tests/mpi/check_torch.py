@@ -178,6 +178,15 @@ def test_the_list_forms_all_to_all_and_all_reduce_coalesced(gloo):
         dist.all_reduce_coalesced(ts)
     for t, w in zip(ts, want):
         same(t, w, exact=K <= 2)
+    ts = [data(torch.float32, n=n, seed=40 + n) for n in (3, 4)]  # another op: max
+    want = [t.clone() for t in ts]
+    for t in want:
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=gloo)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dist.all_reduce_coalesced(ts, op=dist.ReduceOp.MAX)
+    for t, w in zip(ts, want):
+        same(t, w)
 
 
 def test_all_reduce_runs_behind_the_caller(gloo):
