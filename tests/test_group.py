@@ -478,9 +478,9 @@ def test_chains_of_many_chunks_wait_for_their_successors_slots(path, k):
     meets it)."""
     per = 61  # float32: 244 bytes a block, four chunks of 64
     inputs = [make(q, per * k, np.float32, seed=8) for q in range(k)]
+    mine = [x[:per] for x in inputs]
     with ring.Group(k, chunk_bytes=64, nslots=2, path=path) as g:
         for root in range(k):
-            mine = [x[:per] for x in inputs]
             got = g.gather([_dev(x) for x in mine], root=root)
             g.synchronize()
             assert _host(got[root], np.float32).tobytes() == np.concatenate(mine).tobytes()

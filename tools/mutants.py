@@ -1279,9 +1279,6 @@ OWN_TESTS = {
        for n in ("close-keeps-backend", "close-keeps-comm", "close-keeps-topo")},
     "close-keeps-kept": "tests/test_mpi.py::test_on_ranks[2] "
                         "tests/test_mpi.py::test_across_emulated_nodes",
-    **{n: "tests/test_torch.py"
-       for n in ("torch-agree-ignores-peers", "torch-split-reversed", "torch-uneven-splits-taken",
-                 "torch-coalesced-sum")},
     **{n: "tests/test_group.py " + _RANKS3
        for n in ("ring-chunk-ignores-given", "ring-alltoall-in-place-as-out")},
     "error-word-last-wins": "tests/test_kernels.py::test_the_error_word_keeps_the_first_failure_"
