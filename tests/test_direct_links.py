@@ -22,6 +22,8 @@ import pytest
 
 from . import simulate
 from ring.host import executor
+from ring.transport.mpi import MpiRecv
+from ring.wait import Waiter
 from ring.schedule import Collective, alltoall_overwritten, plan, sizes
 from ringtypes import Op
 
@@ -289,3 +291,38 @@ def test_chunks_under_the_threshold_go_through_slots():
     want = simulate.run(Collective.ALLREDUCE, inputs(2, 301, np.float32, 1), Op.SUM, 256, 2)
     for r in range(2):
         np.testing.assert_array_equal(got[r], want[r])
+
+
+class _Request:
+    def Test(self, status=None):  # noqa: N802 - MPI's name
+        return True
+
+    def Get_status(self):  # noqa: N802
+        return True
+
+
+class _Comm:
+    """Records what MpiRecv posts: the buffers of its Irecvs, in order."""
+
+    def __init__(self):
+        self.posted = []
+
+    def Irecv(self, buf, source, tag):  # noqa: N802
+        self.posted.append(buf[0])
+        return _Request()
+
+
+def test_the_mpi_receiver_posts_into_an_array_only_past_its_gate():
+    """The real MpiRecv keeps the rule the fake Recv above holds the executor to: a
+    receive into the caller's array is posted only once the walk is past the unit named
+    as its gate (the last that still reads that memory), not at it; one into a slot at
+    once (nslots ahead)."""
+    comm, a = _Comm(), np.zeros(4, np.float32)
+    recv = MpiRecv(comm, 0, 2, 64, Waiter(10.0), "rank 0")
+    recv.begin(2, into=[(None, -1), (a, 1)])
+    assert len(comm.posted) == 1 and comm.posted[0] is not None  # the slot's
+    assert recv.wait(np.float32, unit=1) is not None  # the first message: in its slot
+    recv.release()
+    assert len(comm.posted) == 1  # still at unit 1: a's receive waits
+    assert recv.wait(np.float32, unit=2) is None  # past it: posted, landed in a
+    assert len(comm.posted) == 2 and np.shares_memory(comm.posted[1], a)

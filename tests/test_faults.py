@@ -361,6 +361,23 @@ def test_a_rank_never_makes_the_call(nprocs, before):
     assert _left_behind(script) == []
 
 
+def test_a_rank_never_makes_the_call_across_nodes():
+    """6 ranks on 2 emulated nodes, the last never making the call: the agreement is an MPI
+    allgather there, and a timeout names the ranks of this node that have not reached the
+    call (the node's shared headers): the lost rank's node-mates name it, and only it (not
+    each other, who have); the other node's ranks cannot see it and name no one."""
+    script = "tests/faults/skips_a_call.py"
+    rc, out = run(6, [script, "2"], env={"RING_NODES": "2"}, timeout=180,
+                  mpi_args=["-disable-auto-cleanup"])
+    assert rc not in (0, None), out
+    for r in range(5):
+        assert _report(out, r), f"rank {r} did not report:\n{out}"
+        said = re.search(rf"rank {r}: SURVIVED TimeoutError: [^\n]*", out).group(0)
+        assert said.endswith("; rank(s) [5] have not reached this call") == (r >= 3), said
+        assert f"rank {r}: then broken" in out, out
+    assert _left_behind(script) == []
+
+
 def test_a_rank_never_makes_its_gradient_buckets():
     """GradientBuckets are made collectively (their layout compared across ranks): a rank
     that never makes them costs the others a ring.TimeoutError there, not at a step."""

@@ -474,6 +474,8 @@ def test_algo_puts_a_column_per_algorithm_in_place_of_ring(tmp_path):
     (["allreduce", "--algo", "ring,bogus"], "--algo: choose from"),
     (["allreduce", "-G", "10"], "-G: the harness does not replay CUDA graphs"),
     (["broadcast", "-r", "5"], "-r: the root must be a rank (0..1), got 5"),
+    (["gather", "-r", "2"], "-r: the root must be a rank (0..1), got 2"),  # (one past)
+    (["reduce", "-r", "-1"], "-r: the root must be a rank (0..1), got -1"),
     (["allreduce", "-d", "nope"], "-d: unsupported dtype nope"),
     (["allreduce", "--impl", "ring,bogus"], "--impl: unknown ['bogus']; choose from"),
     (["allreduce", "--plot", "p.png"], "--plot draws from the results file: give --json too"),
@@ -514,6 +516,35 @@ def test_float8_is_left_out_of_a_reduction_and_said_so(tmp_path):
                  "-d", "float32,float8_e4m3fn", "--impl", "ring", "--json", str(js))
     assert "# float8_e4m3fn: not run: allreduce reduces" in out
     assert {r["dtype"] for r in json.loads(js.read_text())["results"]} == {"float32"}
+
+
+@pytest.mark.mpi
+def test_compressed_wires_are_left_out_of_the_ops_they_do_not_carry(tmp_path):
+    """-o all beside ring-bf16 and ring-int8: prod, max and min are not run for them, each
+    case with its reason (ring refuses such a call on every rank: the sweep would end
+    there); sum and avg run, right."""
+    js = tmp_path / "s.json"
+    _sweep(2, "allreduce", "-b", "64", "-e", "64", "-n", "1", "-w", "0", "-o", "all",
+           "--impl", "ring-bf16,ring-int8", "--json", str(js))
+    recs = json.loads(js.read_text())["results"]
+    assert {r["op"] for r in recs} == {"sum", "prod", "max", "min", "avg"}
+    for r in recs:
+        if r["op"] in ("sum", "avg"):
+            assert r["skipped"] is None and r["wrong"] == 0, r
+        else:
+            assert "sum and avg only" in r["skipped"], r
+
+
+@pytest.mark.mpi
+def test_without_the_check_nothing_is_counted_wrong_or_right(tmp_path):
+    """-c 0, as nccl-tests' -c 0: no result is checked, so #wrong reads n/a (-1 in the
+    JSON), not 0."""
+    js = tmp_path / "s.json"
+    out = _sweep(2, "allreduce", "-b", "64", "-e", "64", "-n", "1", "-w", "0", "-c", "0",
+                 "--impl", "ring,mpi", "--json", str(js))
+    recs = json.loads(js.read_text())["results"]
+    assert len(recs) == 4 and all(r["wrong"] == -1 for r in recs), recs
+    assert "n/a" in out
 
 
 @pytest.mark.mpi

@@ -37,6 +37,7 @@ def test_the_program_is_the_plan(case):
             assert (row["recv"], row["reduce"], row["final"], row["out"], row["send"]) == \
                 (step.recv, step.reduce, step.final, step.out, step.send)
             assert row["n"] == hi - lo and row["chunk"] == j
+            assert p.steps[row["step"]] is step  # (the step a timeout's message names)
             reads_x = not step.recv or step.reduce
             assert row["x"] == (s_in.start if reads_x else -1)
             if reads_x:  # the kernel reads x[X : X + N]: inside the input's share

@@ -1152,6 +1152,183 @@ SINCE = {
         "    return n // QUANT_BLOCK + 1",
         "the int8 wire counts a block too many where n is a multiple of 4096 (a scale "
         "that no value has; the format differs from the one documented)"),
+    # 2026-12-04: the cuda device's one-shot keys, registration and table, the harness's flags,
+    # the MPI and staged links, the host's checks, the GPU's Top-K passes
+    "program-x-on-forward": (
+        "ring/cuda/program.py",
+        "uses_x = s_in is not None and (not step.recv or step.reduce)",
+        "uses_x = s_in is not None",
+        "the kernel's table gives a step that receives and forwards without reducing an input "
+        "offset"),
+    "program-uin-from-one": (
+        "ring/cuda/program.py",
+        "recvs if step.recv else -1",
+        "recvs + 1 if step.recv else -1",
+        "the kernel's table numbers a call's receives from 1: every wait is for one chunk more"),
+    "program-step-is-chunk": (
+        "ring/cuda/program.py",
+        "sends if step.send else -1, j, i % nsteps)",
+        "sends if step.send else -1, j, j)",
+        "the kernel's table names the chunk where it names the step (its error messages)"),
+    "oneshot-key-without-out": (
+        "ring/cuda/backend.py",
+        "kernel_path.memory_of(c.x), kernel_path.memory_of(c.out), self.record,",
+        "kernel_path.memory_of(c.x), self.record,",
+        "a kept one-shot / two-shot launch is found by x alone: a call with another out writes "
+        "the first call's"),
+    "in-place-any-side": (
+        "ring/cuda/backend.py",
+        "return all(r is not None for (r, _), taken in zip(",
+        "return any(r is not None for (r, _), taken in zip(",
+        "a call counts as in place where any one of its taken sides is registered"),
+    "kernel-shapes-unchecked": (
+        "ring/cuda/backend.py",
+        "        if len(shapes) > 1:\n            raise ValueError(f\"path={self.path!r}: ranks "
+        "disagree",
+        "        if False:\n            raise ValueError(f\"path={self.path!r}: ranks disagree",
+        "ranks that disagree on the kernel's (channels, threads) go on"),
+    "harness-avg-on-ints": (
+        "harness/__main__.py",
+        "            if op == \"avg\" and dtype not in FLOATING:\n                continue",
+        "            if False:\n                continue",
+        "-o all runs avg on integer dtypes"),
+    "harness-all-ops-no-prod": (
+        "harness/__main__.py",
+        "ops = [\"sum\", \"prod\", \"max\", \"min\", \"avg\"] if args.op",
+        "ops = [\"sum\", \"max\", \"min\", \"avg\"] if args.op",
+        "-o all leaves out prod"),
+    "harness-registered-mpi": (
+        "harness/__main__.py",
+        "bad = [n for n in names if registered(n)[1] and not n.startswith(\"ring\")]",
+        "bad = []",
+        "--impl mpi+R runs plain MPI under a registered label"),
+    "harness-root-past-end": (
+        "harness/__main__.py",
+        "not 0 <= args.root < world.size:",
+        "not 0 <= args.root <= world.size:",
+        "-r K (one past the last rank) is taken"),
+    "harness-json-always-complete": (
+        "harness/__main__.py",
+        "\"complete\": complete,",
+        "\"complete\": True,",
+        "a sweep's JSON says complete after every size"),
+    "harness-check-always": (
+        "harness/__main__.py",
+        "args.iters, args.warmup_iters, bool(args.check),",
+        "args.iters, args.warmup_iters, True,",
+        "-c 0 still checks"),
+    "harness-op-none-as-sum": (
+        "harness/__main__.py",
+        "                        r.op = op\n",
+        "",
+        "the data-moving collectives' results record op sum, not none"),
+    "harness-float8-reduced": (
+        "harness/__main__.py",
+        "if coll.reduces and any(d in DATA_ONLY for d in dtypes):",
+        "if False:",
+        "-d all runs float8 in the reducing collectives"),
+    "mpi-rs-in-place-uncopied": (
+        "harness/impls.py",
+        "                ho[...] = hx[:ho.size]",
+        "                pass",
+        "the MPI baseline's in-place reduce-scatter leaves its result in block 0"),
+    "ring-broadcast-root-uncopied": (
+        "harness/impls.py",
+        "            if out is not x and c.rank == root:\n                out[...] = x",
+        "            if False:\n                out[...] = x",
+        "ring's out-of-place broadcast in the harness broadcasts the root's out, not x"),
+    "int8-expected-avg-as-sum": (
+        "harness/impls.py",
+        "    quantize.dequantize_sum(msgs, in_count, want, op == \"avg\")",
+        "    quantize.dequantize_sum(msgs, in_count, want, False)",
+        "the int8 check's expected avg is the sum"),
+    "compression-takes-max": (
+        "harness/impls.py",
+        "or op not in (\"sum\", \"avg\")):\n            return \"compression:",
+        "or op not in (\"sum\", \"avg\", \"max\")):\n            return \"compression:",
+        "a compressed wire is run for max"),
+    "mpi-bf16-reduced": (
+        "harness/impls.py",
+        "        if COLLECTIVES[coll].reduces and np.dtype(dtype) == bfloat16:",
+        "        if False:",
+        "the MPI baseline is run for bfloat16 reductions"),
+    "staged-nbytes-elements": (
+        "ring/transport/staged.py",
+        "self.nbytes[k] = n * np.dtype(storage).itemsize",
+        "self.nbytes[k] = n",
+        "a staged link sends a chunk's element count in bytes"),
+    "staged-aware-env-unchecked": (
+        "ring/transport/staged.py",
+        "        if env not in (\"0\", \"1\"):\n            raise ValueError(f\"{ENV_AWARE}",
+        "        if False:\n            raise ValueError(f\"{ENV_AWARE}",
+        "RING_CUDA_AWARE_MPI=yes is taken (as no)"),
+    "staged-direct-slot-reused": (
+        "ring/transport/staged.py",
+        "        if self.direct:  # the device slot is the send buffer: its last Isend must be "
+        "done\n            self._free(k)",
+        "        if self.direct:  # the device slot is the send buffer: its last Isend must be "
+        "done\n            pass",
+        "a CUDA-aware staged link writes a device slot while its last Isend is in flight"),
+    "mpi-gate-early": (
+        "ring/transport/mpi.py",
+        "if gate >= self.unit:  # the executor still reads that memory",
+        "if gate > self.unit:  # the executor still reads that memory",
+        "an MPI link posts a receive into the caller's array one unit early, while the walk "
+        "still reads it"),
+    "mpi-send-slot-reused": (
+        "ring/transport/mpi.py",
+        "        if self.reqs[i] is not None:\n            _wait(self.reqs[i], self.waiter, "
+        "f\"waiting for {self.peer} to take a message\")\n            self.reqs[i] = None\n      "
+        "  return i",
+        "        return i",
+        "an MPI link refills a staging slot while its last Isend is in flight"),
+    "host-read-only-out-taken": (
+        "ring/host/backend.py",
+        "        if writeable and not a.flags.writeable:\n            raise ValueError(f\"{arg}: "
+        "the array is read-only\")",
+        "        if False:\n            raise ValueError(f\"{arg}: the array is read-only\")",
+        "the host takes a read-only out"),
+    "host-dtype-arg-unchecked": (
+        "ring/host/backend.py",
+        "        if dtype is not None and parse_dtype(dtype, \"dtype\") != dt:",
+        "        if False:",
+        "the host takes a dtype= that is not the array's"),
+    "host-swap-blocks-untransposed": (
+        "ring/host/backend.py",
+        "src.reshape(rows, cols, b).transpose(1, 0, 2)",
+        "src.reshape(cols, rows, b)",
+        "the host's two-level all-reduce does not transpose its blocks"),
+    "host-behind-includes-entered": (
+        "ring/host/backend.py",
+        "and self.window.header(self.topo.local_of[r])[CALLS] < call]",
+        "and self.window.header(self.topo.local_of[r])[CALLS] <= call]",
+        "a timeout names as late the ranks that have entered the call"),
+    "host-alltoall-shm-unheld": (
+        "ring/host/backend.py",
+        "        held, from_out = executor.in_place(plan, a)\n        self.run(plan, op, held, "
+        "a, from_out=from_out)",
+        "        self.run(plan, op, a, a)",
+        "an in-place all-to-all over shared memory runs from x itself"),
+    "topk-gpu-above-strict": (
+        "kernels/topk.py",
+        "if not abs(v[i]) < t:  # (NaN too)",
+        "if abs(v[i]) > t:  # (NaN too)",
+        "the GPU's candidates leave out |v| equal to the threshold, and NaN"),
+    "topk-gpu-carry-dropped": (
+        "kernels/topk.py",
+        "            if has_carry:\n                r = r + carry[i]",
+        "            if False:\n                r = r + carry[i]",
+        "the GPU's owe leaves out global momentum's carry"),
+    "topk-gpu-velocity-unstored": (
+        "kernels/topk.py",
+        "            velocity[i] = v\n",
+        "",
+        "the GPU's owe never stores the velocity it computes"),
+    "topk-gpu-pack-keeps-velocity": (
+        "kernels/topk.py",
+        "            velocity[j] = float32(0)",
+        "            velocity[j] = velocity[j]",
+        "the GPU's pack leaves the sent coordinates' velocity (DGC's masking undone)"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -1166,6 +1343,13 @@ _ONESHOT = "tests/test_recipe.py " + _RANKS3
 _INT8 = "tests/test_buckets.py " + _RANKS3
 _LINKS = "tests/test_mpi.py::test_links_across_nodes_over_an_mpi_that_moves_messages_on_the_senders_calls"
 _REGISTERED = "tests/test_registry.py tests/test_mpi.py::test_cuda_registered_buffers[2]"
+_KERNEL_RANKS = ("tests/test_mpi.py::test_cuda_kernel_path[2] "
+                 "tests/test_mpi.py::test_cuda_kernel_path[3]")
+_STAGED = "tests/test_staged.py tests/test_mpi.py::test_cuda_device_across_emulated_nodes " + _LINKS
+_MPI_LINKS = ("tests/test_mpi.py::test_across_emulated_nodes "
+              "tests/test_mpi.py::test_call_sequences " + _LINKS)
+_HOST = ("tests/test_mpi.py::test_on_ranks[2] " + _RANKS3
+         + " tests/test_mpi.py::test_across_emulated_nodes")
 # the tests that cover each mutant's code (--own-tests); the others: the whole suite
 OWN_TESTS = {
     **{n: _KERNEL for n in SINCE if n.startswith("kernel-")},
@@ -1327,6 +1511,25 @@ OWN_TESTS = {
     **{n: "tests/test_quantize.py tests/test_buckets.py tests/test_group.py " + _RANKS3
        for n in ("op-name-case-sensitive", "avg-on-integers", "int8-blocks-one-more")},
     "handle-of-version": "tests/test_bound_launch.py tests/test_streams.py",
+    **{n: "tests/test_program.py " + _KERNEL_RANKS
+       for n in ("program-x-on-forward", "program-uin-from-one", "program-step-is-chunk")},
+    "kernel-shapes-unchecked": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
+    "oneshot-key-without-out": _KERNEL_RANKS
+                               + " tests/test_mpi.py::test_cuda_registered_buffers[2]",
+    "in-place-any-side": "tests/test_tuning.py " + _REGISTERED
+                         + " tests/test_mpi.py::test_cuda_registered_buffers[3]",
+    **{n: _STAGED for n in ("staged-nbytes-elements", "staged-aware-env-unchecked",
+                            "staged-direct-slot-reused")},
+    **{n: "tests/test_direct_links.py " + _MPI_LINKS
+       for n in ("mpi-gate-early", "mpi-send-slot-reused")},
+    **{n: _HOST for n in ("host-read-only-out-taken", "host-dtype-arg-unchecked",
+                          "host-swap-blocks-untransposed", "host-alltoall-shm-unheld")},
+    "host-behind-includes-entered": "tests/test_faults.py::test_a_rank_never_makes_the_call "
+                                    "tests/test_faults.py::test_a_rank_never_makes_the_call_"
+                                    "across_nodes",
+    **{n: "tests/test_topk.py tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]"
+       for n in ("topk-gpu-above-strict", "topk-gpu-carry-dropped",
+                 "topk-gpu-velocity-unstored", "topk-gpu-pack-keeps-velocity")},
 }
 
 

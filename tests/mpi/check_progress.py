@@ -58,9 +58,9 @@ def _node(rank: int) -> int:
     return rank * 2 // W.size
 
 
-def _communicator(algorithm: str, timeout: float = 60) -> ring.Communicator:
+def _communicator(algorithm: str, timeout: float = 60, nslots: int = 4) -> ring.Communicator:
     return ring.Communicator(device=DEVICE, timeout=timeout, chunk_bytes=CHUNK,
-                             algorithm=algorithm)
+                             algorithm=algorithm, nslots=nslots)
 
 
 def test_the_links_cross_nodes_over_an_mpi_that_waits_for_the_sender():
@@ -78,6 +78,15 @@ def test_an_allreduce_across_nodes_ends(algorithm):
         for _ in range(2):
             got = _get(c.allreduce(_put(_inputs(c.rank))))
             assert np.array_equal(got, WANT)
+
+
+def test_a_slot_is_written_again_only_once_mpi_is_done_with_it():
+    """Two slots a link, so that each is written again within a call: a sender must wait
+    until MPI has taken a slot's last message, which MPI here reads on the sender's later
+    calls (with RING_CUDA_AWARE_MPI=1 the device slot itself is the send buffer)."""
+    with _communicator("ring", nslots=2) as c:
+        for _ in range(2):
+            assert np.array_equal(_get(c.allreduce(_put(_inputs(c.rank)))), WANT)
 
 
 def test_every_collective_across_nodes_ends():

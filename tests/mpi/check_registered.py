@@ -466,8 +466,9 @@ def test_kept_calls_on_registered_buffers_ask_that_their_registrations_hold(kcom
 def test_auto_takes_the_rules_for_the_registration_of_the_calls_buffers(world, tmp_path):
     """A tuning table whose all-reduce rules differ by registration (ring/tuning.py): the
     two-shot for registered buffers, the ring for staged ones. "auto" runs each where its
-    rule says, right; a rank that deregisters a buffer its peers keep registered resolves
-    otherwise, and every rank gets MismatchError (blocking calls: at the call)."""
+    rule says, right (a call whose x alone is registered is a staged one); a rank that
+    deregisters a buffer its peers keep registered resolves otherwise, and every rank gets
+    MismatchError (blocking calls: at the call)."""
     import json
     table = tmp_path / "cuda.json"  # (each rank its own copy of the same table)
     table.write_text(json.dumps({"rules": [
@@ -491,6 +492,13 @@ def test_auto_takes_the_rules_for_the_registration_of_the_calls_buffers(world, t
     x = cuda.to_device(inputs[r]) if SIMULATED else __import__("cupy").asarray(inputs[r])
     c.allreduce(x, out=x)
     assert c.last_algorithm == "ring"  # (its own order of the sums from 3 ranks on)
+    np.testing.assert_allclose(x.copy_to_host() if SIMULATED else x.get(),
+                               reference.in_rank_order(inputs, "sum"), rtol=1e-5)
+    # x registered, out not: the two-shot would stage out, so the call is not registered
+    # (every side it takes in place must be) and runs the staged rule
+    buf.set(inputs[r])
+    c.allreduce(buf.array, out=x)
+    assert c.last_algorithm == "ring"
     np.testing.assert_allclose(x.copy_to_host() if SIMULATED else x.get(),
                                reference.in_rank_order(inputs, "sum"), rtol=1e-5)
     if r == k - 1:
