@@ -22,9 +22,9 @@ import pytest
 
 from . import simulate
 from ring.host import executor
+from ring.schedule import Collective, alltoall_overwritten, plan, sizes
 from ring.transport.mpi import MpiRecv
 from ring.wait import Waiter
-from ring.schedule import Collective, alltoall_overwritten, plan, sizes
 from ringtypes import Op
 
 TIMEOUT = 20.0

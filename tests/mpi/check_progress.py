@@ -25,6 +25,7 @@ import pytest
 from mpi4py import MPI
 
 import ring
+from ring.options import DEFAULT_SLOTS
 
 W = MPI.COMM_WORLD
 DEVICE = os.environ.get("RING_TEST_DEVICE", "host")
@@ -58,7 +59,8 @@ def _node(rank: int) -> int:
     return rank * 2 // W.size
 
 
-def _communicator(algorithm: str, timeout: float = 60, nslots: int = 4) -> ring.Communicator:
+def _communicator(algorithm: str, timeout: float = 60,
+                  nslots: int = DEFAULT_SLOTS) -> ring.Communicator:
     return ring.Communicator(device=DEVICE, timeout=timeout, chunk_bytes=CHUNK,
                              algorithm=algorithm, nslots=nslots)
 
