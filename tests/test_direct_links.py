@@ -297,9 +297,6 @@ class _Request:
     def Test(self, status=None):  # noqa: N802 - MPI's name
         return True
 
-    def Get_status(self):  # noqa: N802
-        return True
-
 
 class _Comm:
     """Records what MpiRecv posts: the buffers of its Irecvs, in order."""

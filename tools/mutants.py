@@ -1399,7 +1399,7 @@ OWN_TESTS = {
     "shm-slot-off-by-one": _RANKS3 + " tests/test_mpi.py::test_fuzz[3]",
     **{n: "tests/test_kernels.py" for n in ("gpu-min-nan-lost", "gpu-paired-tail-one-output",
                                             "gpu-fold-avg-every-step")},
-    **{n: "tests/test_mpi.py::test_cuda_kernel_path[2] tests/test_mpi.py::test_cuda_kernel_path[3]"
+    **{n: _KERNEL_RANKS
        for n in ("oneshot-kernel-high-word-lost", "kept-alltoall-in-place",
                  "kept-signature-no-strides")},
     "cuda-run-ignores-divisor": "tests/test_mpi.py::test_cuda_device_across_emulated_nodes",
