@@ -361,6 +361,22 @@ def test_a_rank_never_makes_the_call(nprocs, before):
     assert _left_behind(script) == []
 
 
+def test_a_timeout_before_the_walk_names_no_step_of_an_earlier_call():
+    """A call that times out in its agreement (the last rank never makes it) names no chunk
+    and step: not the ones where an earlier call's walk last was (the Python walk notes
+    them as it goes: float16 here)."""
+    script = "tests/faults/skips_a_call.py"
+    rc, out = run(2, [script, "2", "2", "ring-float16"], timeout=120,
+                  mpi_args=["-disable-auto-cleanup"])
+    assert rc not in (0, None), out
+    said = re.search(r"rank 0: SURVIVED TimeoutError: [^\n]*", out)
+    assert said, out
+    assert "allreduce (call 3, rank 0): waiting for rank 1 to join the call" in said.group(0), \
+        said.group(0)
+    assert "rank 0: then broken" in out, out
+    assert _left_behind(script) == []
+
+
 def test_a_rank_never_makes_the_call_across_nodes():
     """6 ranks on 2 emulated nodes, the last never making the call: the agreement is an MPI
     allgather there, and a timeout names the ranks of this node that have not reached the

@@ -99,6 +99,25 @@ def test_the_kernels_environment_variables_are_checked(monkeypatch, name, value,
         read()
 
 
+def test_the_kernels_shape_takes_its_bounds_and_refuses_one_past_them(monkeypatch):
+    """RING_KERNEL_CHANNELS from 1 to the channels a segment has counters for (MAX_CHANNELS)
+    and RING_KERNEL_THREADS from 1 to a block's 1024 threads: both ends taken, one past
+    either refused."""
+    from ring.cuda import kernel_path as kp
+    from ring.transport.ipc import MAX_CHANNELS
+    for c, t in ((1, 1), (MAX_CHANNELS, 1024)):
+        monkeypatch.setenv("RING_KERNEL_CHANNELS", str(c))
+        monkeypatch.setenv("RING_KERNEL_THREADS", str(t))
+        assert kp.shape_for(1) == (c, t)
+    monkeypatch.setenv("RING_KERNEL_CHANNELS", str(MAX_CHANNELS + 1))
+    with pytest.raises(ValueError, match=f"need 1..{MAX_CHANNELS}, got {MAX_CHANNELS + 1}"):
+        kp.shape_for(1)
+    monkeypatch.setenv("RING_KERNEL_CHANNELS", "1")
+    monkeypatch.setenv("RING_KERNEL_THREADS", "1025")
+    with pytest.raises(ValueError, match="need 1..1024, got 1025"):
+        kp.shape_for(1)
+
+
 def test_the_kernels_environment_variables_are_taken(monkeypatch):
     from ring.cuda import kernel_path as kp
     for name, value in [("RING_KERNEL_CHANNELS", "3"), ("RING_KERNEL_THREADS", "64"),

@@ -48,6 +48,22 @@ def test_the_compiled_rounding_is_the_rules_bit_for_bit(n, seed, feedback, speci
         assert residual.tobytes() == want_lost.tobytes()
 
 
+def test_a_block_whose_scale_is_subnormal_saturates_at_127():
+    """Below about 1.5e-36 a block's scale (largest / 127) is subnormal, coarser than 1/127
+    of its largest value: 190 x 2^-149 over 127 rounds to 2^-149, so the largest value is
+    190 steps. It is sent as +-127 (saturated, as the rule clips), never wrapped around the
+    int8 range; what saturation lost stays in the residual."""
+    tiny = np.float32(2.0 ** -149)
+    v = np.array([190, -190, 64, 1], np.float32) * tiny
+    residual = np.zeros(4, np.float32)
+    want_s, want_q, want_lost = reference(v, residual)
+    assert want_s.tolist() == [tiny] and want_q.tolist() == [127, -127, 64, 1]
+    p = message(v, residual)
+    assert p[:4].tobytes() == want_s.tobytes() and p[4:8].tobytes() == want_q.tobytes()
+    assert residual.tobytes() == want_lost.tobytes()
+    assert (residual / tiny).tolist() == [63, -63, 0, 0]
+
+
 def message(v, residual=None):
     p = np.empty(packed_bytes(v.size), np.uint8)
     quantize(v, p, residual)

@@ -331,6 +331,14 @@ def test_set_density_changes_k_from_the_next_step_and_keeps_the_residual():
     for bad in (0, 1.5):
         with pytest.raises(ValueError, match="density"):
             b.set_density(bad)
+    b.set_density(1)  # dense again: everything owed is sent (1..88), nothing left owing
+    assert b._topk[0].k == 100
+    g[0][...] = 0
+    b.ready(0)
+    b.wait()
+    want[...] = 0
+    want[:88] = 2 * np.arange(1, 89)
+    assert g[0].tolist() == want.tolist()
     with pytest.raises(ValueError, match="compression='topk' only"):
         GradientBuckets(Two(), g, op="sum").set_density(0.1)
 

@@ -16,7 +16,7 @@ import ringtypes
 from ring.options import COMPRESSIONS
 
 from .. import reference
-from ..inputs import CROSS_CASES, CROSS_SECTION, DTYPE_NAMES, REDUCIBLE_NAMES, make
+from ..inputs import CROSS_CASES, CROSS_SECTION, DTYPE_NAMES, REDUCIBLE_NAMES, make, same_bits
 from .conftest import CHUNK, NO_RULES, TIMEOUT, arguments, assert_ran, emulated_nodes, last_call, same_everywhere, two_level_nodes
 
 OPS = ["sum", "prod", "min", "max", "avg"]
@@ -648,6 +648,28 @@ def test_repeated_small_allreduces_take_the_fast_path(world, dtype, op):
                     known = i or kind == "in place, another view"
                     assert last_call().get("path") == ("fast" if known else None), (kind, i)
         assert same_everywhere(world, got)
+
+
+@pytest.mark.parametrize("op", ["min", "max"])
+def test_repeated_floating_min_max_keep_numpys_nans_and_signed_zeros(world, op):
+    """Floating min / max on the fast path (ring/host/repeated.py) fold with NumPy's loops,
+    as the full path does: a NaN on any rank wins wherever it stands in rank order, the
+    first rank's too (a compiled `a if a < b else b` drops a NaN that comes first), and
+    signed zeros are NumPy's choice. On one node and across nodes (riding in the
+    agreement's allgather)."""
+    with ring.Communicator(device="host", timeout=60, algorithm="oneshot") as c:
+        k, r = c.size, c.rank
+
+        def inputs(q):
+            return np.array([np.nan if q == 0 else 1.0, np.nan if q == k - 1 else 2.0,
+                             -0.0 if q % 2 else 0.0, 0.0 if q % 2 else -0.0, 3.0 + q],
+                            np.float32)
+
+        want = reference.in_rank_order([inputs(q) for q in range(k)], op)
+        for _ in range(3):
+            got = c.allreduce(inputs(r), op=op)
+            assert same_bits(got, want), (got, want)
+        assert last_call().get("path") == "fast"
 
 
 @pytest.mark.parametrize("n", [8, 100])  # float32: riding in the agreement (across nodes), not

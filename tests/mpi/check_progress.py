@@ -82,6 +82,18 @@ def test_an_allreduce_across_nodes_ends(algorithm):
             assert np.array_equal(got, WANT)
 
 
+def test_the_flat_ring_still_moves_its_messages_after_the_two_level_one():
+    """One communicator, a two-level call and then flat-ring calls: the two-level ring's
+    backends add their MPI ends' progress to the waiter the flat ring's already has, and
+    must keep the flat ring's (ring/wait.py's add_progress): without it the flat ring's
+    rank that waits on its node-mate no longer moves the message its successor on the other
+    node waits for, and the call hangs until the timeout."""
+    with _communicator("ring") as c:
+        for algorithm in ("hierarchical", "ring", "ring"):
+            got = _get(c.allreduce(_put(_inputs(c.rank)), algorithm=algorithm))
+            assert np.array_equal(got, WANT), algorithm
+
+
 def test_a_slot_is_written_again_only_once_mpi_is_done_with_it():
     """Two slots a link, so that each is written again within a call: a sender must wait
     until MPI has taken a slot's last message, which MPI here reads on the sender's later

@@ -599,6 +599,32 @@ def test_ranks_whose_calls_differ_get_mismatch_from_the_call_board(world, algori
             c.allreduce(x, algorithm=algorithm)
 
 
+def test_a_ranks_refusal_stops_the_peers_kernels_at_the_call_board(world):
+    """check=False: rank 0 refuses its call on the host (a bad op: its own ValueError at
+    the call) after the others have launched theirs. With no host agreement, what tells
+    them is the call board: rank 0 posts REFUSED there (board.refusal), their kernels stop
+    on it, and synchronize() raises MismatchError naming rank 0's refusal, found on the
+    GPU, not a timeout and not "another call"."""
+    r = world.rank
+    if world.size == 1:
+        pytest.skip("a refusal needs a peer")
+    with ring.Communicator(device="cuda", timeout=30, path="kernel", check=False) as c:
+        x = cuda.to_device(np.ones(8 * world.size, np.float32)) if SIMULATED else \
+            __import__("cupy").ones(8 * world.size, np.float32)
+        c.allreduce(x)
+        c.synchronize()
+        if r == 0:
+            with pytest.raises(ValueError, match="op"):
+                c.allreduce(x, op="bogus")
+        else:
+            with pytest.raises(ring.MismatchError, match=rf"rank 0 refused the call that rank "
+                                                         rf"{r} ran .*found on the GPU"):
+                c.allreduce(x)
+                c.synchronize()
+        with pytest.raises(ring.CommunicatorError):
+            c.allreduce(x)
+
+
 def test_the_call_board_counts_every_kernel_path_launch(world):
     """check=False, every rank alike: calls of the three kernels in turn (and again), all
     right; every launch moves the board's count on by one, whatever its kernel."""
