@@ -609,8 +609,7 @@ def test_a_ranks_refusal_stops_the_peers_kernels_at_the_call_board(world):
     if world.size == 1:
         pytest.skip("a refusal needs a peer")
     with ring.Communicator(device="cuda", timeout=30, path="kernel", check=False) as c:
-        x = cuda.to_device(np.ones(8 * world.size, np.float32)) if SIMULATED else \
-            __import__("cupy").ones(8 * world.size, np.float32)
+        x = _device(np.ones(8 * world.size, np.float32))
         c.allreduce(x)
         c.synchronize()
         if r == 0:
