@@ -373,6 +373,12 @@ def test_bad_calls_name_the_argument():
         g.allreduce([dev(np.ones(4)), dev(np.ones(5))])
     with pytest.raises(ValueError, match=r"xs\[1\]: 4 x float32 .* xs\[0\]'s 4 x float64"):
         g.allreduce([dev(np.ones(4)), dev(np.ones(4, np.float32))])  # one count, two dtypes
+    # dtype= names the arrays' dtype, or bfloat16 / float8 on integer bits of their width
+    with pytest.raises(TypeError, match=r"dtype: float64 does not match xs\[0\]'s float32"):
+        g.allreduce([dev(np.ones(4, np.float32))] * 2, dtype="float64")
+    with pytest.raises(TypeError, match=r"xs\[0\]: bfloat16 travels as 16-bit integer bits, "
+                                        "got uint32"):
+        g.allreduce([dev(np.ones(4, np.uint32))] * 2, dtype="bfloat16")
     with pytest.raises(ValueError, match="op: 'avg' needs a floating-point dtype"):
         g.allreduce([dev(np.ones(4, np.int32))] * 2, op="avg")
     with pytest.raises(ValueError, match="divisible"):

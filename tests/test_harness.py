@@ -141,13 +141,17 @@ def test_the_model_fit_is_the_best_line_that_has_no_negative_part(times, moves):
 
 
 def test_model_report_reads_a_sweep(tmp_path):
+    """The out-of-place results are fitted (the in-place ones, three times slower here, are
+    not), and a prediction put through the same formula."""
     k, alpha_step, bus = 4, 5.0, 100.0  # us per step, GB/s
     recs = []
     for s in (1 << 10, 1 << 16, 1 << 20, 1 << 26):
         t = 2 * (k - 1) * alpha_step + 2 * (k - 1) / k * s / (bus * 1e3)
-        recs.append({"impl": "ring", "collective": "allreduce", "nbytes": s, "count": s // 4,
-                     "dtype": "float32", "op": "sum", "in_place": False, "time_us": t,
-                     "busbw": 0.0, "skipped": None})
+        for in_place in (False, True):
+            recs.append({"impl": "ring", "collective": "allreduce", "nbytes": s,
+                         "count": s // 4, "dtype": "float32", "op": "sum",
+                         "in_place": in_place, "time_us": 3 * t if in_place else t,
+                         "busbw": 0.0, "skipped": None})
     path = tmp_path / "sweep.json"
     path.write_text(json.dumps({"meta": {"ranks": k}, "results": recs}))
     out = report(str(path), 0, 1 << 40, predict=1 << 28, ranks=8, link=450.0)
@@ -176,6 +180,20 @@ def test_two_lines_recover_two_regimes_and_crossovers_are_named(tmp_path):
     assert "line for 8192 .. 33554432 B: alpha = 5.00 us" in out
     assert "worst error 0.0% (within 15%)" in out
     assert "mpi vs ring: ring faster 8 .. 32768 B, then mpi faster 131072 .. 33554432 B" in out
+
+
+def test_every_regime_of_several_lines_spans_at_least_three_sizes():
+    """fit_segments gives no regime fewer than `least` (3) sizes, even where two sizes
+    alone would make a line of their own that fits them exactly (a bump between two
+    regimes: the split that hides it is not taken)."""
+    from harness.model import fit_segments
+    s = np.array([8.0 * 4 ** i for i in range(11)])
+    t = np.where(s < 8 * 4 ** 4, 20.0 + s / 100, 5.0 + s / 400)
+    t[4:6] *= 3  # off both lines
+    parts = fit_segments(s, t, 3)
+    assert len(parts) == 3
+    for lo, hi, *_ in parts:
+        assert np.count_nonzero((s >= lo) & (s <= hi)) >= 3, parts
 
 
 def test_crossovers_name_ties_and_a_winner_throughout():
@@ -338,16 +356,26 @@ def test_the_plot_legend_keeps_name_version_and_mode():
 
 
 def test_the_plot_shows_every_ring_variant_over_every_baseline():
-    """ring and ring-kernel each over nccl and mpi, out of place: baseline time / ring's;
-    a variant over another variant is no speed-up over a baseline."""
+    """ring and ring-kernel each over nccl and mpi, out of place: baseline time / ring's
+    (the in-place runs, three times slower here, are not compared); a variant over another
+    variant is no speed-up over a baseline."""
     from harness.plot import speedups
-    curves = {(impl, "allreduce", "float32", "sum", inplace): [(8, 0.0, t), (1024, 0.0, 2 * t)]
+    curves = {(impl, "allreduce", "float32", "sum", inplace):
+              [(8, 0.0, t * (3 if inplace else 1)), (1024, 0.0, 2 * t * (3 if inplace else 1))]
               for impl, t in (("ring", 10.0), ("ring-kernel", 2.0), ("nccl", 20.0),
                               ("mpi", 40.0)) for inplace in (False, True)}
     found = {label: (xs, ys) for label, xs, ys in speedups(curves)}
+    assert len(speedups(curves)) == 4
     assert found == {f"{r} vs {b} allreduce float32": ([8, 1024], [tb / tr] * 2)
                      for r, tr in (("ring", 10.0), ("ring-kernel", 2.0))
                      for b, tb in (("nccl", 20.0), ("mpi", 40.0))}
+
+
+def test_the_size_axis_labels_1_8_and_64_of_each_unit_only():
+    from harness.plot import _size_tick
+    sizes = (0.5, 1, 2, 8, 16, 64, 128, 1024, 2048, 3072, 8192, 1 << 20, 1 << 30)
+    assert [_size_tick(v) for v in sizes] == \
+        ["", "1 B", "", "8 B", "", "64 B", "", "1 KB", "", "", "8 KB", "1 MB", "1 GB"]
 
 
 @pytest.mark.mpi

@@ -464,3 +464,37 @@ def test_the_error_word_keeps_the_first_failure_of_the_grid():
     err = cuda.to_device(np.zeros(ERR_LEN, np.int64))
     two_failures[1, 2](err)
     assert err.copy_to_host()[:7].tolist() == [3, 1, 2, 3, 4, 5, 6]
+
+
+def test_the_one_shot_kernel_keeps_to_its_calls_parity_of_the_inboxes():
+    """ring/cuda/oneshot_kernel.py, rank 0 of 2, its first call (sequence 1, parity 1): it
+    folds its peer's words from parity 1 of its inbox, never the other parity's, even
+    flagged alike (a peer one call ahead writes there while this rank still reads), and
+    writes its own into parity 1 of the peer's, at its place."""
+    from ring.cuda.oneshot_kernel import LOW, oneshot_kernel
+    from ring.cuda.error_word import ERR_LEN
+    k, me, n, room, seq, record = 2, 0, 8, 16, 1, 0x1234
+    x = np.arange(1, n + 1, dtype=np.float32)
+    theirs, other = np.full(n, 100, np.float32), np.full(n, -7, np.float32)
+
+    def words(v):  # LL words: the bits below, the flag above
+        return v.view(np.uint32).astype(np.int64) | (seq << 32)
+    mine = np.zeros(2 * k * room, np.int64)
+    for parity, v in ((seq & 1, theirs), (1 - (seq & 1), other)):
+        at = parity * k * room + 1 * room  # rank 1's place
+        mine[at:at + n] = words(v)
+    board = np.zeros(2 * k, np.int64)
+    board[(seq & 1) * k + 1] = seq << 32 | record  # rank 1 has posted this call
+    inbox, peer = cuda.to_device(mine), cuda.to_device(np.zeros_like(mine))
+    out, err = cuda.device_array(n, np.float32), cuda.to_device(np.zeros(ERR_LEN, np.int64))
+    oneshot_kernel(Op.SUM, "float32", k)[1, 4](
+        cuda.to_device(x), out, inbox, (inbox, peer), cuda.to_device(np.zeros(1, np.int64)),
+        n, me, int(10e9), 1.0, err, cuda.to_device(board), cuda.to_device(np.zeros(2, np.int64)),
+        record)
+    assert not err.copy_to_host().any()
+    assert out.copy_to_host().tobytes() == (x + theirs).tobytes()
+    sent = peer.copy_to_host()
+    at = (seq & 1) * k * room + me * room
+    assert (sent[at:at + n] >> 32 == seq).all()
+    assert (sent[at:at + n] & LOW).astype(np.uint32).tobytes() == x.tobytes()
+    assert not sent[:at].any() and not sent[at + n:].any()

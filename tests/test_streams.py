@@ -17,6 +17,10 @@ class Protocol:  # cuda.core, CuPy >= 13, recent torch: (version, handle)
         return (0, 0x1234)
 
 
+class ProtocolAttribute:  # the pair as an attribute, not a method: taken as it is
+    __cuda_stream__ = (0, 0x5678)
+
+
 class Torchish:
     cuda_stream = 0x2345
 
@@ -30,6 +34,7 @@ class Numbaish:
 
 
 @pytest.mark.parametrize("stream,want", [(0, 0), (2, 2), (0x99, 0x99), (Protocol(), 0x1234),
+                                         (ProtocolAttribute(), 0x5678),
                                          (Torchish(), 0x2345), (Cupyish(), 0x3456),
                                          (Numbaish(), 0x4567)])
 def test_every_librarys_stream_gives_its_handle(stream, want):

@@ -1486,6 +1486,182 @@ SINCE = {
         "                if self.buckets:\n                    cap = bucket_bytes\n",
         "",
         "every bucket is cut at first_bucket_bytes"),
+    # the eleventh run's: the files with the fewest faults for their size
+    "sim-shared-one-key": (
+        "kernels/simulator.py",
+        "line = traceback.extract_stack(sys._getframe(1), limit=1)[-1]",
+        "line = traceback.extract_stack(sys._getframe(0), limit=1)[-1]",
+        "every simulated shared array of a block is keyed by the patch's own line: one array"),
+    "sim-shared-per-thread": (
+        "kernels/simulator.py",
+        "            found = self._allocations.get(caller)\n",
+        "            found = None\n",
+        "each simulated thread makes a shared array of its own"),
+    "exchange-data-over-record": (
+        "ring/transport/exchange.py",
+        "        b = self._base(call) + RECORD * 8\n",
+        "        b = self._base(call)\n",
+        "a rank's data in the exchange window start over its call record"),
+    "exchange-result-over-data": (
+        "ring/transport/exchange.py",
+        "b = self._base(call) + RECORD * 8 + self.cap",
+        "b = self._base(call) + RECORD * 8",
+        "a rank's result in the exchange window lies over its data"),
+    "exchange-behind-posted": (
+        "ring/transport/exchange.py",
+        "self.heads[q][ROUND1] < call]",
+        "self.heads[q][ROUND1] <= call]",
+        "a timeout names as behind the ranks that have posted the call too"),
+    "shm-recv-reads-early": (
+        "ring/transport/shm.py",
+        "        need = self.received + 1\n",
+        "        need = self.received\n",
+        "the receiver reads a slot before its chunk is posted"),
+    "streams-bool-taken": (
+        "ring/cuda/streams.py",
+        "    if isinstance(stream, bool):\n        raise TypeError(f\"stream: expected a CUDA "
+        "stream or its handle, got {stream!r}\")\n",
+        "",
+        "stream=True is taken as the handle 1"),
+    "streams-protocol-property": (
+        "ring/cuda/streams.py",
+        "version, h = protocol() if callable(protocol) else protocol",
+        "version, h = protocol()",
+        "a __cuda_stream__ given as a (version, handle) attribute is called"),
+    "streams-numba-null-handle": (
+        "ring/cuda/streams.py",
+        "            return int(h or 0)",
+        "            return int(h)",
+        "Numba's null stream handle (None) is not the default stream"),
+    "streams-per-thread-swapped": (
+        "ring/cuda/streams.py",
+        "return PER_THREAD if getattr(config, \"CUDA_PER_THREAD_DEFAULT_STREAM\", False) "
+        "else LEGACY",
+        "return LEGACY if getattr(config, \"CUDA_PER_THREAD_DEFAULT_STREAM\", False) "
+        "else PER_THREAD",
+        "Numba's default stream is the per-thread one where Numba is set for the legacy one"),
+    "arrays-bits-width-unchecked": (
+        "ring/cuda/arrays.py",
+        "if storage.itemsize != bits.itemsize or storage.kind not in \"iu\":",
+        "if storage.kind not in \"iu\":",
+        "dtype=\"bfloat16\" takes integer arrays of any width"),
+    "arrays-dtype-mismatch-taken": (
+        "ring/cuda/arrays.py",
+        "if dtype is not None and parse_dtype(dtype, \"dtype\") != logical:",
+        "if dtype is not None and parse_dtype(dtype, \"dtype\") != logical and False:",
+        "a dtype= that is not the array's is taken (the array's own is used)"),
+    "arrays-empty-like-flat": (
+        "ring/cuda/arrays.py",
+        "return out.reshape(shape) if len(shape) != 1 and hasattr(out, \"reshape\") else out",
+        "return out",
+        "an out the call allocates is 1-D whatever x's shape"),
+    "dtypes-bits16-any-float": (
+        "kernels/dtypes.py",
+        "return self.floating and self.storage == np.uint16",
+        "return self.floating",
+        "every floating dtype is taken as 16-bit bits (paired loads)"),
+    "model-best-of-worst": (
+        "harness/model.py",
+        "(old.get(\"time_us\") is None or t < old[\"time_us\"])",
+        "(old.get(\"time_us\") is None or t > old[\"time_us\"])",
+        "several sweeps merged keep each point's worst time"),
+    "model-best-of-ranks-unchecked": (
+        "harness/model.py",
+        "if d[\"meta\"][\"ranks\"] != data[\"meta\"][\"ranks\"]:",
+        "if False:",
+        "sweeps of different rank counts are merged"),
+    "model-series-in-place": (
+        "harness/model.py",
+        "if r.get(\"skipped\") or r[\"in_place\"] or not r[\"time_us\"]",
+        "if r.get(\"skipped\") or not r[\"time_us\"]",
+        "in-place results are fitted with the out-of-place ones"),
+    "model-crossover-no-tie": (
+        "harness/model.py",
+        "faster = [an if ma[x] * (1 + tie) < mb[x] else bn if mb[x] * (1 + tie) < ma[x]",
+        "faster = [an if ma[x] < mb[x] else bn if mb[x] < ma[x]",
+        "a crossover is any change of the faster, however close the two"),
+    "model-middle-segment-short": (
+        "harness/model.py",
+        "        if any(hi - lo < least for lo, hi in zip(bounds, bounds[1:])):\n"
+        "            continue\n",
+        "",
+        "a middle regime of fewer than `least` sizes is fitted"),
+    "model-predict-alpha-whole": (
+        "harness/model.py",
+        "t2 = steps(coll, k2) * (a / n_steps)",
+        "t2 = steps(coll, k2) * a",
+        "the prediction counts the whole alpha per ring step"),
+    "plot-short-mode-dropped": (
+        "harness/plot.py",
+        "return f\"{head}, {mode}\" if mode else head",
+        "return head",
+        "a legend drops the mode NCCL ran in"),
+    "plot-speedups-in-place": (
+        "harness/plot.py",
+        "if impl.startswith(\"ring\") or inplace:",
+        "if impl.startswith(\"ring\"):",
+        "speed-ups over in-place baselines, against out-of-place ring times"),
+    "plot-tick-every-power": (
+        "harness/plot.py",
+        " and k % 10 in (0, 3, 6) else",
+        " else",
+        "every power of two gets a size label"),
+    "half-hop-as-f16": (
+        "ring/host/half.py",
+        "_hop(KINDS[s.dtype], r.view(np.uint16)",
+        "_hop(0, r.view(np.uint16)",
+        "a compressed ring's passed-on sums are rounded to float16 whatever the wire"),
+    "f16-ties-up": (
+        "ring/host/half.py",
+        "normal = _and(_shr(_add(_add(f, U(0xC8000FFF)), odd), U(13)), U(0xFFFF))",
+        "normal = _and(_shr(_add(f, U(0xC8001000)), U(13)), U(0xFFFF))",
+        "float32 -> float16 rounds ties up, not to even"),
+    "bf16-nan-sign-lost": (
+        "ring/host/half.py",
+        "quiet = _or(_and(hi, U(0x8000)), U(0x7FC0))",
+        "quiet = U(0x7FC0)",
+        "float32 -> bfloat16 makes every NaN positive"),
+    "oneshot-kernel-avg-every-step": (
+        "ring/cuda/oneshot_kernel.py",
+        "acc = last(acc, v, div) if q == k - 1 else mid(acc, v, div)",
+        "acc = last(acc, v, div)",
+        "the one-shot kernel's avg divides at every fold step"),
+    "oneshot-kernel-one-parity": (
+        "ring/cuda/oneshot_kernel.py",
+        "mine_at = (seq & 1) * k * room",
+        "mine_at = 0",
+        "the one-shot kernel's calls all use one parity of the inboxes"),
+    "sides-allgather-x": (
+        "ring/cuda/backend.py",
+        "return c.collective is not Collective.ALLGATHER, \\",
+        "return True, \\",
+        "the two-shot all-gather asks for its x to be registered too"),
+    "comm-fast-last-algorithm": (
+        "ring/communicator.py",
+        "            self.last_algorithm = \"oneshot\"\n",
+        "",
+        "a repeated host call leaves last_algorithm as it was"),
+    "comm-fast-unbounded": (
+        "ring/communicator.py",
+        "        if len(self._fast) >= repeated.LIMIT:\n            self._fast.clear()\n",
+        "",
+        "the host's kept signatures grow without bound"),
+    "comm-why-not-after-close": (
+        "ring/communicator.py",
+        "        self._usable()\n        return algorithms.why_not(",
+        "        return algorithms.why_not(",
+        "why_not() on a closed communicator is not refused"),
+    "comm-barrier-unsynchronized": (
+        "ring/communicator.py",
+        "None, synchronize=True)",
+        "None, synchronize=False)",
+        "a barrier with check=False does not wait for the others"),
+    "close-keeps-fast": (
+        "ring/communicator.py",
+        "        self._fast = self._kfast = None  # every later call takes the full path, which "
+        "refuses it\n        ctx, self._ctx = self._ctx, None",
+        "        ctx, self._ctx = self._ctx, None",
+        "close() keeps the kept signatures: a repeated call after it is not refused"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -1717,6 +1893,45 @@ OWN_TESTS = {
        for n in ("buckets-nested-no-sync", "buckets-no-sync-mid-step",
                  "buckets-density-one-refused", "buckets-unready-not-zeroed",
                  "buckets-first-cap-everywhere")},
+    # the eleventh run's
+    **{n: "tests/test_kernels.py tests/test_mpi.py::test_cuda_kernel_path[2]"
+       for n in ("sim-shared-one-key", "sim-shared-per-thread")},
+    **{n: "tests/test_mpi.py::test_on_ranks[2] " + _ONESHOT
+       for n in ("exchange-data-over-record", "exchange-result-over-data")},
+    "exchange-behind-posted": "tests/test_faults.py::test_a_rank_never_makes_the_call",
+    "shm-recv-reads-early": _HOST,
+    **{n: "tests/test_streams.py tests/test_mpi.py::test_cuda_kernel_path[2]"
+       for n in SINCE if n.startswith("streams-") and n != "streams-since-newest"},
+    **{n: "tests/test_group.py tests/test_harness.py::test_a_cuda_sweep_under_the_simulator_"
+          "puts_bfloat16_and_float8_as_bits "
+          "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]"
+       for n in SINCE if n.startswith("arrays-")},
+    "dtypes-bits16-any-float": "tests/test_kernels.py tests/test_program.py",
+    **{n: " ".join(f"tests/test_harness.py::test_{t}" for t in (
+        "model_recovers_alpha_and_beta", "the_model_fit_is_the_best_line_that_has_no_"
+        "negative_part", "model_report_reads_a_sweep", "two_lines_recover_two_regimes_and_"
+        "crossovers_are_named", "crossovers_name_ties_and_a_winner_throughout",
+        "model_on_the_command_line", "model_reads_every_layout_of_a_tuning_table",
+        "every_regime_of_several_lines_spans_at_least_three_sizes"))
+       for n in SINCE if n.startswith("model-") and n not in (
+           "model-allreduce-steps", "model-negative-alpha-kept-b")},
+    **{n: " ".join(f"tests/test_harness.py::test_{t}" for t in (
+        "plot_without_matplotlib_says_what_to_install", "plot_on_the_command_line_draws_"
+        "several_sweeps", "the_plot_legend_keeps_name_version_and_mode", "the_plot_shows_"
+        "every_ring_variant_over_every_baseline", "allreduce_sweep_writes_json_and_plot",
+        "the_size_axis_labels_1_8_and_64_of_each_unit_only"))
+       for n in ("plot-short-mode-dropped", "plot-speedups-in-place", "plot-tick-every-power")},
+    **{n: "tests/test_half.py tests/test_compiled_walk.py tests/test_algorithms.py "
+          "tests/test_reference.py " + _RANKS3
+       for n in ("half-hop-as-f16", "f16-ties-up", "bf16-nan-sign-lost")},
+    **{n: _KERNEL_RANKS + " tests/test_mpi.py::test_call_sequences[cuda-kernel-2] "
+          "tests/test_mpi.py::test_cuda_registered_buffers[2] tests/test_kernels.py::"
+          "test_the_one_shot_kernel_keeps_to_its_calls_parity_of_the_inboxes"
+       for n in ("oneshot-kernel-avg-every-step", "oneshot-kernel-one-parity")},
+    "sides-allgather-x": _REGISTERED + " tests/test_mpi.py::test_cuda_registered_buffers[3]",
+    **{n: _HOST + " tests/test_algorithms.py tests/test_mpi.py::test_errors_across_emulated_nodes"
+       for n in SINCE if n.startswith("comm-")},
+    "close-keeps-fast": _HOST + " tests/test_mpi.py::test_errors_across_emulated_nodes",
 }
 
 

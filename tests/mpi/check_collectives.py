@@ -650,6 +650,27 @@ def test_repeated_small_allreduces_take_the_fast_path(world, dtype, op):
         assert same_everywhere(world, got)
 
 
+def test_a_kept_call_after_another_algorithms_says_it_ran_oneshot(world):
+    """last_algorithm is what the latest call ran, a kept call's too (ring/host/repeated.py):
+    a oneshot signature, a ring call, then the oneshot signature again, on the fast path."""
+    with ring.Communicator(device="host", timeout=60) as c:
+        x = np.ones(7, np.float32)
+        for algorithm in ("oneshot", "oneshot", "ring", "oneshot"):
+            assert (c.allreduce(x, algorithm=algorithm) == c.size).all()
+            assert c.last_algorithm == algorithm
+        assert last_call().get("path") == "fast"
+
+
+def test_the_kept_signatures_stay_at_most_their_limit(world):
+    """A sweep of sizes keeps at most repeated.LIMIT signatures (then starts over), each
+    call right."""
+    from ring.host import repeated
+    with ring.Communicator(device="host", timeout=60, algorithm="oneshot") as c:
+        for n in range(1, repeated.LIMIT + 10):
+            assert (c.allreduce(np.ones(n, np.float32)) == c.size).all()
+            assert 0 < len(c._fast) <= repeated.LIMIT, n
+
+
 @pytest.mark.parametrize("op", ["min", "max"])
 def test_repeated_floating_min_max_keep_numpys_nans_and_signed_zeros(world, op):
     """Floating min / max on the fast path (ring/host/repeated.py) fold with NumPy's loops,

@@ -746,6 +746,23 @@ def test_every_allreduce_algorithm(gcomm, world, algorithm, dtype, op):
         assert same_everywhere(world, host)
 
 
+@pytest.mark.parametrize("algorithm", ["oneshot", "twoshot"])
+def test_every_allreduce_algorithm_runs_each_op_on_one_buffer(gcomm, world, algorithm):
+    """The same x and out, op after op (and the first again): each call folds with its own
+    op (a launch bound for one op is never fired for another; on the kernel path, the
+    one-shot and two-shot kernels)."""
+    k, r = gcomm.size, gcomm.rank
+    n = 37
+    inputs = [make(q, n, "float32", op="prod") for q in range(k)]
+    x, out = _gpu(inputs[r]), _gpu(np.zeros(n, np.float32))
+    for op in ("sum", "max", "min", "prod", "sum"):
+        got = gcomm.allreduce(x, out=out, op=op, algorithm=algorithm)
+        assert got is out
+        assert_ran(algorithm, "allreduce")
+        want = reference.in_rank_order(inputs, op)
+        assert _host(got, np.float32).tobytes() == want.tobytes(), (algorithm, op)
+
+
 @pytest.mark.parametrize("check", [True, False])
 def test_algorithms_taking_turns_reuse_their_areas_safely(world, check):
     """Calls alternate between the algorithms, so each parity of the GPU areas is written

@@ -321,11 +321,20 @@ def test_rooted_collectives_have_no_two_level_algorithm():
 
 
 def test_use_after_close():
+    """Every use of a closed communicator is refused: a call, a call of a signature it
+    kept (ring/host/repeated.py), why_not."""
     c = fresh()
+    x = np.ones(2)
+    for _ in range(2):  # the second call kept
+        assert (c.allreduce(x, algorithm="oneshot") == c.size).all()
     c.close()
     c.close()  # idempotent
     with pytest.raises(ring.CommunicatorError, match="closed"):
         c.allreduce(np.ones(2))
+    with pytest.raises(ring.CommunicatorError, match="closed"):
+        c.allreduce(x, algorithm="oneshot")
+    with pytest.raises(ring.CommunicatorError, match="closed"):
+        c.why_not("ring")
 
 
 def test_errors_derive_from_ring_error():

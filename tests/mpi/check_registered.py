@@ -475,7 +475,11 @@ def test_auto_takes_the_rules_for_the_registration_of_the_calls_buffers(world, t
         {"ranks": 2, "nodes": 1, "max_bytes": 1 << 30, "algorithm": "twoshot",
          "registered": True},
         {"ranks": 2, "nodes": 1, "max_bytes": 1 << 30, "algorithm": "ring",
-         "registered": False}]}))
+         "registered": False},
+        *({"collective": coll, "ranks": 2, "nodes": 1, "max_bytes": 1 << 30,
+           "algorithm": alg, "registered": reg}
+          for coll in ("allgather", "reduce_scatter")
+          for alg, reg in (("twoshot", True), ("ring", False)))]}))
     c = ring.Communicator(device="cuda", timeout=60, path="kernel", tuning=str(table),
                           blocking=True)
     k, r = c.size, c.rank
@@ -501,6 +505,23 @@ def test_auto_takes_the_rules_for_the_registration_of_the_calls_buffers(world, t
     assert c.last_algorithm == "ring"
     np.testing.assert_allclose(x.copy_to_host() if SIMULATED else x.get(),
                                reference.in_rank_order(inputs, "sum"), rtol=1e-5)
+    # the two-shot's all-gather takes only its out in place, the reduce-scatter only its x:
+    # registered, those calls run the registered rule whatever the other side is
+    whole = Buffer(world, k * n, np.float32)
+    assert c.register(whole.array)
+    c.allgather(cuda.to_device(inputs[r]) if SIMULATED else
+                __import__("cupy").asarray(inputs[r]), out=whole.array)
+    assert c.last_algorithm == "twoshot" and _launch_registered(c)
+    assert whole.get().tobytes() == np.concatenate(inputs).tobytes()
+    everything = [make(q, k * n, "float32", seed=31) for q in range(k)]
+    whole.set(everything[r])
+    mine = c.reduce_scatter(whole.array)
+    assert c.last_algorithm == "twoshot" and _launch_registered(c)
+    np.testing.assert_allclose(mine.copy_to_host() if SIMULATED else mine.get(),
+                               reference.in_rank_order(everything, "sum")[r * n:(r + 1) * n],
+                               rtol=1e-5)
+    assert c.deregister(whole.array)
+    whole.free()
     if r == k - 1:
         assert c.deregister(buf.array)
     buf.set(inputs[r])
