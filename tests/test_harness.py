@@ -364,8 +364,9 @@ def test_the_plot_shows_every_ring_variant_over_every_baseline():
               [(8, 0.0, t * (3 if inplace else 1)), (1024, 0.0, 2 * t * (3 if inplace else 1))]
               for impl, t in (("ring", 10.0), ("ring-kernel", 2.0), ("nccl", 20.0),
                               ("mpi", 40.0)) for inplace in (False, True)}
-    found = {label: (xs, ys) for label, xs, ys in speedups(curves)}
-    assert len(speedups(curves)) == 4
+    pairs = speedups(curves)
+    found = {label: (xs, ys) for label, xs, ys in pairs}
+    assert len(pairs) == 4
     assert found == {f"{r} vs {b} allreduce float32": ([8, 1024], [tb / tr] * 2)
                      for r, tr in (("ring", 10.0), ("ring-kernel", 2.0))
                      for b, tb in (("nccl", 20.0), ("mpi", 40.0))}

@@ -509,15 +509,14 @@ def test_auto_takes_the_rules_for_the_registration_of_the_calls_buffers(world, t
     # registered, those calls run the registered rule whatever the other side is
     whole = Buffer(world, k * n, np.float32)
     assert c.register(whole.array)
-    c.allgather(cuda.to_device(inputs[r]) if SIMULATED else
-                __import__("cupy").asarray(inputs[r]), out=whole.array)
+    c.allgather(_device(inputs[r]), out=whole.array)
     assert c.last_algorithm == "twoshot" and _launch_registered(c)
     assert whole.get().tobytes() == np.concatenate(inputs).tobytes()
     everything = [make(q, k * n, "float32", seed=31) for q in range(k)]
     whole.set(everything[r])
     mine = c.reduce_scatter(whole.array)
     assert c.last_algorithm == "twoshot" and _launch_registered(c)
-    np.testing.assert_allclose(mine.copy_to_host() if SIMULATED else mine.get(),
+    np.testing.assert_allclose(_host(mine),
                                reference.in_rank_order(everything, "sum")[r * n:(r + 1) * n],
                                rtol=1e-5)
     assert c.deregister(whole.array)
