@@ -228,9 +228,24 @@ def test_a_kept_calls_lookup_finds_its_signature_and_nothing_else():
                            None) is None
     assert repeated.lookup(kept, Collective.ALLREDUCE, x, None, "sum", 0, None, None,
                            None) is None
+    # dtype= as passed is part of it: the same float32 arrays called as bfloat16 are the
+    # full path's to refuse, not the kept float32 launch's to run
+    assert repeated.lookup(kept, Collective.ALLREDUCE, x, out, "sum", 0, None, None,
+                           "bfloat16") is None
     assert repeated.key(Collective.ALLREDUCE, x, out, ["sum"], 0, None, None, None) is None
     assert repeated.lookup(kept, Collective.ALLREDUCE, x, out, ["sum"], 0, None, None,
                            None) is None
+
+
+def test_a_full_store_of_kept_signatures_lets_its_oldest_go_first():
+    """ring/cuda/repeated.remember: at its limit the store drops the signature kept first,
+    so that a loop over a few signatures keeps the ones it calls now."""
+    from ring.cuda import repeated
+    kept = {}
+    for i in range(5):
+        repeated.remember(kept, i, f"known {i}", limit=3)
+        assert list(kept) == list(range(max(0, i - 2), i + 1))
+    assert kept[4] == "known 4"
 
 
 @needs_gpu

@@ -1662,6 +1662,126 @@ SINCE = {
         "refuses it\n        ctx, self._ctx = self._ctx, None",
         "        ctx, self._ctx = self._ctx, None",
         "close() keeps the kept signatures: a repeated call after it is not refused"),
+    # the twelfth campaign (2026-12-05): the files with the fewest faults for their lines
+    "simipc-counter-names-swapped": (
+        "ring/transport/simipc.py",
+        '        name = {POSTED: f"the chunks posted to {self.who}",\n'
+        '                ACKED: f"the chunks of {self.who} that its successor consumed"}[offset]',
+        '        name = {ACKED: f"the chunks posted to {self.who}",\n'
+        '                POSTED: f"the chunks of {self.who} that its successor consumed"}[offset]',
+        "a simulated link's timeout names the other counter than the one it waited on"),
+    "simipc-describe-any-pointer": (
+        "ring/transport/simipc.py",
+        "    return next((a for a, _ in _OWN.values() if a.holds(ptr, 1)), None)",
+        "    return next((a for a, _ in _OWN.values()), None)",
+        "the simulated driver says any pointer lies in this process's first shared allocation"),
+    "shm-typed-one-dtype": (
+        "ring/transport/shm.py",
+        "        views = self.cache.get(dtype)\n",
+        "        views = next(iter(self.cache.values()), None)\n",
+        "the slots' typed views are those of the first dtype they carried, for every dtype"),
+    "base-why-not-all-reduce-only": (
+        "ring/algorithms/base.py",
+        '        return f"it is an all-reduce algorithm; {collective} runs on the ring"',
+        "        return None",
+        "an algorithm that serves a collective on no device takes it"),
+    "base-compressed-taken": (
+        "ring/algorithms/base.py",
+        "        return (\"the ring's slots carry the compressed wire: the flat ring, or the "
+        "two-level \"\n                \"all-reduce across nodes\")",
+        "        return None",
+        "every algorithm takes a compressed wire (those without slots ignore it)"),
+    "uint8-kernels-signed": (
+        "kernels/dtypes.py",
+        'KernelDtype("uint8", np.uint8, types.uint8,',
+        'KernelDtype("uint8", np.int8, types.int8,',
+        "uint8 reduced by the kernels as int8"),
+    "float64-kernels-not-floating": (
+        "kernels/dtypes.py",
+        'KernelDtype("float64", np.float64, types.float64, identity, identity, True)',
+        'KernelDtype("float64", np.float64, types.float64, identity, identity, False)',
+        "the kernels take float64 for an integer type (no avg)"),
+    "streams-reader-cached-once": (
+        "ring/cuda/streams.py",
+        "    read = _CURRENT.get(type(x))\n",
+        "    read = next(iter(_CURRENT.values()), None)\n",
+        "the first array library's current stream is read for arrays of every library"),
+    "compiled-round-same-unchecked": (
+        "ring/host/compiled_round.py",
+        "            if oa - xa != plan[DELTA]:\n                return APART",
+        "            if False:\n                return APART",
+        "a kept in-place host call takes an out that is not x's in-place position"),
+    "compiled-round-overlap-one-side": (
+        "ring/host/compiled_round.py",
+        "        elif oa < xa + xb and xa < oa + ob:",
+        "        elif xa < oa < xa + xb:",
+        "a kept host call takes an out that starts before x and runs into it"),
+    "compiled-round-float8-wire": (
+        "ring/host/compiled_round.py",
+        "if dtype in HALF or dtype.isbuiltin != 1 else dtype",
+        "if dtype in HALF else dtype",
+        "the compiled round sees float8 (ml_dtypes) as itself, not as its bits"),
+    "kept-drops-newest": (
+        "ring/cuda/repeated.py",
+        "        del kept[next(iter(kept))]",
+        "        del kept[next(reversed(kept))]",
+        "a full store of kept signatures drops its newest, not its oldest"),
+    "kept-signature-without-dtype": (
+        "ring/cuda/repeated.py",
+        "    return (collective.value, op, root, chunk_bytes, algorithm, dtype, wx, wo)",
+        "    return (collective.value, op, root, chunk_bytes, algorithm, wx, wo)",
+        "a kept call's signature leaves out dtype=: the same arrays as another dtype replay "
+        "the launch of the first"),
+    "ipc-sender-waits-late": (
+        "ring/transport/ipc.py",
+        "        if u >= self.nslots:",
+        "        if u > self.nslots:",
+        "the stream path's sender writes its (nslots+1)-th chunk without waiting for its "
+        "successor to have read the first"),
+    "twoshot-narrow-lane-unmasked": (
+        "ring/cuda/twoshot_kernel.py",
+        "                r |= (types.uint32(acc) & MASK) << (i * BITS)",
+        "                r |= types.uint32(acc) << (i * BITS)",
+        "the two-shot's 1- and 2-byte lanes are packed back without their mask: a negative "
+        "lane sets the bits of the lanes above it"),
+    "twoshot-record-ignores-peers-x": (
+        "ring/cuda/twoshot_kernel.py",
+        "            if flags[me][pay] != rx:\n                ok[1] = 0\n",
+        "",
+        "the two-shot takes x in place where this rank's x is registered, whatever the "
+        "peers' records say"),
+    "twoshot-rs-alignment-unchecked": (
+        "ring/cuda/twoshot_kernel.py",
+        "                xa = xa and n % L == 0",
+        "                xa = xa",
+        "the two-shot reduce-scatter stages x's blocks in vectors though a block of n "
+        "elements does not start 16-byte aligned"),
+    "vector-aligned-at-8": (
+        "kernels/vector.py",
+        "    return all(a % BYTES == 0 for a in addresses)",
+        "    return all(a % 8 == 0 for a in addresses)",
+        "an array 8-byte aligned is taken for 16-byte vectors"),
+    "registry-find-oldest-first": (
+        "ring/transport/registry.py",
+        "        for r in reversed(list(self.entries.values())):",
+        "        for r in list(self.entries.values()):",
+        "a buffer registered twice is found in its oldest registration"),
+    "registry-remove-returns-stale": (
+        "ring/transport/registry.py",
+        "        return [r for r in gone if now is not None and now.ident == r.mine.ident]",
+        "        return gone",
+        "deregistering a new buffer at a freed registered address answers the stale "
+        "registration"),
+    "board-first-block-counts": (
+        "ring/cuda/board.py",
+        "    if cuda.atomic.add(state, 1, 1) == cuda.gridDim.x - 1:",
+        "    if cuda.atomic.add(state, 1, 1) == 0:",
+        "the call board counts a launch when its first block leaves, not its last"),
+    "tuning-smallest-ranks-below": (
+        "ring/tuning.py",
+        "    k = ranks if ranks in known else known[-1]",
+        "    k = ranks if ranks in known else known[0]",
+        "auto falls back to the smallest measured rank count below, not the largest"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -1932,6 +2052,37 @@ OWN_TESTS = {
     **{n: _HOST + " tests/test_algorithms.py tests/test_mpi.py::test_errors_across_emulated_nodes"
        for n in SINCE if n.startswith("comm-")},
     "close-keeps-fast": _HOST + " tests/test_mpi.py::test_errors_across_emulated_nodes",
+    # the twelfth campaign (2026-12-05)
+    "simipc-counter-names-swapped":
+        "tests/test_faults.py::test_a_rank_dies_in_the_middle_of_an_allreduce[3-cuda-ring]",
+    "simipc-describe-any-pointer": _REGISTERED,
+    "shm-typed-one-dtype": _RANKS3 + " tests/test_mpi.py::test_call_sequences[host-3]",
+    **{n: "tests/test_algorithms.py " + _RANKS3
+       for n in ("base-why-not-all-reduce-only", "base-compressed-taken")},
+    "uint8-kernels-signed": "tests/test_kernels.py tests/test_group.py " + _KERNEL_RANKS,
+    "float64-kernels-not-floating": "tests/test_kernels.py tests/test_group.py",
+    "streams-reader-cached-once": "tests/test_streams.py",
+    **{n: "tests/test_compiled_round.py " + _RANKS3
+          + " tests/test_mpi.py::test_call_sequences[host-3]"
+       for n in ("compiled-round-same-unchecked", "compiled-round-overlap-one-side",
+                 "compiled-round-float8-wire")},
+    **{n: _KERNEL_RANKS + " tests/test_group.py"
+       for n in ("kept-drops-newest", "kept-signature-without-dtype")},
+    "ipc-sender-waits-late": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3] "
+                             "tests/test_mpi.py::test_call_sequences[cuda-stream-3]",
+    **{n: "tests/test_mpi.py::test_cuda_registered_buffers[2] "
+          "tests/test_mpi.py::test_cuda_registered_buffers[3] "
+          "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3]"
+       for n in ("twoshot-narrow-lane-unmasked", "twoshot-record-ignores-peers-x",
+                 "twoshot-rs-alignment-unchecked")},
+    "vector-aligned-at-8": "tests/test_kernels.py "
+                           "tests/test_mpi.py::test_cuda_registered_buffers[2]",
+    **{n: "tests/test_registry.py" for n in ("registry-find-oldest-first",
+                                             "registry-remove-returns-stale")},
+    # (its launch count read by check_registered's test_the_call_board_counts_...)
+    "board-first-block-counts": _KERNEL_RANKS
+                                + " tests/test_mpi.py::test_cuda_registered_buffers[2]",
+    "tuning-smallest-ranks-below": "tests/test_tuning.py",
 }
 
 

@@ -197,6 +197,31 @@ def test_one_registered_side_reads_or_writes_in_place_the_other_staged(kcomm, wo
     buf.free()
 
 
+@pytest.mark.parametrize("side", ["x", "out"])
+def test_a_side_deregistered_on_one_rank_is_staged_on_every_rank(kcomm, world, side):
+    """x and out registered on every rank, then one side deregistered on rank 0 only: the
+    two-shot's records name no registration for that side on rank 0, so every rank stages
+    it (each reads every rank's x, or writes every rank's out), the other side in place;
+    the same bits."""
+    k, r = kcomm.size, kcomm.rank
+    n = max(SIZES)
+    inputs = [make(q, n, "float32", seed=5) for q in range(k)]
+    xb, ob = Buffer(world, n, np.float32), Buffer(world, n, np.float32)
+    assert kcomm.register(xb.array) and kcomm.register(ob.array)
+    if r == 0:
+        assert kcomm.deregister((xb if side == "x" else ob).array)
+    xb.set(inputs[r])
+    _clear_areas(kcomm)
+    world.Barrier()
+    kcomm.allreduce(xb.array, out=ob.array, algorithm="twoshot")
+    kcomm.synchronize()
+    assert _untouched(kcomm) == [side != "x", side != "out"]
+    assert ob.get().tobytes() == reference.in_rank_order(inputs, "sum").tobytes()
+    for b in (xb, ob):
+        kcomm.deregister(b.array)
+        b.free()
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8", "float64"])
 def test_staged_arrays_copy_in_vectors_where_aligned_and_elements_where_not(kcomm, world,
                                                                             dtype):
