@@ -101,6 +101,28 @@ def test_fold_reduces_k_inputs_left_to_right_in_one_launch(op, name):
         kernels.fold(out, devs[:1], op, dtype=name)
 
 
+@pytest.mark.parametrize("name", ["float32", "bfloat16"])
+def test_a_folds_avg_divides_by_nranks_where_it_is_given(name):
+    """fold(..., nranks=N): avg's last step divides by N, not by the number of parts (a
+    fold of some of the ranks' parts, for an average over all of them)."""
+    parts = [inputs(name, 37, 20 + j) for j in range(3)]
+    want = expected(Op.AVG, expected(Op.SUM, parts[0], parts[1], 5), parts[2], 5)
+    out = dev(storage(np.zeros(37, parts[0].dtype)))
+    kernels.fold(out, [dev(storage(p)) for p in parts], Op.AVG, nranks=5, dtype=name)
+    assert host(out).tobytes() == storage(want).tobytes()
+
+
+def test_arrays_of_different_lengths_are_refused():
+    """reduce_copy and fold take arrays of one length (a longer input is not read in part)."""
+    out, a, b = (dev(np.ones(n, np.float32)) for n in (5, 5, 7))
+    with pytest.raises(ValueError, match="reduce_copy: arrays differ in length"):
+        kernels.reduce_copy(out, a, b)
+    with pytest.raises(ValueError, match="reduce_copy: arrays differ in length"):
+        kernels.reduce_copy(out, a, a, out2=b)
+    with pytest.raises(ValueError, match="fold: arrays differ in length"):
+        kernels.fold(out, [a, b])
+
+
 @pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
 def test_nan_and_inf(name):
     t = host_dtype(name)

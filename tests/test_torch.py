@@ -36,6 +36,22 @@ def test_ranks_must_be_mpis():
         ring.training.torch._mpi_comm([0, 1], 0, 2)
 
 
+def test_a_tensor_list_must_hold_k_tensors_like_the_other_argument():
+    """ring.torch's own check of torch's tensor lists (_blocks, agreed on by every rank):
+    K tensors, each of the other argument's size and dtype. torch's front end refuses
+    mixed dtypes itself (on the rank that passed them), so this is the check for a caller
+    of the process group's methods."""
+    from ring.training.torch import _blocks
+    x = torch.ones(4)
+    assert _blocks([[torch.empty(4)] * 2], [x], 2, "output tensor list") is None
+    assert "must hold 2 tensors (one per rank), got 3" in \
+        _blocks([[torch.empty(4)] * 3], [x], 2, "output tensor list")
+    for bad, says in ((torch.empty(3), "3 x torch.float32"),
+                      (torch.empty(4, dtype=torch.float64), "4 x torch.float64")):
+        assert f"like the other argument (4 x torch.float32), got {says}" in \
+            _blocks([[torch.empty(4), bad]], [x], 2, "output tensor list")
+
+
 def test_only_cpu_and_cuda_tensors_are_taken():
     """ring.training.tensors.as_array: a CPU tensor as a NumPy view of its memory (bfloat16
     as ml_dtypes'), a tensor elsewhere (the meta device, say) or a non-tensor refused with a

@@ -1782,6 +1782,55 @@ SINCE = {
         "    k = ranks if ranks in known else known[-1]",
         "    k = ranks if ranks in known else known[0]",
         "auto falls back to the smallest measured rank count below, not the largest"),
+    # the thirteenth campaign (2026-12-05): the next files with the fewest for their lines
+    "fold-ignores-nranks": (
+        "kernels/reduce.py",
+        "    div = float(len(parts) if nranks is None else nranks)",
+        "    div = float(len(parts))",
+        "the GPU's fold divides avg by its number of parts whatever nranks says"),
+    "take-max-strict": (
+        "kernels/reduce.py",
+        "    return a != a or (b == b and a >= b)",
+        "    return a != a or (b == b and a > b)",
+        "the GPU's max keeps the second input where the two compare equal (-0.0, +0.0)"),
+    "reduce-copy-lengths-unchecked": (
+        "kernels/reduce.py",
+        "    if any(x.size != n for x in arrays):\n        raise ValueError(f\"reduce_copy: "
+        "arrays differ",
+        "    if False:\n        raise ValueError(f\"reduce_copy: arrays differ",
+        "reduce_copy takes arrays of different lengths"),
+    "torch-compress-undivided": (
+        "ring/training/torch.py",
+        "    wire = grads.to(dtype).div_(comm.size)",
+        "    wire = grads.to(dtype)",
+        "the bf16 / fp16 DDP hooks sum the gradients instead of averaging them"),
+    "torch-blocks-dtype-unchecked": (
+        "ring/training/torch.py",
+        "            if t.numel() != x.numel() or t.dtype != x.dtype:",
+        "            if t.numel() != x.numel():",
+        "the torch backend takes a tensor list whose dtypes differ from the other argument's"),
+    "topk-hook-layout-ignored": (
+        "ring/training/torch.py",
+        "    if had is not None and had[0] == layout:",
+        "    if had is not None:",
+        "the top-k hook keeps a bucket's residual where DDP has rebuilt the bucket in "
+        "another order"),
+    "register-one-rank": (
+        "ring/cuda/backend.py",
+        "        why = None if self.kernel is not None and self.comm.size > 1 else \\",
+        "        why = None if self.kernel is not None else \\",
+        "a communicator of one rank registers buffers (no peer to take them in place for)"),
+    "entered-skips-ended": (
+        "ring/cuda/backend.py",
+        "        for h in list(self.streams.since):\n            self._ended(h)\n",
+        "",
+        "a call does not raise the error an earlier stream-ordered call's launch ended with "
+        "before it agrees"),
+    "executor-sends-from-x-in-place": (
+        "ring/host/executor.py",
+        "    return not (overlap and any(s.out for s in plan.steps))",
+        "    return True",
+        "across nodes a chunk is sent from x though x is out and written over (in place)"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2083,6 +2132,17 @@ OWN_TESTS = {
     "board-first-block-counts": _KERNEL_RANKS
                                 + " tests/test_mpi.py::test_cuda_registered_buffers[2]",
     "tuning-smallest-ranks-below": "tests/test_tuning.py",
+    # the thirteenth campaign (2026-12-05)
+    **{n: "tests/test_kernels.py" for n in ("fold-ignores-nranks", "take-max-strict",
+                                            "reduce-copy-lengths-unchecked")},
+    **{n: "tests/test_torch.py" for n in ("torch-compress-undivided",
+                                          "torch-blocks-dtype-unchecked",
+                                          "topk-hook-layout-ignored")},
+    "register-one-rank": "tests/test_mpi.py::test_cuda_registered_buffers[1]",
+    "entered-skips-ended":
+        "tests/test_faults.py::test_a_stream_ordered_calls_error_is_raised_by_the_next_call "
+        "tests/test_faults.py::test_an_error_word_a_work_may_have_left_is_read_by_the_next_call",
+    "executor-sends-from-x-in-place": "tests/test_direct_links.py",
 }
 
 

@@ -107,6 +107,9 @@ def test_one_process_registers_nothing(world):
         x = cuda.to_device(np.ones(4, np.float32)) if SIMULATED else \
             __import__("cupy").ones(4, np.float32)
         assert c.register(x) is False
+        shared = Buffer(world, 4, np.float32)  # (memory a peer could map: none to map it)
+        assert c.register(shared.array) is False
+        shared.free()
         assert np.array_equal(_host(c.allreduce(x, algorithm="twoshot")), np.ones(4))
         for coll in ("reduce_scatter", "allgather"):  # (a copy, or nothing in place)
             y = cuda.to_device(np.arange(4, dtype=np.float32)) if SIMULATED else \
