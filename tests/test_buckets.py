@@ -255,6 +255,19 @@ def test_the_int8_exchange_by_bytes(k):
     assert choose(None, 1 << 20, k) == ("alltoall" if k >= 3 else "allgather")
 
 
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 7, 8])
+def test_the_alltoall_shards_cover_the_bucket_in_as_few_whole_blocks_as_may_be(k):
+    """shard_values(n, k): whole blocks, K shards of them hold the bucket, and a block
+    fewer a shard would not (n = K blocks + 1 needs two blocks a shard; n < K one)."""
+    from ring.training.int8_reduce import shard_values
+    from ringtypes import QUANT_BLOCK as B
+    for n in sorted({1, 2, k - 1, k, k + 1, B - 1, B, B + 1, k * B - 1, k * B, k * B + 1,
+                     3 * k * B + 5, 10 ** 6 + 7} - {0}):
+        s = shard_values(n, k)
+        assert s % B == 0 and k * s >= n > k * (s - B), (n, s)
+    assert shard_values(0, k) == 0
+
+
 # -- where the bucket lies: the gradients' own memory, or a packed copy ----------------
 
 def test_a_bucket_of_one_contiguous_gradient_is_all_reduced_where_it_lies():

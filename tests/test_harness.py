@@ -692,6 +692,29 @@ def test_two_level_and_flat_columns_on_emulated_nodes(tmp_path):
         assert len(recs) == 3 * 2 * 2 * 2  # 3 sizes (1K, 8K, 64K) x dtypes x ops x places
 
 
+def test_the_link_is_measured_on_at_most_link_bytes_and_printed_on_its_own_line(monkeypatch):
+    """The link between nodes takes at most LINK_BYTES a message (a slow link would take
+    seconds for the copies' size), and describe() says so on a line of its own, not among
+    rank 0's copy rooflines. The link and the copies are stand-ins here; one process."""
+    from mpi4py import MPI
+
+    from harness import roofline
+
+    sizes = []
+    monkeypatch.setattr(roofline, "next_node", lambda world: 1)
+    monkeypatch.setattr(roofline, "host", lambda nbytes: {"host_copy_GBps": 12.5})
+    monkeypatch.setattr(roofline, "link",
+                        lambda world, partner, nbytes: sizes.append((partner, nbytes)) or 0.75)
+    for nbytes in (1 << 20, roofline.LINK_BYTES, roofline.NBYTES):
+        figures = roofline.measure(MPI.COMM_SELF, "host", nbytes)
+    assert sizes == [(1, 1 << 20), (1, roofline.LINK_BYTES), (1, roofline.LINK_BYTES)]
+    assert figures == {"host_copy_GBps": 12.5, "nbytes": roofline.NBYTES, "link_GBps": 0.75,
+                       "link_ranks": [0, 1]}
+    assert roofline.describe(figures).splitlines() == [
+        "# copy rooflines (256 MiB, rank 0 alone): host_copy 12.5 GB/s",
+        "# link between nodes (ranks 0 and 1, 64 MiB each way at once): 0.75 GB/s"]
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("coll,nprocs,root", [("gather", 3, "2"), ("scatter", 4, "1"),
                                               ("alltoall_perf", 3, "0")])
@@ -780,12 +803,38 @@ def test_a_result_names_the_settings_that_shaped_it(monkeypatch):
     monkeypatch.setenv("RING_NODES", "2")
     monkeypatch.setenv("MPIR_CVAR_NOLOCAL", "1")
     monkeypatch.setenv("UCX_TLS", "tcp,self")
+    monkeypatch.setenv("FI_PROVIDER", "tcp")
+    monkeypatch.setenv("CUDA_MPS_PIPE_DIRECTORY", "/tmp/mps-pipe")
     monkeypatch.setenv("RING_GIT_COMMIT", "f" * 40)
     monkeypatch.setenv("HOME_LIKE_SETTING", "y")
     env = meta.describe(["python", "x.py"], cuda=False)["environment"]
     assert env["RING_NODES"] == "2" and env["MPIR_CVAR_NOLOCAL"] == "1"
-    assert env["UCX_TLS"] == "tcp,self" and "HOME_LIKE_SETTING" not in env
+    assert env["UCX_TLS"] == "tcp,self" and env["FI_PROVIDER"] == "tcp"
+    assert env["CUDA_MPS_PIPE_DIRECTORY"] == "/tmp/mps-pipe"  # ranks sharing the GPU under MPS
+    assert "HOME_LIKE_SETTING" not in env
     assert "RING_GIT_COMMIT" not in env  # it is the git_commit field
+
+
+def test_the_cuda_and_nccl_versions_are_read_in_their_encodings(monkeypatch):
+    """CUDA's versions are 1000 major + 10 minor, NCCL's (from 2.9) 10000 major + 100 minor
+    + patch: CUDA 12.8 and NCCL 2.30.7 (the lent GPU machine's) are named as such. Read
+    from a stand-in for CuPy (the CI machine has none)."""
+    import sys
+    import types
+
+    from harness import meta
+
+    cupy, cuda = types.ModuleType("cupy"), types.ModuleType("cupy.cuda")
+    cuda.runtime = types.SimpleNamespace(runtimeGetVersion=lambda: 12080,
+                                         driverGetVersion=lambda: 13010)
+    cuda.nccl = types.SimpleNamespace(get_version=lambda: 23007)
+    cupy.cuda = cuda
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    assert meta.cuda_versions() == {"cuda_runtime": "12.8", "cuda_driver_api": "13.1",
+                                    "nccl": "2.30.7"}
+    cuda.nccl = types.SimpleNamespace(get_version=lambda: 21812)
+    assert meta.cuda_versions()["nccl"] == "2.18.12"
 
 
 def test_a_result_names_the_loopback_shaping(monkeypatch):

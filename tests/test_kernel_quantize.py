@@ -46,6 +46,29 @@ def test_the_message_and_residual_are_the_hosts_bit_for_bit(n, feedback, special
     assert host(r).tobytes() == (want_res if feedback else residual).tobytes()
 
 
+@pytest.mark.filterwarnings("ignore:.*(divide by zero|invalid value)")  # simulated x / 0
+@pytest.mark.parametrize("feedback", [False, True])
+def test_a_block_of_zeros_and_a_block_whose_only_nonfinite_value_is_its_last(feedback):
+    """Block 0 all zeros (scale 1, as the host's); blocks 1 and 2 each with one NaN or inf,
+    at the block's last value: read by the last thread of the block's tree, so the scale is
+    NaN only where the tree carries every thread's finding to thread 0
+    (tools/mutants.py gpu-int8-zero-block-scale, gpu-int8-nonfinite-one-thread)."""
+    n = 3 * QUANT_BLOCK + 2
+    v = values(n, 5, specials=False)
+    v[:QUANT_BLOCK] = 0
+    v[2 * QUANT_BLOCK - 1], v[3 * QUANT_BLOCK - 1] = np.nan, -np.inf
+    residual = (np.random.default_rng(n).standard_normal(n) * 0.01).astype(np.float32)
+    residual[:QUANT_BLOCK] = 0
+    want, want_res = np.empty(packed_bytes(n), np.uint8), residual.copy()
+    hostq.quantize(v, want, want_res if feedback else None)
+    scales = want[:4 * 4].view(np.float32)
+    assert scales[0] == 1 and np.isnan(scales[1:3]).all() and np.isfinite(scales[3])
+    p, r = dev(np.full(packed_bytes(n), 0xAB, np.uint8)), dev(residual)
+    quantize(p, dev(v), r if feedback else None)
+    assert host(p).tobytes() == want.tobytes()
+    assert host(r).tobytes() == (want_res if feedback else residual).tobytes()
+
+
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("k,avg", [(1, False), (3, True), (3, False)])
 def test_the_rank_order_sum_is_the_hosts_bit_for_bit(n, k, avg):
@@ -66,6 +89,12 @@ def test_arguments_of_the_wrong_size_or_type_are_refused():
         quantize(dev(np.zeros(15, np.uint8)), v)
     with pytest.raises(ValueError, match="residual"):
         quantize(dev(np.zeros(16, np.uint8)), v, dev(np.zeros(10, np.float64)))
+    with pytest.raises(ValueError, match=r"v: a 1-D float32 array of 10 elements, got "
+                       r"float32 \(2, 5\)"):
+        quantize(dev(np.zeros(16, np.uint8)), dev(np.zeros((2, 5), np.float32)))
+    with pytest.raises(ValueError, match="out: a 1-D float32 array of 10 elements"):
+        dequantize_sum(dev(np.zeros((2, 5), np.float32)), dev(np.zeros(16, np.uint8)),
+                       avg=False)
     with pytest.raises(ValueError, match="fewer than one message of 16"):
         dequantize_sum(v, dev(np.zeros(15, np.uint8)), avg=False)
     with pytest.raises(ValueError, match="gathered: a 1-D uint8 array of 32"):

@@ -76,7 +76,7 @@ MUTANTS = {
 # torch, the waits across nodes), each with the tests that cover its code (OWN_TESTS,
 # --own-tests): results/mutants-since.md. A planted fault a campaign found no test for
 # (empty-no-post, host-walk-ignores-divisor, still-any-registration, find-misaligned-offset,
-# sim-buffers-get-no-view: equivalent, see there) is not listed.
+# sim-buffers-get-no-view, int8-alltoall-avg-twice: equivalent, see there) is not listed.
 P, KP = "ring/cuda/persistent.py", "ring/cuda/kernel_path.py"
 SINCE = {
     "kernel-credit-early": (
@@ -1831,6 +1831,73 @@ SINCE = {
         "    return not (overlap and any(s.out for s in plan.steps))",
         "    return True",
         "across nodes a chunk is sent from x though x is out and written over (in place)"),
+    "gpu-int8-zero-block-scale": (
+        "kernels/quantize.py",
+        "            scale = float32(1)",
+        "            scale = float32(0)",
+        "the GPU's int8 quantize gives a block of zeros the scale 0, not the host's 1"),
+    "gpu-int8-nonfinite-one-thread": (
+        "kernels/quantize.py",
+        "                bad[t] = bad[t] | bad[t + half]",
+        "                bad[t] = bad[t]",
+        "the GPU's int8 quantize sees a block's inf or NaN only where thread 0 read it"),
+    "gpu-int8-takes-2d": (
+        "kernels/quantize.py",
+        "    if np.dtype(a.dtype) != dtype or a.ndim != 1 or a.size != size:",
+        "    if np.dtype(a.dtype) != dtype or a.size != size:",
+        "the GPU's int8 kernels take a 2-D array of the right size without a clear error"),
+    "meta-forgets-mps": (
+        "harness/meta.py",
+        '"FI_", "CUDA_MPS_", "NUMBA_ENABLE_CUDASIM")',
+        '"FI_", "NUMBA_ENABLE_CUDASIM")',
+        "a result file does not record the MPS settings that shared the GPU"),
+    "meta-nccl-version-old-encoding": (
+        "harness/meta.py",
+        'out["nccl"] = f"{n // 10000}.{n // 100 % 100}.{n % 100}"',
+        'out["nccl"] = f"{n // 1000}.{n // 100 % 10}.{n % 100}"',
+        "NCCL's version read in its pre-2.9 encoding: 2.30.7 written as 23.0.7"),
+    "roofline-link-in-copy-line": (
+        "harness/roofline.py",
+        '    if k.endswith("_GBps") and k != "link_GBps"]',
+        '    if k.endswith("_GBps")]',
+        "the link between nodes is printed among rank 0's copy rooflines"),
+    "roofline-link-whole-nbytes": (
+        "harness/roofline.py",
+        "        gbps = link(world, partner, min(nbytes, LINK_BYTES))",
+        "        gbps = link(world, partner, nbytes)",
+        "the link is measured with the whole copy size, not at most LINK_BYTES, while the "
+        "printed line says LINK_BYTES"),
+    "walk-resumes-from-the-start": (
+        "ring/host/compiled_walk.py",
+        "    for u in range(link[UNIT], units.shape[0]):",
+        "    for u in range(0, units.shape[0]):",
+        "the compiled walk, resumed after a wait, starts again at the first unit"),
+    "ends-outbound-by-predecessor": (
+        "ring/transport/__init__.py",
+        "    outbound = (near if topo.same_node(rank, succ) else far).outbound(succ)",
+        "    outbound = (near if topo.same_node(pred, rank) else far).outbound(succ)",
+        "a ring's outbound link chosen by where the predecessor is, not the successor"),
+    "host-chunk-copies-none": (
+        "ring/host/reduce.py",
+        "    elif rbuf is not None:\n        np.copyto(target, rbuf)",
+        "    else:\n        np.copyto(target, rbuf)",
+        "a chunk received straight into the output is copied again from no slot"),
+    "wire-forwards-the-divided-value": (
+        "ring/host/reduce.py",
+        "        if step.send:\n            np.copyto(sbuf, rbuf)",
+        "        if step.send:\n            half.narrow(dst, sbuf)",
+        "a 16-bit wire's all-gathered chunk is forwarded from the output (divided, for avg), "
+        "not as it came"),
+    "int8-shards-round-down": (
+        "ring/training/int8_reduce.py",
+        "    return quant_blocks(-(-n // k)) * QUANT_BLOCK",
+        "    return quant_blocks(n // k) * QUANT_BLOCK",
+        "int8's all-to-all shards are n / k rounded down: the K shards may not cover the bucket"),
+    "scratch-never-grows": (
+        "ring/transport/messages.py",
+        "        if self.bufs[i].nbytes < nbytes:",
+        "        if self.bufs[i].nbytes == 0:",
+        "a whole-buffer algorithm's kept buffer is not grown for a larger call"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2143,6 +2210,26 @@ OWN_TESTS = {
         "tests/test_faults.py::test_a_stream_ordered_calls_error_is_raised_by_the_next_call "
         "tests/test_faults.py::test_an_error_word_a_work_may_have_left_is_read_by_the_next_call",
     "executor-sends-from-x-in-place": "tests/test_direct_links.py",
+    "gpu-int8-zero-block-scale": "tests/test_kernel_quantize.py",
+    "gpu-int8-nonfinite-one-thread": "tests/test_kernel_quantize.py",
+    "gpu-int8-takes-2d": "tests/test_kernel_quantize.py",
+    **{n: "tests/test_harness.py::test_kernel_benchmark_json_names_the_machine_inside "
+          "tests/test_harness.py::test_a_result_names_the_settings_that_shaped_it "
+          "tests/test_harness.py::test_the_cuda_and_nccl_versions_are_read_in_their_encodings"
+       for n in ("meta-forgets-mps", "meta-nccl-version-old-encoding")},
+    **{n: "tests/test_harness.py::test_allreduce_sweep_writes_json_and_plot "
+          "tests/test_harness.py::test_two_level_and_flat_columns_on_emulated_nodes "
+          "tests/test_harness.py::"
+          "test_the_link_is_measured_on_at_most_link_bytes_and_printed_on_its_own_line"
+       for n in ("roofline-link-in-copy-line", "roofline-link-whole-nbytes")},
+    "walk-resumes-from-the-start": "tests/test_compiled_walk.py",
+    "ends-outbound-by-predecessor": "tests/test_ends.py "
+                                    "tests/test_mpi.py::test_across_emulated_nodes[4-2]",
+    "host-chunk-copies-none": "tests/test_reference.py tests/test_messages.py " + _MPI_LINKS,
+    "wire-forwards-the-divided-value": "tests/test_reference.py tests/test_algorithms.py "
+                                       + _RANKS3,
+    "int8-shards-round-down": _INT8,
+    "scratch-never-grows": "tests/test_messages.py " + _RANKS3,
 }
 
 
