@@ -815,6 +815,24 @@ def test_a_result_names_the_settings_that_shaped_it(monkeypatch):
     assert "RING_GIT_COMMIT" not in env  # it is the git_commit field
 
 
+@pytest.mark.parametrize("version, name", [
+    ("MPICH Version:      4.3.0\nMPICH Release date: Mon Feb  3 09:09:47 AM CST 2025\n",
+     "MPICH 4.3.0"),
+    ("Open MPI v4.1.6, package: Open MPI builder Distribution, ident: 4.1.6, repo rev: "
+     "v4.1.6, Sep 30, 2023", "Open MPI v4.1.6"),
+    ("Intel(R) MPI Library 2021.10 for Linux* OS\n",
+     "Intel(R) MPI Library 2021.10 for Linux* OS")])
+def test_the_mpi_baselines_label_names_the_library_and_its_version(monkeypatch, version, name):
+    """The label's library name: the version string's first line up to its first comma,
+    without MPICH's "Version:" and its run of spaces."""
+    import types
+
+    from harness import impls
+
+    monkeypatch.setattr(impls, "MPI",
+                        types.SimpleNamespace(Get_library_version=lambda: version))
+    assert impls._mpi_name() == name
+
 def test_the_cuda_and_nccl_versions_are_read_in_their_encodings(monkeypatch):
     """CUDA's versions are 1000 major + 10 minor, NCCL's (from 2.9) 10000 major + 100 minor
     + patch: CUDA 12.8 and NCCL 2.30.7 (the lent GPU machine's) are named as such. Read

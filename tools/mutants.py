@@ -1898,6 +1898,27 @@ SINCE = {
         "        if self.bufs[i].nbytes < nbytes:",
         "        if self.bufs[i].nbytes == 0:",
         "a whole-buffer algorithm's kept buffer is not grown for a larger call"),
+    "impls-mpi-name-version-word": (
+        "harness/impls.py",
+        '    return first.replace(" Version:", "")',
+        "    return first",
+        "the MPI baseline's label keeps MPICH's \"Version:\" (\"MPICH Version: 4.3.0\")"),
+    "impls-int8-buffers-once": (
+        "harness/impls.py",
+        "        if n not in self._buffers:",
+        "        if not self._buffers:",
+        "the harness's int8 wire keeps its first size's buffers for every size"),
+    "agreement-long-values-shown-whole": (
+        "ring/agreement.py",
+        '    return text if len(text) <= 80 else text[:77] + "..."',
+        "    return text",
+        "a set-up's MismatchError shows a long value whole, not its first 77 characters"),
+    "agreement-algorithm-not-last": (
+        "ring/agreement.py",
+        '    for i in sorted(range(len(FIELDS)), key=lambda i: FIELDS[i] == "algorithm"):',
+        "    for i in range(len(FIELDS)):",
+        "a MismatchError names the algorithm auto resolved before the field that made it "
+        "differ"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2230,6 +2251,12 @@ OWN_TESTS = {
                                        + _RANKS3,
     "int8-shards-round-down": _INT8,
     "scratch-never-grows": "tests/test_messages.py " + _RANKS3,
+    **{n: "tests/test_harness.py::test_compressed_wires_report_their_error_against_float32 "
+          "tests/test_harness.py::test_allreduce_sweep_writes_json_and_plot "
+          "tests/test_harness.py::test_the_mpi_baselines_label_names_the_library_and_its_version"
+       for n in ("impls-mpi-name-version-word", "impls-int8-buffers-once")},
+    **{n: "tests/test_agreement.py " + _RANKS3 for n in ("agreement-long-values-shown-whole",
+                                                         "agreement-algorithm-not-last")},
 }
 
 
