@@ -1982,7 +1982,9 @@ OWN_TESTS = {
                        "tests/test_faults.py::test_a_rank_dies_in_the_middle_of_an_allreduce",
     **{n: "tests/test_compiled_walk.py " + _RANKS3
        for n in ("walk-slot-off-by-one", "walk-avg-every-step")},
-    **{n: "tests/test_kernel_quantize.py" for n in ("gpu-int8-signed-wrap", "gpu-int8-tree-race")},
+    **{n: "tests/test_kernel_quantize.py"
+       for n in ("gpu-int8-signed-wrap", "gpu-int8-tree-race", "gpu-int8-zero-block-scale",
+                 "gpu-int8-nonfinite-one-thread", "gpu-int8-takes-2d")},
     **{n: "tests/test_mpi.py::test_cuda_registered_buffers[2] "
           "tests/test_mpi.py::test_cuda_registered_buffers[3]"
        for n in ("twoshot-flag-before-writes", "twoshot-records-unread")},
@@ -2231,9 +2233,6 @@ OWN_TESTS = {
         "tests/test_faults.py::test_a_stream_ordered_calls_error_is_raised_by_the_next_call "
         "tests/test_faults.py::test_an_error_word_a_work_may_have_left_is_read_by_the_next_call",
     "executor-sends-from-x-in-place": "tests/test_direct_links.py",
-    "gpu-int8-zero-block-scale": "tests/test_kernel_quantize.py",
-    "gpu-int8-nonfinite-one-thread": "tests/test_kernel_quantize.py",
-    "gpu-int8-takes-2d": "tests/test_kernel_quantize.py",
     **{n: "tests/test_harness.py::test_kernel_benchmark_json_names_the_machine_inside "
           "tests/test_harness.py::test_a_result_names_the_settings_that_shaped_it "
           "tests/test_harness.py::test_the_cuda_and_nccl_versions_are_read_in_their_encodings"
