@@ -310,18 +310,22 @@ def test_a_rank_lost_before_the_two_level_rings_are_made():
     assert _left_behind(script) == []
 
 
-@pytest.mark.parametrize("nprocs", [2, 3])
-def test_a_rank_dies_during_an_async_allreduce(nprocs):
-    """async_op=True on the host: the call runs on the progress thread, and its
-    TimeoutError comes out of wait() in every survivor; nothing hangs."""
+@pytest.mark.parametrize("nprocs,device", [(2, "host"), (3, "host"),
+                                            pytest.param(2, "cuda-kernel", marks=CUDA_OR_SIM)])
+def test_a_rank_dies_during_an_async_allreduce(nprocs, device):
+    """async_op=True: on the host the call runs on the progress thread; on the kernel path
+    its launch is enqueued and the call returns. Its TimeoutError comes out of wait() in
+    every survivor, and breaks the communicator there (the next call's CommunicatorError:
+    BROKEN); nothing hangs."""
     script = "tests/faults/dies_mid_collective.py"
-    rc, out = run(nprocs, [script, "2", "host", "ring", "async"], timeout=120,
+    rc, out = run(nprocs, [script, "2", device, "ring", "async"], timeout=120,
                   mpi_args=["-disable-auto-cleanup"])
     assert rc not in (0, None), out
     for r in range(nprocs - 1):
         m = _report(out, r)
         assert m, f"rank {r} did not report:\n{out}"
-        assert re.search(STUCK["host"], m), m
+        assert re.search(STUCK[device], m), m
+        assert device == "host" or "waited on" in m, m  # (the host's: the call's own)
         assert f"rank {r}: BROKEN" in out
     assert "NO ERROR" not in out
     assert _left_behind(script) == []

@@ -130,3 +130,24 @@ def test_the_kernels_environment_variables_are_taken(monkeypatch):
             kp.proto_from_env(), kp.scope_from_env(True)) == (1, False, False, "simple", False)
     monkeypatch.setenv("RING_KERNEL_SCOPE", "gpu")
     assert kp.scope_from_env(True) and not kp.scope_from_env(False)
+
+
+def test_processes_sharing_a_gpu_need_mps_then_room_for_every_kernel(monkeypatch, tmp_path):
+    """kernel_path.why_not as it answers on a GPU (under the simulator it says None at once):
+    a link across nodes first; then several processes on one GPU need an MPS control daemon,
+    found by its control pipe in CUDA_MPS_PIPE_DIRECTORY (the directory alone, left by a
+    daemon that has stopped, is not one); then every rank's channels resident at once.
+    One process needs no MPS."""
+    from ring.cuda import kernel_path as kp
+    monkeypatch.setattr(kp, "SIMULATED", False)
+    monkeypatch.setattr(kp, "room", lambda threads: 132 * max(1, 1024 // threads))  # an H100's
+    monkeypatch.setenv("CUDA_MPS_PIPE_DIRECTORY", str(tmp_path))
+    assert not kp.mps_running()
+    assert "crosses nodes" in kp.why_not(False, 1, 64, 512)
+    assert "2 processes share this GPU without MPS" in kp.why_not(True, 2, 64, 512)
+    assert kp.why_not(True, 1, 64, 512) is None
+    (tmp_path / "control").touch()
+    assert kp.mps_running()
+    assert kp.why_not(True, 2, 64, 512) is None  # 128 of its 264 blocks of 512 threads
+    assert "64 channels x 5 ranks on this GPU exceed the 264 blocks of 512 threads" in \
+        kp.why_not(True, 5, 64, 512)

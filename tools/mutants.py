@@ -1919,6 +1919,85 @@ SINCE = {
         "    for i in range(len(FIELDS)):",
         "a MismatchError names the algorithm auto resolved before the field that made it "
         "differ"),
+    # the sixteenth campaign (2026-12-05): vectors under the simulator, registration, the
+    # GPU areas, the compiled poll, the kernel path's environment
+    "vector-sim-accepts-8": (
+        "kernels/vector.py", "        if at % BYTES:", "        if at % 8:",
+        "the simulator's 16-byte vectors accept an address only 8-byte aligned (on a GPU: a "
+        "misaligned vector load)"),
+    "vector-sim-aligned16-at-start": (
+        "kernels/vector.py", "        return _at(a, i) % BYTES == 0",
+        "        return _at(a, 0) % BYTES == 0",
+        "the simulator's aligned16(a, i) asks whether a[0] is aligned, not a[i]"),
+    "register-why-not-ignored": (
+        "ring/cuda/registered.py",
+        "    if error is None and why_not is None and x.size:",
+        "    if error is None and x.size:",
+        "register maps the buffers though the two-shot kernel does not run (one rank, the "
+        "stream path)"),
+    "fold-one-rank-no-copy": (
+        "ring/cuda/areas.py", "    if k == 1:\n        copy(out, parts(0), stream)\n",
+        "    if k == 1:\n", "the areas' fold of one rank's part leaves out unwritten"),
+    "areas-own-last": (
+        "ring/cuda/areas.py", "        segments.insert(comm.rank, self.mine)",
+        "        segments.append(self.mine)",
+        "a rank's own area is listed last, not at its rank: rank q's view is another's"),
+    "poll-yields-forever": (
+        "ring/transport/atomic.py", "            yields -= 1\n", "",
+        "the compiled poll yields without counting: past its spins it never hands the wait "
+        "to the bounded one"),
+    "kp-scope-across-gpus": (
+        "ring/cuda/kernel_path.py", '    return one_gpu and scope == "gpu"',
+        '    return scope == "gpu"',
+        "the kernel's fences are GPU-scoped though a neighbour runs on another GPU"),
+    "kp-mps-pipe-directory": (
+        "ring/cuda/kernel_path.py",
+        '    return os.path.exists(os.path.join(pipe, "control"))',
+        "    return os.path.exists(pipe)",
+        "MPS counts as running where its pipe directory exists, without the control pipe"),
+    "cuda-alltoall-in-place-no-copy": (
+        "ring/cuda/backend.py",
+        "        return self.run(plan, op, self.copy_of(a), a, logical=logical, defer=defer)",
+        "        return self.run(plan, op, a, a, logical=logical, defer=defer)",
+        "the cuda device's in-place all-to-all sends from the array its blocks land in"),
+    "oneshot-inbox-half": (
+        "ring/cuda/oneshot_kernel.py", "2 * k * WORDS * 8", "k * WORDS * 8",
+        "the one-shot kernel's inbox holds one call parity's words, not two"),
+    "deregister-after-close": (
+        "ring/communicator.py",
+        '        self._usable()\n'
+        '        return self.device == "cuda" and self._ctx.backend.deregister(x)',
+        '        return self.device == "cuda" and self._ctx.backend.deregister(x)',
+        "deregister answers on a closed or broken communicator"),
+    "barrier-after-close": (
+        "ring/communicator.py",
+        '        self._usable()\n        ctx = self._ctx\n        ctx.calls += 1\n'
+        '        name = f"barrier',
+        '        ctx = self._ctx\n        ctx.calls += 1\n        name = f"barrier',
+        "barrier runs on a closed or broken communicator"),
+    "synchronize-after-close": (
+        "ring/communicator.py",
+        '        self._usable()\n        ctx = self._ctx\n        ctx.waiter.start(f"synchronize',
+        '        ctx = self._ctx\n        ctx.waiter.start(f"synchronize',
+        "synchronize runs on a closed or broken communicator"),
+    "register-after-close": (
+        "ring/communicator.py",
+        '        self._usable()\n        ctx = self._ctx\n        ctx.waiter.start(f"register',
+        '        ctx = self._ctx\n        ctx.waiter.start(f"register',
+        "register runs on a closed or broken communicator"),
+    "register-keeps-kept-calls": (
+        "ring/communicator.py",
+        "            if self._kfast:\n                self._kfast.clear()  # kept calls bound "
+        "to stage what may now be registered\n",
+        "",
+        "a kept call goes on staging a buffer registered since it was kept"),
+    "work-wait-unbroken": (
+        "ring/communicator.py",
+        "            except BaseException as e:\n                comm._broken(e)\n"
+        "                raise\n            self._pending = None",
+        "            except BaseException as e:\n                raise\n"
+        "            self._pending = None",
+        "a Work whose GPU work failed leaves the communicator usable"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -1932,6 +2011,8 @@ _RANKS3 = "tests/test_mpi.py::test_on_ranks[3]"  # every inner suite of test_mpi
 _ONESHOT = "tests/test_recipe.py " + _RANKS3
 _INT8 = "tests/test_buckets.py " + _RANKS3
 _LINKS = "tests/test_mpi.py::test_links_across_nodes_over_an_mpi_that_moves_messages_on_the_senders_calls"
+_SHARING_GPU = ("tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2] "
+                "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3]")
 _REGISTERED = "tests/test_registry.py tests/test_mpi.py::test_cuda_registered_buffers[2]"
 _KERNEL_RANKS = ("tests/test_mpi.py::test_cuda_kernel_path[2] "
                  "tests/test_mpi.py::test_cuda_kernel_path[3]")
@@ -2256,6 +2337,27 @@ OWN_TESTS = {
        for n in ("impls-mpi-name-version-word", "impls-int8-buffers-once")},
     **{n: "tests/test_agreement.py " + _RANKS3 for n in ("agreement-long-values-shown-whole",
                                                          "agreement-algorithm-not-last")},
+    # the sixteenth campaign
+    "vector-sim-accepts-8": "tests/test_kernels.py::"
+                            "test_16_byte_vectors_carry_every_lane_and_refuse_a_misaligned_address",
+    "vector-sim-aligned16-at-start": "tests/test_kernels.py " + _KERNEL_RANKS,
+    "register-why-not-ignored": "tests/test_mpi.py::test_cuda_registered_buffers[1] "
+                                + _REGISTERED,
+    "fold-one-rank-no-copy": "tests/test_mpi.py::test_cuda_registered_buffers[1] "
+                             "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
+    "areas-own-last": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3] "
+                      "tests/test_mpi.py::test_cuda_registered_buffers[2]",
+    "poll-yields-forever": "tests/test_faults.py::test_a_rank_dies_in_the_middle_of_an_allreduce "
+                           "tests/test_compiled_walk.py",
+    **{n: "tests/test_options.py " + _KERNEL_RANKS
+       for n in ("kp-scope-across-gpus", "kp-mps-pipe-directory")},
+    "cuda-alltoall-in-place-no-copy": _SHARING_GPU,
+    "oneshot-inbox-half": _KERNEL_RANKS,
+    **{n: _RANKS3
+       for n in ("deregister-after-close", "barrier-after-close", "synchronize-after-close",
+                 "register-after-close")},
+    "register-keeps-kept-calls": _REGISTERED,
+    "work-wait-unbroken": "tests/test_faults.py::test_a_rank_dies_during_an_async_allreduce",
 }
 
 

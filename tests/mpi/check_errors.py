@@ -320,21 +320,45 @@ def test_rooted_collectives_have_no_two_level_algorithm():
     c.close()
 
 
+def _refuses_every_use(c, match: str) -> None:
+    """Every method of c raises CommunicatorError matching `match`: the collectives (a
+    signature it kept too), barrier, synchronize, register, deregister and why_not."""
+    x = np.ones(2)
+    uses = {"allreduce": lambda: c.allreduce(np.ones(2)),
+            "a kept call": lambda: c.allreduce(x, algorithm="oneshot"),
+            "barrier": c.barrier, "synchronize": c.synchronize,
+            "register": lambda: c.register(x), "deregister": lambda: c.deregister(x),
+            "why_not": lambda: c.why_not("ring")}
+    for name, use in uses.items():
+        with pytest.raises(ring.CommunicatorError, match=match):
+            use()
+            pytest.fail(f"{name} ran")
+
+
 def test_use_after_close():
     """Every use of a closed communicator is refused: a call, a call of a signature it
-    kept (ring/host/repeated.py), why_not."""
+    kept (ring/host/repeated.py), barrier, synchronize, register, deregister, why_not."""
     c = fresh()
     x = np.ones(2)
     for _ in range(2):  # the second call kept
         assert (c.allreduce(x, algorithm="oneshot") == c.size).all()
     c.close()
     c.close()  # idempotent
-    with pytest.raises(ring.CommunicatorError, match="closed"):
-        c.allreduce(np.ones(2))
-    with pytest.raises(ring.CommunicatorError, match="closed"):
-        c.allreduce(x, algorithm="oneshot")
-    with pytest.raises(ring.CommunicatorError, match="closed"):
-        c.why_not("ring")
+    _refuses_every_use(c, "closed")
+
+
+def test_use_after_an_error():
+    """An error breaks the communicator on every rank: every later use is refused, naming
+    the error (API.md), until close(), which drops what this rank holds."""
+    c = fresh()
+    x = np.ones(2)
+    for _ in range(2):
+        assert (c.allreduce(x, algorithm="oneshot") == c.size).all()
+    with pytest.raises(ValueError, match="op: unknown op 'bogus'"):
+        c.allreduce(np.ones(4), op="bogus")  # (on every rank alike)
+    _refuses_every_use(c, "broken by an earlier error: ValueError: op: unknown op 'bogus'")
+    c.close()
+    _refuses_every_use(c, "closed")
 
 
 def test_errors_derive_from_ring_error():
