@@ -125,3 +125,20 @@ def test_a_compressed_call_runs_where_the_slots_carry_the_wire():
 
 def test_the_registry_is_the_modules():
     assert algorithms.get("tree") is algorithms.tree.ALGORITHM
+
+
+def test_two_levels_need_equal_nodes_of_consecutive_ranks_and_more_than_one_rank_each():
+    """hierarchical.applies: the layouts the two-level algorithm runs on (N equal nodes of
+    L > 1 consecutive ranks: rank r = node * L + local index, as its rings assume) and the
+    reason for each it refuses, round-robin placement among them (emulated nodes are always
+    consecutive: RING_NODES never makes the others)."""
+    from ring.algorithms.hierarchical import applies
+
+    def topo(node_of):
+        return Topology(None, node_of, [0] * len(node_of))
+    assert applies(topo([0, 0, 1, 1]), 4) is None
+    assert applies(topo([0, 0, 0, 1, 1, 1]), 6) is None
+    assert "one node" in applies(topo([0, 0, 0]), 3)
+    assert "one rank per node" in applies(topo([0, 1, 2]), 3)
+    for layout in ([0, 1, 0, 1], [0, 0, 1, 1, 1, 0], [0, 0, 1]):
+        assert "consecutive in rank order" in applies(topo(layout), len(layout)), layout

@@ -439,3 +439,35 @@ def test_no_gradients_make_no_buckets(compression):
                         density=0.1 if compression == "topk" else None)
     b.wait()
     assert b.buckets == [] and rec.started == [] and b.allreduces == 0
+
+
+def test_buckets_whose_memories_touch_are_each_all_reduced_where_they_lie():
+    """Two buckets over the two halves of one array, end to end: no byte is shared, so
+    neither is packed."""
+    rec = Recorder(k=2)
+    memory = np.arange(8, dtype=np.float32)
+    b = GradientBuckets(rec, [memory[:4], memory[4:]], first_bucket_bytes=16,
+                        bucket_bytes=16, op="sum")
+    assert b.buckets == [[1], [0]]
+    b.ready(1)
+    b.ready(0)
+    b.wait()
+    assert [np.shares_memory(a, memory) for a in rec.arrays] == [True, True]
+    assert np.array_equal(memory, 2 * np.arange(8, dtype=np.float32))
+
+
+def test_a_buckets_gradients_with_a_gap_between_them_are_packed():
+    """Views of one array in bucket order but apart (a gap of other values between them)
+    are packed: spanning them would all-reduce the gap and leave the last one's tail."""
+    rec = Recorder(k=2)
+    memory = np.arange(12, dtype=np.float32)
+    b = GradientBuckets(rec, [memory[8:], memory[:4]], first_bucket_bytes=1 << 20, op="sum")
+    assert b.buckets == [[1, 0]]
+    for i in (0, 1):
+        b.ready(i)
+    b.wait()
+    assert not np.shares_memory(rec.arrays[0], memory)
+    want = np.arange(12, dtype=np.float32)
+    want[:4] *= 2
+    want[8:] *= 2
+    assert np.array_equal(memory, want)

@@ -1998,6 +1998,40 @@ SINCE = {
         "            except BaseException as e:\n                raise\n"
         "            self._pending = None",
         "a Work whose GPU work failed leaves the communicator usable"),
+    # the seventeenth campaign (2026-12-05): the two-level layout, the buckets' spans, the
+    # two-shot's vectors
+    "hier-applies-any-order": (
+        "ring/algorithms/hierarchical.py",
+        "    if per * nodes != size or any(topo.node_of[r] != r // per for r in range(size)):",
+        "    if per * nodes != size:",
+        "the two-level algorithm takes nodes whose ranks are not consecutive (ranks placed "
+        "round-robin)"),
+    "hier-applies-one-per-node": (
+        "ring/algorithms/hierarchical.py",
+        '    if per == 1:\n        return "one rank per node: the flat ring is already the '
+        'inter-node ring"\n', "",
+        "the two-level algorithm runs with one rank per node, where it is the flat ring"),
+    "hier-cross-order-reversed": (
+        "ring/algorithms/hierarchical.py", "        col = comm.Split(self.local, key=self.node)",
+        "        col = comm.Split(self.local, key=-self.node)",
+        "the ring across nodes runs its nodes in reverse order"),
+    "buckets-touching-counted-shared": (
+        "ring/training/buckets.py",
+        "        active = [(end, q) for end, q in active if end > lo]",
+        "        active = [(end, q) for end, q in active if end >= lo]",
+        "two buckets whose memories only touch count as sharing memory: both packed"),
+    "buckets-span-over-a-gap": (
+        "ring/training/buckets.py",
+        "    if any(ends[j] + views[j].nbytes != ends[j + 1] for j in range(len(views) - 1)):",
+        "    if any(ends[j] + views[j].nbytes > ends[j + 1] for j in range(len(views) - 1)):",
+        "a bucket's gradients with a gap between them in one array are spanned as if end to "
+        "end"),
+    "twoshot-vreduce-out-unaligned": (
+        "ring/cuda/twoshot_kernel.py",
+        "        vreduce = (ok[3] != 0 or not inx) and (ok[4] != 0 or not ino)",
+        "        vreduce = ok[3] != 0 or not inx",
+        "the two-shot reduces in vectors into a registered out that is not 16-byte aligned "
+        "on every rank"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2358,6 +2392,14 @@ OWN_TESTS = {
                  "register-after-close")},
     "register-keeps-kept-calls": _REGISTERED,
     "work-wait-unbroken": "tests/test_faults.py::test_a_rank_dies_during_an_async_allreduce",
+    # the seventeenth campaign
+    **{n: "tests/test_algorithms.py tests/test_mpi.py::test_across_emulated_nodes"
+       for n in ("hier-applies-any-order", "hier-applies-one-per-node",
+                 "hier-cross-order-reversed")},
+    **{n: "tests/test_buckets.py" for n in ("buckets-touching-counted-shared",
+                                            "buckets-span-over-a-gap")},
+    "twoshot-vreduce-out-unaligned": _REGISTERED
+                                     + " tests/test_mpi.py::test_cuda_registered_buffers[3]",
 }
 
 

@@ -126,7 +126,9 @@ def _host(a):
 def test_registered_buffers_are_reduced_in_place(kcomm, world, dtype, op):
     """x and out registered, at offsets that differ between the ranks: in place, every
     count, in place (out = x) and out, each array 16-byte aligned on every rank (16-byte
-    vectors) or not (an element at a time); the same bits as the rank-order reference."""
+    vectors) or not (an element at a time), or out of place x aligned and out not (the
+    reduce reads in vectors and writes an element at a time); the same bits as the
+    rank-order reference."""
     k, r = kcomm.size, kcomm.rank
     logical = ringtypes.BY_NAME[dtype]
     bits = storage_of(logical)
@@ -135,12 +137,17 @@ def test_registered_buffers_are_reduced_in_place(kcomm, world, dtype, op):
     top = max(SIZES) + 2 * lanes * k + 2
     xb, ob = Buffer(world, top, bits), Buffer(world, top, bits)
     assert kcomm.register(xb.array) and kcomm.register(ob.array)
-    for n, in_place, vectors in itertools.product(SIZES, (False, True), (False, True)):
+    # (x aligned, out aligned): both, neither, and out of place x only
+    shapes = [(n, in_place, xv, ov) for n, in_place, (xv, ov) in itertools.product(
+        SIZES, (False, True), ((False, False), (True, True), (True, False)))
+        if not (in_place and xv != ov)]
+    for n, in_place, xv, ov in shapes:
         inputs = [make(q, n, dtype, op=op) for q in range(k)]
         want = reference.in_rank_order(inputs, op)
         # each rank's x and out at its own offsets: whole vectors apart, or one element
         # off (rank 0's x, every rank's out)
-        lo, olo = (lanes * (r + 1), lanes * 2 * r) if vectors else (r + 1, 2 * r + 1)
+        lo = lanes * (r + 1) if xv else r + 1
+        olo = lanes * 2 * r if ov else 2 * r + 1
         xb.set(np.concatenate([np.zeros(lo, bits), inputs[r].view(bits),
                                np.zeros(top - lo - n, bits)]))
         x = xb.array[lo:lo + n]
@@ -153,14 +160,14 @@ def test_registered_buffers_are_reduced_in_place(kcomm, world, dtype, op):
         assert_ran("twoshot", "allreduce")
         assert _launch_registered(kcomm)
         aligned = kcomm._ctx.backend.last_launch.aligned
-        # (what this rank told the others: bit 0 x 16-byte aligned, bit 1 out)
-        if vectors:
-            assert aligned == 3
-        else:  # rank 0's x, an odd offset's out: never
-            assert not (r == 0 and aligned & 1) and (in_place or not aligned & 2), aligned
+        # (what this rank told the others: bit 0 x 16-byte aligned, bit 1 out; rank 0's x
+        # one element off, and an odd offset's out, never are)
+        x_al, o_al = bool(aligned & 1), bool(aligned & 2)
+        assert x_al if xv else not (r == 0 and x_al), aligned
+        assert o_al == (x_al if in_place else ov), aligned
         assert _untouched(kcomm) == [True, True]  # neither staged nor gathered
         host = (xb.get(lo, lo + n) if in_place else ob.get(olo, olo + n))
-        assert host.tobytes() == want.view(bits).tobytes(), (n, in_place, vectors)
+        assert host.tobytes() == want.view(bits).tobytes(), (n, in_place, xv, ov)
         assert same_everywhere(world, host)
         if in_place:  # around x: untouched
             assert not xb.get(0, lo).any() and not xb.get(lo + n).any()
