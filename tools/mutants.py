@@ -2032,6 +2032,24 @@ SINCE = {
         "        vreduce = ok[3] != 0 or not inx",
         "the two-shot reduces in vectors into a registered out that is not 16-byte aligned "
         "on every rank"),
+    # the eighteenth campaign (2026-12-05): the MPI links' flush and progress, the copy
+    # kernel's tail
+    "mpi-flush-returns-early": (
+        "ring/transport/mpi.py",
+        "        for i, req in enumerate(self.reqs):\n            if req is not None:\n"
+        '                _wait(req, self.waiter, f"waiting for {self.peer} to take a message")\n'
+        "                self.reqs[i] = None\n",
+        "        pass\n",
+        "a call across nodes returns with its sends still in flight (MPI may still read the "
+        "caller's arrays, and the peer waits for this rank's next MPI call)"),
+    "mpi-recv-no-progress": (
+        "ring/transport/mpi.py", "            self.pending[0][0].Get_status()",
+        "            pass",
+        "a receiver's progress() asks MPI nothing: its messages move only in its own waits"),
+    "copy-tail-short": (
+        "kernels/copy.py", "    while i < n:\n        dst[i] = src[i]",
+        "    while i < n - 1:\n        dst[i] = src[i]",
+        "the copy kernel leaves the last word of what its unrolled loop does not cover"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2400,6 +2418,10 @@ OWN_TESTS = {
                                             "buckets-span-over-a-gap")},
     "twoshot-vreduce-out-unaligned": _REGISTERED
                                      + " tests/test_mpi.py::test_cuda_registered_buffers[3]",
+    # the eighteenth campaign
+    **{n: "tests/test_mpi.py::test_across_emulated_nodes " + _LINKS
+       for n in ("mpi-flush-returns-early", "mpi-recv-no-progress")},
+    "copy-tail-short": "tests/test_kernels.py",
 }
 
 
