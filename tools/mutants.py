@@ -2063,8 +2063,6 @@ _RANKS3 = "tests/test_mpi.py::test_on_ranks[3]"  # every inner suite of test_mpi
 _ONESHOT = "tests/test_recipe.py " + _RANKS3
 _INT8 = "tests/test_buckets.py " + _RANKS3
 _LINKS = "tests/test_mpi.py::test_links_across_nodes_over_an_mpi_that_moves_messages_on_the_senders_calls"
-_SHARING_GPU = ("tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2] "
-                "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3]")
 _REGISTERED = "tests/test_registry.py tests/test_mpi.py::test_cuda_registered_buffers[2]"
 _KERNEL_RANKS = ("tests/test_mpi.py::test_cuda_kernel_path[2] "
                  "tests/test_mpi.py::test_cuda_kernel_path[3]")
@@ -2403,7 +2401,9 @@ OWN_TESTS = {
                            "tests/test_compiled_walk.py",
     **{n: "tests/test_options.py " + _KERNEL_RANKS
        for n in ("kp-scope-across-gpus", "kp-mps-pipe-directory")},
-    "cuda-alltoall-in-place-no-copy": _SHARING_GPU,
+    "cuda-alltoall-in-place-no-copy":
+        "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2] "
+        "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[3]",
     "oneshot-inbox-half": _KERNEL_RANKS,
     **{n: _RANKS3
        for n in ("deregister-after-close", "barrier-after-close", "synchronize-after-close",
