@@ -2043,13 +2043,27 @@ SINCE = {
         "a call across nodes returns with its sends still in flight (MPI may still read the "
         "caller's arrays, and the peer waits for this rank's next MPI call)"),
     "mpi-recv-no-progress": (
-        "ring/transport/mpi.py", "            self.pending[0][0].Get_status()",
-        "            pass",
+        "ring/transport/mpi.py",
+        "        for req, _ in self.pending:\n            if not req.Get_status():\n                return",
+        "        pass",
         "a receiver's progress() asks MPI nothing: its messages move only in its own waits"),
     "copy-tail-short": (
         "kernels/copy.py", "    while i < n:\n        dst[i] = src[i]",
         "    while i < n - 1:\n        dst[i] = src[i]",
         "the copy kernel leaves the last word of what its unrolled loop does not cover"),
+    # the nineteenth campaign: the receiver's progress as it was before its test
+    "mpi-recv-progress-oldest-only": (
+        "ring/transport/mpi.py",
+        "        for req, _ in self.pending:\n            if not req.Get_status():\n                return",
+        "        if self.pending:\n            self.pending[0][0].Get_status()",
+        "a receiver's progress() asks MPI about its oldest receive only, which MPICH answers "
+        "without moving anything once that one has landed"),
+    "staged-recv-progress-first-only": (
+        "ring/transport/staged.py",
+        "            if req is not None and not req.Get_status():\n                return",
+        "            if req is not None:\n                req.Get_status()\n                return",
+        "the staged receiver's progress() asks MPI about its first buffer's receive only, "
+        "which MPICH answers without moving anything once that one has landed"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2420,7 +2434,9 @@ OWN_TESTS = {
                                      + " tests/test_mpi.py::test_cuda_registered_buffers[3]",
     # the eighteenth campaign
     **{n: "tests/test_mpi.py::test_across_emulated_nodes " + _LINKS
-       for n in ("mpi-flush-returns-early", "mpi-recv-no-progress")},
+       for n in ("mpi-flush-returns-early", "mpi-recv-no-progress",
+                 "mpi-recv-progress-oldest-only")},
+    "staged-recv-progress-first-only": _LINKS,
     "copy-tail-short": "tests/test_kernels.py",
 }
 

@@ -144,3 +144,69 @@ def test_a_rank_back_in_its_own_code_holds_no_peer():
             time.sleep(timeout + 0.5)  # past the others' deadlines, were they waiting here
         W.Barrier()  # MPI's: the others wait here, not in close(), whose wait has a timeout
     assert np.array_equal(got, _inputs(1))
+
+
+
+def _receiving_end(kind: str, comm, waiter):
+    """Rank 2's end of a link from rank 0, its kind's: (the end, the buffers its messages
+    land in, a function listing its receives in flight)."""
+    if kind == "mpi":
+        from ring.transport.mpi import MpiRecv
+        end = MpiRecv(comm, 0, 4, CHUNK, waiter, "rank 0")
+        return end, end.raw, lambda: [req for req, _ in end.pending]
+    from ring.transport.staged import StagedIn  # the cuda device's, staged through the host
+    end = StagedIn(comm, 0, 4, CHUNK, waiter, direct=False)
+    return end, end.host, lambda: [req for req in end.reqs if req is not None]
+
+
+@pytest.mark.parametrize("kind", ["mpi"] if DEVICE == "host" else ["staged"])
+def test_a_receivers_progress_moves_every_message_to_it(kind):
+    """The receiving end's progress(), called while its rank waits on something else (its
+    neighbour on this node, or its GPU), must move on every receive it has posted, not only
+    one: rank 0 Isends four messages to rank 2, which waits only on memory (whether they
+    have landed) with its end's progress as the waiter's hook, as the communicator's waits
+    are. MPI here moves a message only while both ends call MPI, and MPICH's
+    MPI_Request_get_status pokes MPI only for a request not yet complete (asking the oldest
+    alone, or the first buffer's, moved one message and then nothing). Rank 0's flush times
+    out if rank 2's hook moves nothing; both ranks then finish the messages in MPI's own
+    waits, so that no failure leaves one waiting."""
+    from ring.errors import TimeoutError
+    from ring.transport.mpi import MpiSend
+    from ring.wait import Waiter
+
+    comm, pattern = W.Dup(), np.arange(CHUNK, dtype=np.uint8) | 1  # no zero byte
+    waiter, missed = Waiter(timeout=3), None
+    try:
+        if W.rank == 0:
+            send = MpiSend(comm, 2, 4, CHUNK, waiter, "rank 2")
+            for _ in range(4):
+                send.acquire(np.uint8)[:] = pattern
+                send.post(CHUNK)
+            waiter.start("rank 0's sends")
+            try:
+                send.flush()  # its own calls: MPI moves what the receiver lets it
+            except TimeoutError as e:
+                missed = str(e)
+                waiter.start("rank 0's sends, again")
+                send.flush()
+        elif W.rank == 2:
+            end, buffers, in_flight = _receiving_end(kind, comm, waiter)
+            for b in buffers:
+                b[:] = 0
+            end.begin(4)
+            waiter.add_progress(end)
+            waiter.start("rank 2 waiting on its node")
+            try:
+                waiter.until(lambda: all(b.all() for b in buffers),
+                             lambda: "messages from rank 0 landing")
+            except TimeoutError as e:
+                missed = str(e)
+            waiter.start("rank 2's receives, in MPI's waits")
+            for req in in_flight():
+                waiter.until(req.Test, lambda: "messages from rank 0")
+            for b in buffers:
+                assert np.array_equal(b, pattern)
+    finally:
+        W.Barrier()
+        comm.Free()
+    assert missed is None, missed
