@@ -2064,6 +2064,51 @@ SINCE = {
         "            if req is not None:\n                req.Get_status()\n                return",
         "the staged receiver's progress() asks MPI about its first buffer's receive only, "
         "which MPICH answers without moving anything once that one has landed"),
+    # the nineteenth campaign, second part: files with few faults for their size
+    "oneshot-across-nodes-every-collective": (
+        "ring/algorithms/oneshot.py",
+        "not (collective is Collective.ALLREDUCE\n                                         and ctx.device == \"host\")",
+        "not ctx.device == \"host\"",
+        "across nodes, the host's oneshot takes every collective, not the all-reduce only"),
+    "twoshot-one-rank-halves-uncopied": (
+        "ring/algorithms/twoshot.py", "                if not c.in_place:",
+        "                if c.in_place:",
+        "the cuda twoshot's reduce-scatter or all-gather on one rank leaves out unwritten"),
+    "twoshot-kernel-sizes-capped": (
+        "ring/algorithms/twoshot.py",
+        "            return None  # the two-shot kernel: any size, in rounds of its areas",
+        "            return too_big(collective, nbytes, ctx.size)",
+        "the two-shot kernel is refused above the exchange's bytes, which it takes in rounds"),
+    "walk-reduce-always-in-place": (
+        "ring/host/compiled_walk.py",
+        "                if s.ctypes.data == t.ctypes.data:  # in place",
+        "                if True:  # in place",
+        "the compiled walk reduces into its target as if the input were the target"),
+    "half-bf16-prod-into-sums": (
+        "ring/host/half.py", "            _loop_into(1, PROD, other, acc, True)",
+        "            _loop_into(1, SUM, other, acc, True)",
+        "a bfloat16 product into its first operand adds"),
+    "bits-f16-subnormal-ties-up": (
+        "kernels/bits.py",
+        "        if rest > halfway or (rest == halfway and (half_sig & 1) == 1):",
+        "        if rest >= halfway:",
+        "float32 to a float16 subnormal rounds ties away from zero, not to even"),
+    "bits-f16-nan-payload-dropped": (
+        "kernels/bits.py", "            h = 0x7C00 + (sig >> 13)  # keep the top of the payload",
+        "            h = 0x7E00  # keep the top of the payload",
+        "float32 NaN to float16 drops the payload, which NumPy keeps"),
+    "bits-f16-subnormal-exponent-off": (
+        "kernels/bits.py", "        e = 113  # normalise a subnormal",
+        "        e = 112  # normalise a subnormal",
+        "float16 subnormals widen to half their value"),
+    "bits-bf16-nan-sign-dropped": (
+        "kernels/bits.py", "        return ((f >> 16) & 0x8000) | 0x7FC0",
+        "        return 0x7FC0",
+        "float32 NaN to bfloat16 loses its sign, which ml_dtypes keeps"),
+    "bits-f16-underflow-edge": (
+        "kernels/bits.py", "        if exp < 0x33000000:",
+        "        if exp <= 0x33000000:",
+        "float32 values between 2^-25 and 2^-24 go to zero, not to float16's least subnormal"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2437,6 +2482,20 @@ OWN_TESTS = {
        for n in ("mpi-flush-returns-early", "mpi-recv-no-progress",
                  "mpi-recv-progress-oldest-only")},
     "staged-recv-progress-first-only": _LINKS,
+    # the nineteenth campaign, second part
+    "oneshot-across-nodes-every-collective": "tests/test_algorithms.py "
+                                             "tests/test_mpi.py::test_across_emulated_nodes",
+    # (the one-rank halves: check_registered.py's one-process test; a first list left it out)
+    **{n: "tests/test_algorithms.py tests/test_mpi.py::test_cuda_kernel_path[1] "
+          "tests/test_mpi.py::test_cuda_registered_buffers[1] " + _KERNEL_RANKS
+       for n in ("twoshot-one-rank-halves-uncopied", "twoshot-kernel-sizes-capped")},
+    "walk-reduce-always-in-place": "tests/test_compiled_walk.py " + _RANKS3,
+    "half-bf16-prod-into-sums": "tests/test_half.py",
+    **{n: "tests/test_kernels.py" for n in ("bits-f16-subnormal-ties-up",
+                                            "bits-f16-nan-payload-dropped",
+                                            "bits-f16-subnormal-exponent-off",
+                                            "bits-bf16-nan-sign-dropped",
+                                            "bits-f16-underflow-edge")},
     "copy-tail-short": "tests/test_kernels.py",
 }
 

@@ -15,6 +15,8 @@ until the timeout (one cause of a timeout on an H100: 6 processes on 3 emulated 
 even ranks "waiting for data" from odd ones; on a GPU, a kernel's first launch blocked
 the senders too: ring/cuda/enqueue.load_kernels). And a call returned with its last
 message still in flight, so a rank back in its own code held its successor's call.
+A cell moves on only once its receiver has emptied it, on the receiver's calls: a rank's
+receiving end must keep MPI moving too, for every receive it has posted (the last test).
 RING_TEST_DEVICE: host or cuda."""
 
 import os

@@ -112,8 +112,12 @@ def test_one_process_registers_nothing(world):
         shared.free()
         assert np.array_equal(_host(c.allreduce(x, algorithm="twoshot")), np.ones(4))
         for coll in ("reduce_scatter", "allgather"):  # (a copy, or nothing in place)
-            y = cuda.to_device(np.arange(4, dtype=np.float32)) if SIMULATED else \
-                __import__("cupy").arange(4, dtype=np.float32)
+            y = _device(np.arange(4, dtype=np.float32))
+            # an out that held something else: a new one may sit where a freed array held
+            # these very values, and pass unwritten
+            out = _device(np.full(4, -1, np.float32))
+            assert getattr(c, coll)(y, out=out, algorithm="twoshot") is out
+            assert np.array_equal(_host(out), np.arange(4)), coll
             assert np.array_equal(_host(getattr(c, coll)(y, algorithm="twoshot")), np.arange(4))
             assert getattr(c, coll)(y, out=y, algorithm="twoshot") is y
 
