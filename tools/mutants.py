@@ -2109,6 +2109,24 @@ SINCE = {
         "kernels/bits.py", "        if exp < 0x33000000:",
         "        if exp <= 0x33000000:",
         "float32 values between 2^-25 and 2^-24 go to zero, not to float16's least subnormal"),
+    # the twentieth campaign
+    "board-leave-no-reset": (
+        "ring/cuda/board.py", "        state[1] = 0\n        state[0] += 1",
+        "        state[0] += 1",
+        "the call board's count of blocks left is never reset: only the first launch counts"),
+    "board-wait-timeout-unreported": (
+        "ring/cuda/board.py", "                if (word >> 32) != s:",
+        "                if (word >> 32) > s:",
+        "a board wait that timed out on an older word goes on to compare its record"),
+    "deregister-empty-drops": (
+        "ring/cuda/backend.py", "        if not self.registry or not d.size:",
+        "        if not self.registry:",
+        "deregister of an empty array drops the registration its address falls in"),
+    "through-host-storage-unviewed": (
+        "ring/cuda/backend.py",
+        "        c.out.copy_to_device(out.view(storage_of(c.dtype)))",
+        "        c.out.copy_to_device(out)",
+        "the MPI algorithms' result goes back to the GPU in its logical dtype, not its storage"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2496,6 +2514,14 @@ OWN_TESTS = {
                                             "bits-f16-subnormal-exponent-off",
                                             "bits-bf16-nan-sign-dropped",
                                             "bits-f16-underflow-edge")},
+    # the twentieth campaign
+    "board-leave-no-reset": "tests/test_mpi.py::test_cuda_registered_buffers[2] " + _KERNEL_RANKS,
+    "board-wait-timeout-unreported":
+        "tests/test_faults.py::test_a_rank_that_never_launches_is_found_at_the_call_board",
+    "deregister-empty-drops": _REGISTERED,
+    # (a first list named test_cuda_auto_path, which runs on a GPU only)
+    "through-host-storage-unviewed":
+        "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
     "copy-tail-short": "tests/test_kernels.py",
 }
 

@@ -211,6 +211,19 @@ def test_one_registered_side_reads_or_writes_in_place_the_other_staged(kcomm, wo
     buf.free()
 
 
+def test_deregistering_an_empty_array_drops_nothing(kcomm, world):
+    """deregister(x) drops the registrations x's address falls in; an empty x has no
+    memory to drop: False, and the buffer its address falls in (an empty view at its start
+    or inside it) stays registered until deregistered itself."""
+    buf = Buffer(world, 64, np.float32)
+    assert kcomm.register(buf.array)
+    for empty in (buf.array[:0], buf.array[5:5]):
+        assert kcomm.deregister(empty) is False
+    assert kcomm.deregister(buf.array)  # (registered until now)
+    assert not kcomm.deregister(buf.array)
+    buf.free()
+
+
 @pytest.mark.parametrize("side", ["x", "out"])
 def test_a_side_deregistered_on_one_rank_is_staged_on_every_rank(kcomm, world, side):
     """x and out registered on every rank, then one side deregistered on rank 0 only: the
