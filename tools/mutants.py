@@ -2044,7 +2044,7 @@ SINCE = {
         "caller's arrays, and the peer waits for this rank's next MPI call)"),
     "mpi-recv-no-progress": (
         "ring/transport/mpi.py",
-        "        for req, _ in self.pending:\n            if not req.Get_status():\n                return",
+        "        poke(req for req, _ in self.pending)",
         "        pass",
         "a receiver's progress() asks MPI nothing: its messages move only in its own waits"),
     "copy-tail-short": (
@@ -2054,14 +2054,15 @@ SINCE = {
     # the nineteenth campaign: the receiver's progress as it was before its test
     "mpi-recv-progress-oldest-only": (
         "ring/transport/mpi.py",
-        "        for req, _ in self.pending:\n            if not req.Get_status():\n                return",
+        "        poke(req for req, _ in self.pending)",
         "        if self.pending:\n            self.pending[0][0].Get_status()",
         "a receiver's progress() asks MPI about its oldest receive only, which MPICH answers "
         "without moving anything once that one has landed"),
     "staged-recv-progress-first-only": (
         "ring/transport/staged.py",
-        "            if req is not None and not req.Get_status():\n                return",
-        "            if req is not None:\n                req.Get_status()\n                return",
+        "        poke(self.reqs)",
+        "        for req in self.reqs:\n            if req is not None:\n                req.Get_status()\n"
+        "                return",
         "the staged receiver's progress() asks MPI about its first buffer's receive only, "
         "which MPICH answers without moving anything once that one has landed"),
     # the nineteenth campaign, second part: files with few faults for their size

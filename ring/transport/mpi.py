@@ -45,6 +45,16 @@ def reap(reqs: list) -> None:
             reqs[i] = None
 
 
+def poke(reqs) -> None:
+    """Ask MPI about the first request in reqs not yet complete (None: none there), without
+    completing it: MPI moves the messages on meanwhile. Not simply the first: MPICH asks its
+    progress engine only for a request not yet complete, and a receive may have landed long
+    before its rank takes it, while later ones wait (tests/mpi/check_progress.py)."""
+    for req in reqs:
+        if req is not None and not req.Get_status():
+            return
+
+
 def _wait(req: MPI.Request, waiter: Waiter, what: str) -> None:
     waiter.until(req.Test, lambda: what)
 
@@ -133,13 +143,8 @@ class MpiRecv:
                 pending.append((self.comm.Irecv([_bytes(into), MPI.BYTE], self.source, TAG), -1))
 
     def progress(self) -> None:
-        """Ask MPI about the oldest receive not yet complete (without completing it): MPI
-        moves the messages on meanwhile. Not simply the oldest: MPICH asks its progress
-        engine only for a request not yet complete, and the oldest may have landed long
-        before the executor takes it, while later ones wait (tests/mpi/check_progress.py)."""
-        for req, _ in self.pending:
-            if not req.Get_status():
-                return
+        """Ask MPI about the oldest receive not yet complete: MPI moves the messages on."""
+        poke(req for req, _ in self.pending)
 
     def begin(self, nchunks: int, into=None) -> None:
         """This call receives nchunks messages. into (executor.receives_into): for each,

@@ -37,7 +37,7 @@ from numba import cuda
 from kernels.driver import event, fired, simulated
 
 from ..wait import Waiter
-from .mpi import TAG, cancel, reap
+from .mpi import TAG, cancel, poke, reap
 from .slots import Slots
 
 SIMULATED = simulated()
@@ -189,11 +189,9 @@ class StagedIn(_StagedEnd):
     def progress(self) -> None:
         """Post the receives that buffers allow; ask MPI about one in flight and not yet
         complete (without completing it: wait_written reads its status), which moves the
-        messages on (MPICH moves nothing for a request already complete: mpi.py's MpiRecv)."""
+        messages on."""
         self._post()
-        for req in self.reqs:
-            if req is not None and not req.Get_status():
-                return
+        poke(self.reqs)
 
     def _post(self) -> None:
         while self.posted < self.planned:
