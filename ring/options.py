@@ -43,7 +43,8 @@ DEFAULT_SLOTS = 4
 # The values of algorithm= (ring/algorithms/, one module each; "auto": the tuning table's
 # choice, ring/tuning.py). The position of a name is its code in the agreement's record:
 # the wire format, so append only.
-ALGORITHMS = ("auto", "ring", "hierarchical", "naive", "ps", "oneshot", "twoshot", "tree")
+ALGORITHMS = ("auto", "ring", "hierarchical", "naive", "ps", "oneshot", "twoshot", "tree",
+              "cma")
 # Bytes per rank the exchange window carries per call: the largest oneshot / twoshot
 # message (each rank holds 4 x this in shared memory: two calls in flight, data and result).
 EXCHANGE_BYTES = 1 << 20

@@ -77,12 +77,12 @@ def _two_level(inputs, op: str, nodes: int, lo: int, hi: int, inner: int, outer:
 
 
 def in_rank_order(inputs: list[np.ndarray], op: str) -> np.ndarray:
-    """naive, ps, oneshot and twoshot: every element folded over ranks 0, 1, ..., K-1."""
+    """naive, ps, oneshot, twoshot and cma: every element folded over ranks 0, 1, ..., K-1."""
     partial = "sum" if op == "avg" else op
     return _finish(fold(inputs, partial, list(range(len(inputs)))), op, len(inputs))
 
 
-RANK_ORDER = ("naive", "ps", "oneshot", "twoshot")
+RANK_ORDER = ("naive", "ps", "oneshot", "twoshot", "cma")
 
 
 def tree(inputs: list[np.ndarray], op: str) -> np.ndarray:

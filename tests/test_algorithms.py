@@ -20,7 +20,8 @@ def context(device="host", size=4, nodes=1, exchange=True):
     per = size // nodes
     topo = Topology(None, [r // per for r in range(size)], [r % per for r in range(size)])
     return SimpleNamespace(device=device, size=size, rank=0, topo=topo, kept={},
-                           exchange=SimpleNamespace(cap=EXCHANGE_BYTES) if exchange else None,
+                           exchange=SimpleNamespace(cap=EXCHANGE_BYTES, cma=None) if exchange
+                           else None,
                            backend=SimpleNamespace(kernel=None,  # (cuda: the stream path)
                                                    no_peer_access=lambda: None))
 
@@ -57,6 +58,22 @@ def test_the_shared_memory_algorithms_need_one_node_and_fit_the_window():
     assert "at most" in why_not(one, "oneshot", Collective.ALLREDUCE, EXCHANGE_BYTES + 1)
     # an all-gather posts its count / K per rank
     assert why_not(one, "oneshot", Collective.ALLGATHER, 4 * EXCHANGE_BYTES) is None
+
+
+def test_cma_needs_one_node_and_the_processes_may_read_each_other():
+    """cma reads the peers' arrays where they are: any size, one node only, and only where
+    the exchange's probe found every rank able to read every other's memory (its reason
+    otherwise, the same on every rank)."""
+    one = context()
+    for c in EVERY:
+        assert why_not(one, "cma", c, 64 * EXCHANGE_BYTES) is None
+    assert why_not(context(exchange=False, nodes=2), "cma", Collective.ALLGATHER, 64) == \
+        "it needs every rank of the communicator on one node"
+    one.exchange.cma = "rank 1 cannot read rank 0's memory (Operation not permitted)"
+    assert why_not(one, "cma", Collective.ALLGATHER, 64) == one.exchange.cma
+    assert resolve(one, AUTO, Collective.ALLGATHER, 1 << 24, [(1 << 30, "cma")]) == "ring"
+    with pytest.raises(ValueError, match="'cma' cannot run here: rank 1 cannot read"):
+        resolve(one, "cma", Collective.ALLGATHER, 64, [])
 
 
 def test_the_two_shot_kernel_takes_any_size_where_the_kernel_path_runs():

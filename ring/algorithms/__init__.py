@@ -8,6 +8,8 @@ tuner read them from.
     oneshot       one round through node-shared memory, every collective on the host
                   (oneshot.py)
     twoshot       two rounds: reduce-scatter then all-gather through it (twoshot.py)
+    cma           oneshot's reads straight out of the peers' arrays, by cross-memory
+                  attach: one copy, any size, every collective on the host (cma.py)
 
 "auto" is not an algorithm: it is the tuning table's choice among these (ring/tuning.py).
 To add one: a module with an Algorithm subclass and its ALGORITHM, its name appended to
@@ -21,14 +23,15 @@ from .. import tuning
 from ..context import Context
 from ..options import check_algorithm
 from ..schedule import Collective
-from . import hierarchical, naive, oneshot, ps, ring, tree, twoshot
+from . import cma, hierarchical, naive, oneshot, ps, ring, tree, twoshot
 from .base import Algorithm
 
 AUTO = "auto"  # not an algorithm: the tuning rules' choice among them
 
 # in the order of their wire codes (tests/test_algorithms.py: every name has a module)
 BY_NAME: dict[str, Algorithm] = {m.ALGORITHM.name: m.ALGORITHM for m in
-                                 (ring, hierarchical, naive, ps, oneshot, twoshot, tree)}
+                                 (ring, hierarchical, naive, ps, oneshot, twoshot, tree,
+                                  cma)}
 
 
 def get(name: str) -> Algorithm:

@@ -7,7 +7,8 @@ One MPI shared-memory window over the node (every rank of the communicator on it
 rank's segment:
 
     header     ROUND1, ROUND2: rounds this rank has posted (call numbers; only grow),
-               each counter on its own 128-byte line
+               each counter on its own 128-byte line; PID, BASE: the rank's process id and
+               its segment's address in its own memory (for cross-memory attach)
     2 x area   by call parity: [record: RECORD int64][data: cap bytes][result: cap bytes]
 
 A rank writes call n's area n % 2 only after every peer has posted call n-1 (it waited for
@@ -18,13 +19,17 @@ one still reads. MPI_Win_sync orders data and counters (sync before posting, aft
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from mpi4py import MPI
 
 from ..wait import Waiter
+from . import cma
 
 HEADER = 256
 ROUND1, ROUND2 = 0, 16  # int64 indices, 128 bytes apart
+PID, BASE = 24, 25  # int64 indices, the header's last line
 RECORD = 16  # int64 fields of a call record (agreement.FIELDS and the bad flag fit)
 
 
@@ -49,8 +54,27 @@ class Exchange:
         # the segments' addresses, for compiled code (host/compiled_round.py)
         self.bases = np.array([s.ctypes.data for s in self.segs], np.int64)
         self.seq = 0  # rounds posted so far (every rank posts every round, in order)
+        self.heads[self.rank][PID] = os.getpid()
+        self.heads[self.rank][BASE] = self.bases[self.rank]
         self.win.Sync()
         comm.Barrier()
+        self.win.Sync()
+        self.pids = [int(h[PID]) for h in self.heads]
+        self.cma = self._probe()
+
+    def _probe(self) -> str | None:
+        """Why the ranks cannot read each other's memory by cross-memory attach (None: every
+        rank can read every other's), the same answer on every rank: each reads every
+        peer's header where that peer's own memory holds it (collective, at creation)."""
+        why = None
+        for q in range(self.size):
+            if q != self.rank and why is None:
+                head = self.heads[q][:BASE + 1].copy()
+                why = cma.why_not(self.pids[q], int(head[BASE]), head)
+                if why is not None:
+                    why = f"rank {self.rank} cannot read rank {q}'s memory ({why})"
+        whys = [w for w in self.comm.allgather(why) if w is not None]
+        return whys[0] if whys else None
 
     def close(self) -> None:
         if self.win != MPI.WIN_NULL:

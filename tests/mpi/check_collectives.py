@@ -362,13 +362,13 @@ def test_barrier(comm, world, check):
         c.close()
 
 
-ALGORITHMS = ["naive", "ps", "oneshot", "twoshot", "tree"]  # the ring's are tested above
+ALGORITHMS = ["naive", "ps", "oneshot", "twoshot", "tree", "cma"]  # the ring's: above
 
 
 def _runs_here(algorithm) -> bool:
-    """twoshot needs every rank on one node (worked out from RING_NODES); oneshot runs
-    across nodes too, by MPI."""
-    return algorithm != "twoshot" or emulated_nodes(MPI.COMM_WORLD.size) == 1
+    """twoshot and cma need every rank on one node (worked out from RING_NODES); oneshot
+    runs across nodes too, by MPI."""
+    return algorithm not in ("twoshot", "cma") or emulated_nodes(MPI.COMM_WORLD.size) == 1
 
 
 def _shared() -> bool:
@@ -459,10 +459,21 @@ def _by_oneshot(comm, collective, inputs, op, root, in_place, **options):
     assert got.tobytes() == want.tobytes(), (collective, op, in_place, root)
 
 
+@pytest.fixture(params=["oneshot", "cma"])
+def by_recipe(request, monkeypatch):
+    """The algorithms that follow ring/recipe.py on one node: oneshot through the window,
+    cma from the peers' arrays (its folds in pieces of 3 elements here, as a large call's
+    are in pieces of PIECE_BYTES)."""
+    if request.param == "cma":
+        from ring.algorithms import cma
+        monkeypatch.setattr(cma, "PIECE_BYTES", 12)
+    return request.param
+
+
 @pytest.mark.parametrize("collective", REDUCING)
 @pytest.mark.parametrize("dtype,op", list(cases()))
-def test_reduce_scatter_and_reduce_by_oneshot(comm, world, collective, dtype, op):
-    """oneshot on one node (ring/recipe.py's recipe): the flat ring's order, so the
+def test_reduce_scatter_and_reduce_by_oneshot(comm, world, collective, dtype, op, by_recipe):
+    """oneshot and cma on one node (ring/recipe.py's recipe): the flat ring's order, so the
     same bits as the ring (both are checked against one reference), every root, in place
     and out; across nodes a clear refusal."""
     if not _shared():
@@ -473,13 +484,13 @@ def test_reduce_scatter_and_reduce_by_oneshot(comm, world, collective, dtype, op
                   for q in range(k)]
         for root in range(k) if collective == "reduce" else (0,):
             for in_place in (False, True):
-                _by_oneshot(comm, collective, inputs, op, root, in_place, algorithm="oneshot")
-                assert_ran("oneshot", collective)
+                _by_oneshot(comm, collective, inputs, op, root, in_place, algorithm=by_recipe)
+                assert_ran(by_recipe, collective)
 
 
 @pytest.mark.parametrize("collective", MOVING)
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
-def test_moving_collectives_by_oneshot(comm, world, collective, dtype):
+def test_moving_collectives_by_oneshot(comm, world, collective, dtype, by_recipe):
     if not _shared():
         return  # test_oneshot_needs_one_node_beyond_allreduce
     k = comm.size
@@ -490,8 +501,8 @@ def test_moving_collectives_by_oneshot(comm, world, collective, dtype):
         for root in range(k) if collective in ROOTED else (0,):
             for in_place in (False, True):
                 _by_oneshot(comm, collective, inputs, "sum", root, in_place,
-                            algorithm="oneshot")
-                assert_ran("oneshot", collective)
+                            algorithm=by_recipe)
+                assert_ran(by_recipe, collective)
 
 
 @pytest.mark.parametrize("collective,dtype,op", [
@@ -548,6 +559,52 @@ def test_a_rank_leaving_the_fast_path_of_any_collective_is_caught(world, collect
             return
         with pytest.raises(ValueError if odd and change == "bad out" else ring.MismatchError):
             call(x, **kw)
+
+
+def test_cma_runs_past_the_window_and_fails_on_every_rank(world, monkeypatch):
+    """cma has no size limit of its own (here one element past oneshot's window, its folds
+    in pieces); a read the kernel refuses fails the call on every rank, naming the rank;
+    a communicator whose probe found one rank unable to read another's memory refuses cma
+    on every rank with that reason. (Across nodes: test_every_allreduce_algorithm.)"""
+    if not _shared():
+        return
+    import errno
+
+    from ring.options import EXCHANGE_BYTES
+    from ring.transport import cma
+    k, r = world.size, world.rank
+    n = EXCHANGE_BYTES // 4 + 1
+    inputs = [np.arange(n, dtype=np.float32) * (q + 1) for q in range(k)]
+    with ring.Communicator(device="host", timeout=60) as c:
+        got = c.allgather(inputs[r], algorithm="cma")
+        assert_ran("cma", "allgather")
+        assert got.tobytes() == np.concatenate(inputs).tobytes()
+        x = inputs[r].copy()
+        assert c.allreduce(x, out=x, algorithm="cma") is x
+        assert x.tobytes() == reference.in_rank_order(inputs, "sum").tobytes()
+        if k == 1:
+            return
+        real = cma.read
+
+        def refused(pid, address, into):
+            if r == k - 1:
+                raise OSError(errno.EPERM, "refused")
+            real(pid, address, into)
+
+        monkeypatch.setattr(cma, "read", refused)
+        with pytest.raises(ring.RingError, match=f"failed on rank {k - 1} "
+                                                 r"\(Operation not permitted\)"):
+            c.allgather(inputs[r], algorithm="cma")
+        monkeypatch.undo()
+        with pytest.raises(ring.CommunicatorError):
+            c.allgather(inputs[r], algorithm="cma")
+    monkeypatch.setattr(cma, "why_not", lambda *a: "no" if r == 0 else None)
+    with ring.Communicator(device="host", timeout=60) as c:
+        assert c._ctx.exchange.cma == "rank 0 cannot read rank 1's memory (no)"
+        c.alltoall(np.ones(4 * k, np.float32))  # auto: another algorithm
+        with pytest.raises(ValueError, match="'cma' cannot run here: rank 0 cannot read rank "
+                                             "1's memory"):
+            c.alltoall(np.ones(4 * k, np.float32), algorithm="cma")
 
 
 def test_oneshot_needs_one_node_beyond_allreduce(world):

@@ -49,7 +49,8 @@ else:
 REDUCING = ("allreduce", "reduce_scatter", "reduce")
 DIVIDED = ("reduce_scatter", "scatter", "alltoall")  # x: K blocks
 ROOTED = ("broadcast", "reduce", "gather", "scatter")
-IN_RANK_ORDER = ("oneshot", "twoshot", "naive", "ps")  # the all-reduces that fold x0, x1, ...
+# the all-reduces that fold x0, x1, ...
+IN_RANK_ORDER = ("oneshot", "twoshot", "naive", "ps", "cma")
 
 
 def algorithms(collective: str) -> list:
@@ -60,8 +61,9 @@ def algorithms(collective: str) -> list:
         asks += ["naive", "ps", "tree"]
         # across nodes the host's oneshot goes by MPI; twoshot needs one node
         asks += ["oneshot", "twoshot"] if one_node else ["oneshot"] if DEVICE == "host" else []
+        asks += ["cma"] if one_node and DEVICE == "host" else []
     elif DEVICE == "host" and one_node:
-        asks += ["oneshot"]
+        asks += ["oneshot", "cma"]
     if TWO_LEVEL > 1 and collective in ("allreduce", "reduce_scatter", "allgather"):
         asks += ["hierarchical"]
     return asks

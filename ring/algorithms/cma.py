@@ -1,0 +1,134 @@
+"""cma: oneshot's recipe (ring/recipe.py) read straight out of the peers' arrays, by
+cross-memory attach (transport/cma.py): one copy from a peer's x into this rank's out, the
+single-copy path MPICH takes for large messages within a node, where the ring copies each
+chunk twice (into the successor's slot, out of it) and oneshot's window holds 1 MiB.
+
+    host, one node   every rank that sends posts x's address in the round that carries
+                     the agreement record (transport/exchange.py); each rank then reads
+                     what the recipe says of the peers' x into its out (a copy: straight
+                     in; a fold: in pieces of PIECE_BYTES into scratch, folded in the
+                     recipe's order, so the bits are oneshot's and the ring's); then one
+                     more round, so that no rank returns (and lets its caller write x)
+                     while a peer still reads it. Two rounds a call, whatever the size.
+    elsewhere        refused: across nodes (no shared memory, other kernels) and where the
+                     ranks' processes may not read each other's memory (the exchange's probe
+                     at creation: another user, a ptrace policy); on the cuda device (its
+                     arrays are not in the processes' memory).
+
+In place, where this rank writes what it posts (an all-reduce, a reduce's root, an
+all-to-all), it posts a copy of x instead. A read that fails (it should not, after the
+probe) fails the call on every rank, by a flag in the closing round.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..call import Call
+from ..context import Context
+from ..errors import RingError
+from ..host.reduce import fold
+from ..recipe import posts, recipe
+from ..schedule import Collective
+from ..transport import cma
+from .base import EVERY, Algorithm
+from .oneshot import ONE_NODE
+
+C = Collective
+PIECE_BYTES = 1 << 18  # a fold's piece of each source: read into scratch, folded in cache
+# in place, the collectives whose out is the x this rank posts: a copy is posted instead
+WRITES_WHAT_IT_POSTS = (C.ALLREDUCE, C.REDUCE, C.ALLTOALL)
+POSTED, PARTS = 0, 1  # ctx.scratch's buffers: the posted copy, then one per source
+
+
+def source(ctx: Context, c: Call, fill: bool = False) -> np.ndarray:
+    """What this rank posts of call c: x, or in place where it writes x, a copy (filled
+    from x when fill; the same buffer again when not)."""
+    if not (c.in_place and c.collective in WRITES_WHAT_IT_POSTS):
+        return c.x
+    copy = ctx.scratch.get(POSTED, c.x)
+    if fill:
+        np.copyto(copy, c.x)
+    return copy
+
+
+class Cma(Algorithm):
+    name = "cma"
+    serves = {"host": EVERY, "cuda": frozenset()}
+
+    def why_not(self, ctx: Context, collective: Collective, nbytes: int) -> str | None:
+        why = super().why_not(ctx, collective, nbytes)
+        if why:
+            return why
+        if ctx.exchange is None:
+            return ONE_NODE
+        return ctx.exchange.cma
+
+    def rides(self, ctx: Context) -> bool:
+        return True
+
+    def posts(self, ctx: Context, c: Call):
+        if not (c.count and posts(c.collective, ctx.rank, c.root)):
+            return None
+        return np.array([source(ctx, c, fill=True).ctypes.data], np.int64)
+
+    def run(self, ctx: Context, c: Call, defer: bool = False):
+        ex = ctx.exchange
+        seq, me = ex.seq, ex.rank  # the agreement's round carried the addresses
+        mine = source(ctx, c)
+        at = [int(ex.data(q, seq, np.int64, 1)[0]) if q != me and posts(c.collective, q, c.root)
+              else 0 for q in range(ex.size)]
+        err = 0
+        try:
+            self._follow(ctx, c, mine, at)
+        except OSError as e:
+            err = e.errno or -1
+        done = ex.next_round()  # nobody lets go of its x before every peer has read it
+        ex.record(me, done)[0] = err
+        ex.post(done)
+        ctx.wait_round(done)
+        failed = {q: int(ex.record(q, done)[0]) for q in range(ex.size)}
+        failed = {q: e for q, e in failed.items() if e}
+        if failed:
+            raise RingError("cma: reading a peer's memory by cross-memory attach failed on "
+                            + ", ".join(f"rank {q} ({os.strerror(e) if e > 0 else 'short'})"
+                                        for q, e in failed.items()))
+
+    @staticmethod
+    def _follow(ctx: Context, c: Call, mine: np.ndarray, at: list[int]) -> None:
+        """c's recipe, its sources read from the peers' memory (at[q]: rank q's posted
+        address) and from mine."""
+        ex, out = ctx.exchange, c.out
+        me, item = ex.rank, out.dtype.itemsize
+
+        def read(q: int, lo: int, into: np.ndarray, apart=None) -> np.ndarray:
+            """Rank q's posted elements from lo, as many as into holds: read into into; this
+            rank's own as a view where it shares no memory with `apart` (what is written)."""
+            if q != me:
+                cma.read(ex.pids[q], at[q] + lo * item, into)
+                return into
+            here = mine[lo:lo + into.size]
+            if apart is not None and not np.may_share_memory(here, apart):
+                return here
+            if not np.may_share_memory(here, into):  # (the same memory: there already)
+                np.copyto(into, here)
+            return into
+
+        for lo, n, sources in recipe(c.collective, ex.size, me, c.root, c.count):
+            if len(sources) == 1:
+                q, start = sources[0]
+                read(q, start, out[lo:lo + n])
+                continue
+            step = max(1, PIECE_BYTES // item)
+            for a in range(0, n, step):
+                m = min(step, n - a)
+                piece = out[lo + a:lo + a + m]
+                parts = [read(q, start + a, ctx.scratch.get(PARTS + i, out, m), piece)
+                         for i, (q, start) in enumerate(sources)]
+                with np.errstate(over="ignore", invalid="ignore"):
+                    fold(parts.__getitem__, c.op, len(parts), piece)
+
+
+ALGORITHM = Cma()
