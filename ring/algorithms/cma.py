@@ -16,7 +16,8 @@ chunk twice (into the successor's slot, out of it) and oneshot's window holds 1 
                      arrays are not in the processes' memory).
 
 In place, where this rank writes what it posts (an all-reduce, a reduce's root, an
-all-to-all), it posts a copy of x instead. A read that fails (it should not, after the
+all-to-all), it posts a copy of what the peers read of x instead (its own reads come from x
+itself, copied into scratch where they would be overwritten first). A read that fails (it should not, after the
 probe) fails the call on every rank, by a flag in the closing round.
 """
 
@@ -43,14 +44,19 @@ WRITES_WHAT_IT_POSTS = (C.ALLREDUCE, C.REDUCE, C.ALLTOALL)
 POSTED, PARTS = 0, 1  # ctx.scratch's buffers: the posted copy, then one per source
 
 
-def source(ctx: Context, c: Call, fill: bool = False) -> np.ndarray:
-    """What this rank posts of call c: x, or in place where it writes x, a copy (filled
-    from x when fill; the same buffer again when not)."""
+def posted(ctx: Context, c: Call) -> np.ndarray:
+    """What this rank posts of call c: x, or in place where it writes x, a copy of what
+    the peers read of it (an all-to-all's blocks but this rank's own)."""
+    x = c.x
     if not (c.in_place and c.collective in WRITES_WHAT_IT_POSTS):
-        return c.x
-    copy = ctx.scratch.get(POSTED, c.x)
-    if fill:
-        np.copyto(copy, c.x)
+        return x
+    copy = ctx.scratch.get(POSTED, x)
+    if c.collective is C.ALLTOALL:
+        b, r = c.count // ctx.size, ctx.rank
+        np.copyto(copy[:r * b], x[:r * b])
+        np.copyto(copy[(r + 1) * b:], x[(r + 1) * b:])
+    else:
+        np.copyto(copy, x)
     return copy
 
 
@@ -72,17 +78,16 @@ class Cma(Algorithm):
     def posts(self, ctx: Context, c: Call):
         if not (c.count and posts(c.collective, ctx.rank, c.root)):
             return None
-        return np.array([source(ctx, c, fill=True).ctypes.data], np.int64)
+        return np.array([posted(ctx, c).ctypes.data], np.int64)
 
     def run(self, ctx: Context, c: Call, defer: bool = False):
         ex = ctx.exchange
         seq, me = ex.seq, ex.rank  # the agreement's round carried the addresses
-        mine = source(ctx, c)
         at = [int(ex.data(q, seq, np.int64, 1)[0]) if q != me and posts(c.collective, q, c.root)
               else 0 for q in range(ex.size)]
         err = 0
         try:
-            self._follow(ctx, c, mine, at)
+            self._follow(ctx, c, at)
         except OSError as e:
             err = e.errno or -1
         done = ex.next_round()  # nobody lets go of its x before every peer has read it
@@ -97,10 +102,10 @@ class Cma(Algorithm):
                                         for q, e in failed.items()))
 
     @staticmethod
-    def _follow(ctx: Context, c: Call, mine: np.ndarray, at: list[int]) -> None:
+    def _follow(ctx: Context, c: Call, at: list[int]) -> None:
         """c's recipe, its sources read from the peers' memory (at[q]: rank q's posted
-        address) and from mine."""
-        ex, out = ctx.exchange, c.out
+        address) and from this rank's x (never from its posted copy)."""
+        ex, out, mine = ctx.exchange, c.out, c.x
         me, item = ex.rank, out.dtype.itemsize
 
         def read(q: int, lo: int, into: np.ndarray, apart=None) -> np.ndarray:

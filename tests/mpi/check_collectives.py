@@ -607,6 +607,43 @@ def test_cma_runs_past_the_window_and_fails_on_every_rank(world, monkeypatch):
             c.alltoall(np.ones(4 * k, np.float32), algorithm="cma")
 
 
+@pytest.mark.parametrize("collective", ["allgather", "allreduce", "alltoall", "reduce"])
+def test_cma_reads_x_as_it_was_however_late(world, monkeypatch, collective):
+    """A rank that reads its peers' memory late (here the last, 0.3 s behind) still reads
+    their x as it was at the call: no rank returns, and lets its caller write x, before
+    every peer has read it; and in place, where a rank writes what it posted (all-reduce,
+    reduce's root, all-to-all), the peers read a copy of it."""
+    if not _shared() or world.size == 1:
+        return
+    from ring.transport import cma
+    k, r = world.size, world.rank
+    if r == k - 1:
+        real = cma.read
+
+        def late(pid, address, into):
+            time.sleep(0.3)
+            real(pid, address, into)
+
+        monkeypatch.setattr(cma, "read", late)
+    inputs = [make(q, 6 * k, "float32", op="sum") for q in range(k)]
+    with ring.Communicator(device="host", timeout=60) as c:
+        for in_place in (False, True):
+            root = 0  # (a reduce: the root writes its x in place while the last reads it)
+            x, out = arguments(collective, inputs, r, root, in_place)
+            kw = {"root": root} if collective == "reduce" else {}
+            got = getattr(c, collective)(x, out=out, algorithm="cma", **kw)
+            assert_ran("cma", collective)
+            want = reference.in_rank_order(inputs, "sum") if collective == "allreduce" else \
+                reference.expected(collective, inputs, "sum", root=root)[r]
+            if x is not None and not in_place:
+                x[...] = -7  # the caller's next use of x, right away
+            if want is None:
+                assert got is None
+            else:
+                assert got.tobytes() == want.tobytes(), (collective, in_place)
+            world.Barrier()
+
+
 def test_oneshot_needs_one_node_beyond_allreduce(world):
     """oneshot runs every collective through the exchange window, so only with every
     rank on one node (its all-reduce alone goes by MPI across nodes); the refusal names
