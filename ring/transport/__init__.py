@@ -27,7 +27,8 @@ host ends (NumPy chunks, ring/host/executor.py)      GPU ends (device chunks on 
 life; each end counts its own. Also here: exchange.py (one round through node-shared
 memory: the agreement record and the one-shot algorithms' data), messages.py (whole buffers
 as MPI messages), keep.py (GPU segments kept for reuse), slots.py (GPU slots and their
-events), atomic.py (acquire / release loads and stores for compiled code).
+events), atomic.py (acquire / release loads and stores for compiled code), cma.py (one
+process reading another's memory by cross-memory attach: the cma algorithm's single copy).
 """
 
 from __future__ import annotations
