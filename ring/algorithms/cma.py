@@ -93,7 +93,7 @@ class Cma(Algorithm):
         done = ex.next_round()  # nobody lets go of its x before every peer has read it
         ex.record(me, done)[0] = err
         ex.post(done)
-        ctx.wait_round(done)
+        ex.wait(done, what="to finish reading its peers' arrays (cma)")
         failed = {q: int(ex.record(q, done)[0]) for q in range(ex.size)}
         failed = {q: e for q, e in failed.items() if e}
         if failed:

@@ -148,7 +148,7 @@ if comm.rank == victim:
         die_after(oneshot, "allgathered", 0)
     elif algorithm == "oneshot":  # before it posts its data in the agreement's round
         die_after(comm._ctx.exchange, "put", 0)
-    elif algorithm in ("twoshot", "hierarchical", "naive", "ps", "tree"):
+    elif algorithm in ("twoshot", "hierarchical", "naive", "ps", "tree", "cma"):
         # after the agreement (twoshot: its data posted), before the algorithm runs
         # (hierarchical: before the two-level rings are made)
         from ring.algorithms import BY_NAME
