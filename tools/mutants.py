@@ -2128,6 +2128,53 @@ SINCE = {
         "        c.out.copy_to_device(out.view(storage_of(c.dtype)))",
         "        c.out.copy_to_device(out)",
         "the MPI algorithms' result goes back to the GPU in its logical dtype, not its storage"),
+    # the twenty-first campaign: cma, the single copy by cross-memory attach
+    "cma-no-closing-round": (
+        "ring/algorithms/cma.py",
+        "        ex.post(done)\n        ex.wait(done, what=\"to finish reading its peers' arrays (cma)\")",
+        "        ex.post(done)",
+        "a cma call returns (and its caller may write x) before every peer has read x"),
+    "cma-in-place-posts-x": (
+        "ring/algorithms/cma.py",
+        "    if not (c.in_place and c.collective in WRITES_WHAT_IT_POSTS):",
+        "    if True:",
+        "in place, a rank posts the x it is about to overwrite, not a copy"),
+    "cma-alltoall-copy-short": (
+        "ring/algorithms/cma.py",
+        "        np.copyto(copy[(r + 1) * b:], x[(r + 1) * b:])\n",
+        "",
+        "an in-place all-to-all's posted copy leaves out the blocks after the rank's own"),
+    "cma-fold-piece-unmoved": (
+        "ring/algorithms/cma.py",
+        "                parts = [read(q, start + a,",
+        "                parts = [read(q, start,",
+        "every piece of a fold reads its sources' first piece"),
+    "cma-remote-offset-in-elements": (
+        "ring/algorithms/cma.py", "cma.read(ex.pids[q], at[q] + lo * item, into)",
+        "cma.read(ex.pids[q], at[q] + lo, into)",
+        "a read from a peer's x starts its offset in elements, not bytes"),
+    "cma-own-aliased-viewed": (
+        "ring/algorithms/cma.py",
+        "            if apart is not None and not np.may_share_memory(here, apart):",
+        "            if apart is not None:",
+        "a fold takes the rank's own part as a view even where the fold writes it first"),
+    "cma-failure-unshared": (
+        "ring/algorithms/cma.py", "        failed = {q: e for q, e in failed.items() if e}",
+        "        failed = {}",
+        "a read that failed on a rank fails nothing: that rank's out is left as it was"),
+    "cma-probe-own-answer": (
+        "ring/transport/exchange.py",
+        "        whys = [w for w in self.comm.allgather(why) if w is not None]",
+        "        whys = [why] if why is not None else []",
+        "each rank keeps its own probe's answer: the ranks disagree on whether cma runs"),
+    "cma-probe-skipped": (
+        "ring/transport/exchange.py", "        self.cma = self._probe()",
+        "        self.cma = None",
+        "cma is taken for possible without the probe: a refused read fails calls, not the choice"),
+    "cma-pid-of-parent": (
+        "ring/transport/exchange.py", "        self.heads[self.rank][PID] = os.getpid()",
+        "        self.heads[self.rank][PID] = os.getppid()",
+        "a rank posts its parent's process id: every read goes to the wrong process"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2524,6 +2571,12 @@ OWN_TESTS = {
     "through-host-storage-unviewed":
         "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
     "copy-tail-short": "tests/test_kernels.py",
+    # the twenty-first campaign
+    **{n: "tests/test_algorithms.py " + _RANKS3
+       for n in ("cma-no-closing-round", "cma-in-place-posts-x", "cma-alltoall-copy-short",
+                 "cma-fold-piece-unmoved", "cma-remote-offset-in-elements",
+                 "cma-own-aliased-viewed", "cma-failure-unshared", "cma-probe-own-answer",
+                 "cma-probe-skipped", "cma-pid-of-parent")},
 }
 
 
