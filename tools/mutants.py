@@ -2146,8 +2146,8 @@ SINCE = {
         "an in-place all-to-all's posted copy leaves out the blocks after the rank's own"),
     "cma-fold-piece-unmoved": (
         "ring/algorithms/cma.py",
-        "                parts = [read(q, start + a,",
-        "                parts = [read(q, start,",
+        "peer(q, start + a, ctx.scratch.get(PARTS + i, out, m))",
+        "peer(q, start, ctx.scratch.get(PARTS + i, out, m))",
         "every piece of a fold reads its sources' first piece"),
     "cma-remote-offset-in-elements": (
         "ring/algorithms/cma.py", "cma.read(ex.pids[q], at[q] + lo * item, into)",
@@ -2155,11 +2155,12 @@ SINCE = {
         "a read from a peer's x starts its offset in elements, not bytes"),
     "cma-own-aliased-viewed": (
         "ring/algorithms/cma.py",
-        "            if apart is not None and not np.may_share_memory(here, apart):",
-        "            if apart is not None:",
+        "own(ctx.scratch, PARTS + i, mine[start + a:start + a + m], piece)",
+        "mine[start + a:start + a + m]",
         "a fold takes the rank's own part as a view even where the fold writes it first"),
     "cma-failure-unshared": (
-        "ring/algorithms/cma.py", "        failed = {q: e for q, e in failed.items() if e}",
+        "ring/algorithms/cma.py",
+        "        failed = {q: e for q in range(ex.size) if (e := int(ex.record(q, done)[0]))}",
         "        failed = {}",
         "a read that failed on a rank fails nothing: that rank's out is left as it was"),
     "cma-probe-own-answer": (

@@ -17,8 +17,8 @@ chunk twice (into the successor's slot, out of it) and oneshot's window holds 1 
 
 In place, where this rank writes what it posts (an all-reduce, a reduce's root, an
 all-to-all), it posts a copy of what the peers read of x instead (its own reads come from x
-itself, copied into scratch where they would be overwritten first). A read that fails (it should not, after the
-probe) fails the call on every rank, by a flag in the closing round.
+itself, copied into scratch where they would be overwritten first). A read that fails (it
+should not, after the probe) fails the call on every rank, by a flag in the closing round.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from ..host.reduce import fold
 from ..recipe import posts, recipe
 from ..schedule import Collective
 from ..transport import cma
+from ..transport.messages import own
 from .base import EVERY, Algorithm
 from .oneshot import ONE_NODE
 
@@ -94,8 +95,7 @@ class Cma(Algorithm):
         ex.record(me, done)[0] = err
         ex.post(done)
         ex.wait(done, what="to finish reading its peers' arrays (cma)")
-        failed = {q: int(ex.record(q, done)[0]) for q in range(ex.size)}
-        failed = {q: e for q, e in failed.items() if e}
+        failed = {q: e for q in range(ex.size) if (e := int(ex.record(q, done)[0]))}
         if failed:
             raise RingError("cma: reading a peer's memory by cross-memory attach failed on "
                             + ", ".join(f"rank {q} ({os.strerror(e) if e > 0 else 'short'})"
@@ -108,29 +108,26 @@ class Cma(Algorithm):
         ex, out, mine = ctx.exchange, c.out, c.x
         me, item = ex.rank, out.dtype.itemsize
 
-        def read(q: int, lo: int, into: np.ndarray, apart=None) -> np.ndarray:
-            """Rank q's posted elements from lo, as many as into holds: read into into; this
-            rank's own as a view where it shares no memory with `apart` (what is written)."""
-            if q != me:
-                cma.read(ex.pids[q], at[q] + lo * item, into)
-                return into
-            here = mine[lo:lo + into.size]
-            if apart is not None and not np.may_share_memory(here, apart):
-                return here
-            if not np.may_share_memory(here, into):  # (the same memory: there already)
-                np.copyto(into, here)
+        def peer(q: int, lo: int, into: np.ndarray) -> np.ndarray:
+            """Rank q's posted elements from lo, as many as into holds, read into into."""
+            cma.read(ex.pids[q], at[q] + lo * item, into)
             return into
 
         for lo, n, sources in recipe(c.collective, ex.size, me, c.root, c.count):
             if len(sources) == 1:
                 q, start = sources[0]
-                read(q, start, out[lo:lo + n])
+                dst, here = out[lo:lo + n], mine[start:start + n]
+                if q != me:
+                    peer(q, start, dst)
+                elif not np.may_share_memory(here, dst):  # (the same memory: there already)
+                    np.copyto(dst, here)
                 continue
             step = max(1, PIECE_BYTES // item)
             for a in range(0, n, step):
                 m = min(step, n - a)
                 piece = out[lo + a:lo + a + m]
-                parts = [read(q, start + a, ctx.scratch.get(PARTS + i, out, m), piece)
+                parts = [own(ctx.scratch, PARTS + i, mine[start + a:start + a + m], piece)
+                         if q == me else peer(q, start + a, ctx.scratch.get(PARTS + i, out, m))
                          for i, (q, start) in enumerate(sources)]
                 with np.errstate(over="ignore", invalid="ignore"):
                     fold(parts.__getitem__, c.op, len(parts), piece)
