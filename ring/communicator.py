@@ -24,7 +24,7 @@ from .agreement import (agree, agree_setup, agree_shared, mine, raise_refused, r
 from .call import Call, check_chunk, prepare
 from .context import Context
 from .errors import CommunicatorError, MismatchError, TimeoutError
-from .host import compiled_round, repeated
+from .host import compiled_round, repeated, repeated_cma
 from .options import (DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, EXCHANGE_BYTES, check_algorithm,
                       check_path, check_slots, check_timeout)
 from .schedule import Collective
@@ -583,14 +583,14 @@ class Communicator:
             self._broken(e)
             raise
         if result is not repeated.ELSEWHERE:
-            self.last_algorithm = "oneshot"
+            self.last_algorithm = known.log["algorithm"]
             if debug.enabled():
                 debug.call({**known.log, "call": self._ctx.calls})
         return result
 
     def _learn(self, learnt, record: dict, c: Call) -> None:
-        """Keep what this oneshot call worked out, for the next calls like it (learnt:
-        repeated.learnt_key's answer)."""
+        """Keep what this oneshot or cma call worked out, for the next calls like it
+        (learnt: repeated.learnt_key's answer)."""
         if learnt is None:
             return
         k, memory, delta = learnt
@@ -601,10 +601,15 @@ class Communicator:
             self._fast[k] = repeated.Gathered(ctx.comm, record, c.op, c.count, c.x.dtype, k[3],
                                               self.rank)
             return
-        self._fast[k] = repeated.Signature(
-            ctx.exchange, record, c.op, c.count, c.x.dtype, len(k[1]), k[3], self.rank,
-            ctx.backend.entered_address(), c.collective, c.root, memory, delta,
-            () if c.result is None or c.collective is Collective.ALLREDUCE else c.result.shape)
+        args = (ctx.exchange, record, c.op, c.count, c.x.dtype, len(k[1]), k[3], self.rank,
+                ctx.backend.entered_address(), c.collective, c.root, memory, delta,
+                () if c.result is None or c.collective is Collective.ALLREDUCE else c.result.shape)
+        if c.algorithm == "cma":
+            kept = repeated_cma.Kept(*args, algorithms.cma.PIECE_BYTES, c.in_place)
+            if kept.fold:  # (else the full path's NumPy loops, every call)
+                self._fast[k] = kept
+            return
+        self._fast[k] = repeated.Signature(*args)
 
     def _enter(self, name: str, record: dict, error, c: Call | None = None,
                synchronize: bool = False) -> None:

@@ -1638,7 +1638,7 @@ SINCE = {
         "the two-shot all-gather asks for its x to be registered too"),
     "comm-fast-last-algorithm": (
         "ring/communicator.py",
-        "            self.last_algorithm = \"oneshot\"\n",
+        "            self.last_algorithm = known.log[\"algorithm\"]\n",
         "",
         "a repeated host call leaves last_algorithm as it was"),
     "comm-fast-unbounded": (
@@ -2131,17 +2131,17 @@ SINCE = {
     # the twenty-first campaign: cma, the single copy by cross-memory attach
     "cma-no-closing-round": (
         "ring/algorithms/cma.py",
-        "        ex.post(done)\n        ex.wait(done, what=\"to finish reading its peers' arrays (cma)\")",
+        "        ex.post(done)\n        ex.wait(done, what=cma.CLOSING)",
         "        ex.post(done)",
         "a cma call returns (and its caller may write x) before every peer has read x"),
     "cma-in-place-posts-x": (
-        "ring/algorithms/cma.py",
-        "    if not (c.in_place and c.collective in WRITES_WHAT_IT_POSTS):",
+        "ring/transport/cma.py",
+        "    if not (in_place and collective in WRITES_WHAT_IT_POSTS):",
         "    if True:",
         "in place, a rank posts the x it is about to overwrite, not a copy"),
     "cma-alltoall-copy-short": (
-        "ring/algorithms/cma.py",
-        "        np.copyto(copy[(r + 1) * b:], x[(r + 1) * b:])\n",
+        "ring/transport/cma.py",
+        "        np.copyto(into[(rank + 1) * b:], x[(rank + 1) * b:])\n",
         "",
         "an in-place all-to-all's posted copy leaves out the blocks after the rank's own"),
     "cma-fold-piece-unmoved": (
@@ -2159,9 +2159,9 @@ SINCE = {
         "mine[start + a:start + a + m]",
         "a fold takes the rank's own part as a view even where the fold writes it first"),
     "cma-failure-unshared": (
-        "ring/algorithms/cma.py",
-        "        failed = {q: e for q in range(ex.size) if (e := int(ex.record(q, done)[0]))}",
-        "        failed = {}",
+        "ring/transport/cma.py",
+        "    failed = {q: e for q in range(ex.size) if (e := int(ex.record(q, seq)[0]))}",
+        "    failed = {}",
         "a read that failed on a rank fails nothing: that rank's out is left as it was"),
     "cma-probe-own-answer": (
         "ring/transport/exchange.py",

@@ -23,13 +23,10 @@ should not, after the probe) fails the call on every rank, by a flag in the clos
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..call import Call
 from ..context import Context
-from ..errors import RingError
 from ..host.reduce import fold
 from ..recipe import posts, recipe
 from ..schedule import Collective
@@ -38,27 +35,14 @@ from ..transport.messages import own
 from .base import EVERY, Algorithm
 from .oneshot import ONE_NODE
 
-C = Collective
 PIECE_BYTES = 1 << 18  # a fold's piece of each source: read into scratch, folded in cache
-# in place, the collectives whose out is the x this rank posts: a copy is posted instead
-WRITES_WHAT_IT_POSTS = (C.ALLREDUCE, C.REDUCE, C.ALLTOALL)
 POSTED, PARTS = 0, 1  # ctx.scratch's buffers: the posted copy, then one per source
 
 
 def posted(ctx: Context, c: Call) -> np.ndarray:
-    """What this rank posts of call c: x, or in place where it writes x, a copy of what
-    the peers read of it (an all-to-all's blocks but this rank's own)."""
-    x = c.x
-    if not (c.in_place and c.collective in WRITES_WHAT_IT_POSTS):
-        return x
-    copy = ctx.scratch.get(POSTED, x)
-    if c.collective is C.ALLTOALL:
-        b, r = c.count // ctx.size, ctx.rank
-        np.copyto(copy[:r * b], x[:r * b])
-        np.copyto(copy[(r + 1) * b:], x[(r + 1) * b:])
-    else:
-        np.copyto(copy, x)
-    return copy
+    """What this rank posts of call c (transport/cma.posted)."""
+    return cma.posted(c.x, lambda: ctx.scratch.get(POSTED, c.x), c.collective, c.in_place,
+                      ctx.rank, ctx.size)
 
 
 class Cma(Algorithm):
@@ -94,12 +78,8 @@ class Cma(Algorithm):
         done = ex.next_round()  # nobody lets go of its x before every peer has read it
         ex.record(me, done)[0] = err
         ex.post(done)
-        ex.wait(done, what="to finish reading its peers' arrays (cma)")
-        failed = {q: e for q in range(ex.size) if (e := int(ex.record(q, done)[0]))}
-        if failed:
-            raise RingError("cma: reading a peer's memory by cross-memory attach failed on "
-                            + ", ".join(f"rank {q} ({os.strerror(e) if e > 0 else 'short'})"
-                                        for q, e in failed.items()))
+        ex.wait(done, what=cma.CLOSING)
+        cma.raise_failures(ex, done)
 
     @staticmethod
     def _follow(ctx: Context, c: Call, at: list[int]) -> None:

@@ -71,7 +71,7 @@ def plan(rank: int, area: int, op: Op, fold: bool, bases: np.ndarray, row: np.nd
 
 
 @njit(inline="always")
-def _slot(plan, seq):
+def slot_of(plan, seq):
     return HEADER + (seq & 1) * plan[AREA]
 
 
@@ -99,7 +99,7 @@ def combine(op, a, b):
 
 
 @njit(inline="always")
-def _fold(out, op, starts):
+def fold_at(out, op, starts):
     """out = the rank-order fold of the data at `starts` (addresses, one per rank)."""
     n, k = out.size, starts.size
     first = _at(starts[0], out, n)
@@ -126,7 +126,7 @@ def _follow(out, op, plan, data):
         starts = np.empty(nsources, np.int64)
         for i in range(nsources):
             starts[i] = data[seg[2 + 2 * i]] + seg[3 + 2 * i] * out.itemsize
-        _fold(out[lo:lo + n], op, starts)
+        fold_at(out[lo:lo + n], op, starts)
 
 
 @njit(nogil=True, cache=True)
@@ -134,7 +134,7 @@ def finish(plan, out, seq):
     """compare, then fold or follow the recipe (after every peer has posted round seq)."""
     k, me, op = plan[K], plan[ME], plan[OP]
     row = plan[BASES + k:BASES + k + plan[NROW]]
-    slot = _slot(plan, seq)
+    slot = slot_of(plan, seq)
     for q in range(k):
         if q == me:
             continue
@@ -145,7 +145,7 @@ def finish(plan, out, seq):
     if plan[FOLD]:
         data = plan[BASES:BASES + k] + (slot + RECORD * 8)
         if plan[NSEG] < 0:
-            _fold(out, op, data)
+            fold_at(out, op, data)
         else:
             _follow(out, op, plan, data)
     return DONE
@@ -161,7 +161,7 @@ def gathered(everyone, me, op, fold, out):
             if everyone[q, i] != everyone[me, i]:
                 return MISMATCH
     if fold:
-        _fold(out, op, everyone.ctypes.data + np.arange(k) * (width * 8) + RECORD * 8)
+        fold_at(out, op, everyone.ctypes.data + np.arange(k) * (width * 8) + RECORD * 8)
     return DONE
 
 
@@ -169,7 +169,7 @@ def gathered(everyone, me, op, fold, out):
 def folded(rows, op, out):
     """out = the rank-order fold of the rows of rows (K rows of out's bytes, rank q's x
     at row q: a oneshot's own allgather after the agreement's, fast.Gathered)."""
-    _fold(out, op, rows.ctypes.data + np.arange(rows.shape[0]) * rows.shape[1])
+    fold_at(out, op, rows.ctypes.data + np.arange(rows.shape[0]) * rows.shape[1])
 
 
 @njit(nogil=True, cache=True)
@@ -180,6 +180,17 @@ def call(plan, x, out, number, seq, spins, yields, memory):
     SAME: x's own, at the plan's DELTA from it: in place). Where out says otherwise
     (ALIASED: x's memory, APART: not in place, OVERLAP: overlapping x otherwise), nothing
     is posted."""
+    status = memory_status(plan, x, out, memory)
+    if status != DONE:
+        return status
+    _post(plan, x, number, seq)
+    return settle(plan, out, seq, spins, yields)
+
+
+@njit(inline="always")
+def memory_status(plan, x, out, memory):
+    """DONE where out's memory is what `memory` says (call's), else ALIASED, APART or
+    OVERLAP."""
     if memory != ANY:
         xa, oa = np.int64(x.ctypes.data), np.int64(out.ctypes.data)  # (uintp in Numba)
         xb, ob = x.size * x.itemsize, out.size * out.itemsize
@@ -190,8 +201,7 @@ def call(plan, x, out, number, seq, spins, yields, memory):
             return ALIASED
         elif oa < xa + xb and xa < oa + ob:
             return OVERLAP
-    _post(plan, x, number, seq)
-    return settle(plan, out, seq, spins, yields)
+    return DONE
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -201,7 +211,7 @@ def _post(plan, x, number, seq):
         store_release(plan[ENTERED], number)
     row = plan[BASES + k:BASES + k + plan[NROW]]
     row[0] = number  # agreement.FIELDS[0]
-    slot = _slot(plan, seq)
+    slot = slot_of(plan, seq)
     mine = plan[BASES + me]
     record = carray(pointer(mine + slot), row.size, np.int64)
     for i in range(row.size):

@@ -70,24 +70,25 @@ from ..transport.messages import every_x
 from . import compiled_round
 from .reduce import fold, follow
 
-KEPT = ("oneshot",)  # the algorithms whose calls are kept here (the compiled round is theirs)
+KEPT = ("oneshot", "cma")  # the algorithms whose calls are kept (cma's: repeated_cma.py)
 ELSEWHERE = object()  # run()'s answer when the call is not of the signature it was given
 
 
-class _Known:
+class Known:
     """What every signature keeps, whichever way its data travel."""
 
     __slots__ = ("op", "quiet", "name", "log", "wire", "fold")
 
     def __init__(self, op: Op, n: int, dtype: np.dtype, rank: int,
-                 collective: Collective = Collective.ALLREDUCE, root: int = 0):
+                 collective: Collective = Collective.ALLREDUCE, root: int = 0,
+                 algorithm: str = "oneshot"):
         self.op = op
         # floating sums may overflow to inf; the full path says nothing of it either
         self.quiet = dtype in FLOATING or op is Op.AVG
         self.name = f"{collective} (call %d, rank {rank})"
         # RING_DEBUG=INFO's line for a call, as the full path writes it, marked fast
         self.log = {"rank": rank, "call": 0, "collective": str(collective),
-                    "algorithm": "oneshot", "count": n, "dtype": dtype.name,
+                    "algorithm": algorithm, "count": n, "dtype": dtype.name,
                     **({"op": str(op)} if collective.reduces else {}),
                     **({"root": root} if collective.rooted else {}), "path": "fast"}
         # the compiled round (host/compiled_round.py): x and out as their dtype's bits where
@@ -106,11 +107,13 @@ class _Known:
             fold(parts.__getitem__, self.op, len(parts), out)
 
 
-class Signature(_Known):
+class Signature(Known):
     """What a call of one (dtype, shape, op, out kind) worked out, and the window's views
     for it: records and data of every rank, by call parity. collective: the all-reduce's
     fold, or another collective's recipe (segments; returns: OUT or NOTHING; shape:
-    of a new out). memory, delta: what a given out's memory must be (compiled_round.call's)."""
+    of a new out). memory, delta: what a given out's memory must be (compiled_round.call's).
+    algorithm: oneshot's (the data in the window), or cma's (repeated_cma.Kept: the window
+    carries x's address, the plan the recipe and no fold of the window's data)."""
 
     __slots__ = ("row", "records", "data", "plan", "direct", "memory", "segments", "returns",
                  "shape")
@@ -118,19 +121,20 @@ class Signature(_Known):
     def __init__(self, ex, record: dict, op: Op, n: int, dtype: np.dtype, ndim: int, kind: int,
                  rank: int, entered: int = 0, collective: Collective = Collective.ALLREDUCE,
                  root: int = 0, memory: int | None = None, delta: int = 0,
-                 shape: tuple = ()):
-        super().__init__(op, n, dtype, rank, collective, root)
+                 shape: tuple = (), algorithm: str = "oneshot"):
+        super().__init__(op, n, dtype, rank, collective, root, algorithm)
         row = mine(record, None)
         width = row.size
         self.records = [[ex.record(q, p)[:width] for q in range(ex.size)] for p in (0, 1)]
-        allreduce = collective is Collective.ALLREDUCE
+        window = algorithm == "oneshot"  # the data travel in the window
         self.data = [[ex.data(q, p, dtype, posted(collective, n, ex.size))
-                      for q in range(ex.size)] for p in (0, 1)]
+                      for q in range(ex.size)] for p in (0, 1)] if window else None
         self.segments = recipe(collective, ex.size, ex.rank, root, n)
         # the window by address; the all-reduce's recipe is the compiled round's own fold
-        self.plan, self.row = compiled_round.plan(ex.rank, ex.area, op, self.fold, ex.bases, row,
-                                             entered, None if allreduce else self.segments,
-                                             posts(collective, ex.rank, root), delta)
+        self.plan, self.row = compiled_round.plan(
+            ex.rank, ex.area, op, self.fold and window, ex.bases, row, entered,
+            None if collective is Collective.ALLREDUCE and window else self.segments,
+            posts(collective, ex.rank, root), delta)
         self.direct = self.wire == dtype and ndim == 1  # x and out as they come
         # what a given out's memory must be, checked every call (out None: nothing)
         self.memory = (compiled_round.OWN if kind == 2 else compiled_round.SAME) if memory is None \
@@ -144,7 +148,7 @@ class Signature(_Known):
         follow(self.segments, self.data[parity].__getitem__, self.op, out)
 
 
-class Gathered(_Known):
+class Gathered(Known):
     """What a oneshot of one signature across nodes worked out: the agreement's message
     (this rank's record, then x's bytes when they ride: agreement.agree's layout) and the
     gathered buffer that host/compiled_round.gathered compares (and folds, when x rode)."""
@@ -168,6 +172,9 @@ class Gathered(_Known):
         self.ride = message[RECORD:].view(np.uint8)[:nbytes]
         self.parts = [self.everyone[q, RECORD:].view(np.uint8)[:nbytes].view(dtype)
                       for q in range(comm.size)]
+
+    def run(self, ctx: Context, x, out):
+        return run_gathered(ctx, self, x, out)
 
 
 def run_gathered(ctx: Context, s: Gathered, x, out):
@@ -236,7 +243,7 @@ def agree_compiled(ctx: Context, a: Agreement, call: int) -> None:
     status = compiled_round.call(a.plan, NO_DATA, NO_DATA, call, seq, waiter.spins, waiter.yields,
                             compiled_round.ANY)
     if status != compiled_round.DONE:
-        _settle(ctx, a, status, seq, NO_DATA)
+        settle_round(ctx, a, status, seq, NO_DATA)
 
 
 def post_kept(ctx: Context, a: Agreement, call: int) -> None:
@@ -259,7 +266,7 @@ def post_kept(ctx: Context, a: Agreement, call: int) -> None:
                                                  call, seq, ctx.waiter.spins,
                                                  ctx.waiter.yields)
         if status != compiled_round.DONE:
-            _settle(ctx, before, status, seq_before, NO_DATA)  # (waits, or raises)
+            settle_round(ctx, before, status, seq_before, NO_DATA)  # (waits, or raises)
             compiled_round.post(a.plan, NO_DATA, call, seq)
     ctx.posted = (a, seq)
 
@@ -274,10 +281,10 @@ def read_back(ctx: Context) -> None:
         status = compiled_round.settle(a.plan, NO_DATA, seq, ctx.waiter.spins,
                                        ctx.waiter.yields)
         if status != compiled_round.DONE:
-            _settle(ctx, a, status, seq, NO_DATA)
+            settle_round(ctx, a, status, seq, NO_DATA)
 
 
-def _settle(ctx: Context, s: Signature | Agreement, status: int, seq: int, out) -> None:
+def settle_round(ctx: Context, s: Signature | Agreement, status: int, seq: int, out) -> None:
     """The rest of compiled round seq that returned WAITING or MISMATCH, the call's deadline
     armed: the peers waited for in Python (a timeout names who is late), then compared; a
     difference raises agreement.verdict's error, as the full path's agreement does."""
@@ -287,6 +294,16 @@ def _settle(ctx: Context, s: Signature | Agreement, status: int, seq: int, out) 
     if status == compiled_round.MISMATCH:
         records = s.records[seq & 1]
         verdict(np.stack([r.copy() for r in records]), s.row, None, ctx.waiter.context)
+
+
+def arrays(s: Signature, x, out):
+    """(the call's result, x and that result as the compiled round takes them: 1-D, of
+    the signature's wire dtype)."""
+    result = out if out is not None else np.empty(s.shape or x.shape, x.dtype) \
+        if s.returns == OUT else x  # (where nothing is written: x, never written)
+    if s.direct and result.ndim == 1:
+        return result, x, result
+    return result, x.reshape(-1).view(s.wire), result.reshape(-1).view(s.wire)
 
 
 def _address(a: np.ndarray) -> int:
@@ -363,21 +380,16 @@ def learnt_key(c, x, out, k, rank: int):
     return k, compiled_round.OWN, 0
 
 
-def run(ctx: Context, s: Signature | Gathered, x, out):
+def run(ctx: Context, s: Signature | Gathered, x, out):  # (or repeated_cma.Kept)
     """One call of a known signature (the communicator usable, every rank on one node); the result, or the full path's error. ELSEWHERE: out's memory is not what the
     signature says (x's, apart from x's); nothing happened, the caller looks further.
     The call's deadline is armed only when it has to wait in Python (a round that completes
     in the compiled poll cannot time out). Across nodes: run_gathered."""
-    if type(s) is Gathered:
-        return run_gathered(ctx, s, x, out)
+    if type(s) is not Signature:  # across nodes (Gathered), or cma's (repeated_cma.Kept)
+        return s.run(ctx, x, out)
     call = ctx.calls + 1
     seq = ctx.exchange.seq + 1
-    result = out if out is not None else np.empty(s.shape or x.shape, x.dtype) \
-        if s.returns == OUT else x  # (where nothing is written: x, never written)
-    if s.direct and result.ndim == 1:
-        flat_x, flat_out = x, result
-    else:
-        flat_x, flat_out = x.reshape(-1).view(s.wire), result.reshape(-1).view(s.wire)
+    result, flat_x, flat_out = arrays(s, x, out)
     waiter = ctx.waiter
     status = compiled_round.call(s.plan, flat_x, flat_out, call, seq, waiter.spins, waiter.yields,
                             compiled_round.ANY if out is None or out is x else s.memory)
@@ -386,7 +398,7 @@ def run(ctx: Context, s: Signature | Gathered, x, out):
     ctx.calls, ctx.exchange.seq = call, seq
     if status != compiled_round.DONE:
         waiter.start(s.name % call)
-        _settle(ctx, s, status, seq, flat_out)
+        settle_round(ctx, s, status, seq, flat_out)
     if not s.fold:
         s.numpy(seq & 1, result.reshape(-1))
     return None if s.returns == NOTHING else result

@@ -18,6 +18,14 @@ import sys
 
 import numpy as np
 
+from ..errors import RingError
+from ..schedule import Collective
+
+C = Collective
+# in place, the collectives whose out is the x a rank posts: a copy is posted instead
+WRITES_WHAT_IT_POSTS = (C.ALLREDUCE, C.REDUCE, C.ALLTOALL)
+CLOSING = "to finish reading its peers' arrays (cma)"  # the closing round's wait
+
 
 class _Iovec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
@@ -74,3 +82,31 @@ def why_not(pid: int, address: int, want: np.ndarray) -> str | None:
     if got.tobytes() != want.tobytes():
         return f"cross-memory attach: process {pid}'s memory read back other bytes"
     return None
+
+
+def posted(x: np.ndarray, copy, collective: Collective, in_place: bool, rank: int,
+           size: int) -> np.ndarray:
+    """What a rank posts of a call's x (1-D): x, or in place where it writes x, x copied
+    into copy (copy() gives the buffer: scratch), but for an all-to-all only the blocks the
+    peers read (every block but this rank's own)."""
+    if not (in_place and collective in WRITES_WHAT_IT_POSTS):
+        return x
+    into = copy()
+    if collective is C.ALLTOALL:
+        b = x.size // size
+        np.copyto(into[:rank * b], x[:rank * b])
+        np.copyto(into[(rank + 1) * b:], x[(rank + 1) * b:])
+    else:
+        np.copyto(into, x)
+    return into
+
+
+def raise_failures(ex, seq: int) -> None:
+    """After every rank posted the closing round seq (its record's first field: 0, or the
+    errno of a read that failed, -1 for a short one): RingError naming every rank whose
+    read failed, if any."""
+    failed = {q: e for q in range(ex.size) if (e := int(ex.record(q, seq)[0]))}
+    if failed:
+        raise RingError("cma: reading a peer's memory by cross-memory attach failed on "
+                        + ", ".join(f"rank {q} ({os.strerror(e) if e > 0 else 'short'})"
+                                    for q, e in failed.items()))

@@ -508,14 +508,20 @@ def test_moving_collectives_by_oneshot(comm, world, collective, dtype, by_recipe
 @pytest.mark.parametrize("collective,dtype,op", [
     *[(c, d, o) for c in REDUCING for d, o in [("float32", "sum"), ("bfloat16", "avg"),
                                                ("float32", "min"), ("int8", "prod")]],
-    *[(c, d, "sum") for c in MOVING for d in ("float32", "bfloat16", "float8_e4m3fn")]])
-def test_repeated_collectives_take_the_fast_path(world, collective, dtype, op):
+    *[(c, d, "sum") for c in MOVING for d in ("float32", "bfloat16", "float8_e4m3fn")],
+    ("allreduce", "float32", "sum"), ("allreduce", "int8", "prod"),
+    ("allreduce", "float64", "avg")])
+def test_repeated_collectives_take_the_fast_path(world, collective, dtype, op, by_recipe):
     """Every collective's oneshot keeps its signature (ring/host/repeated.py) too: a call repeated
     with new data takes the fast path, with the reference's bits (compiled, or NumPy's loops
-    for 16-bit floats and floating min / max), out new, given and in place, every root."""
+    for 16-bit floats and floating min / max), out new, given and in place, every root.
+    cma's too (ring/host/repeated_cma.py), where its fold is compiled (the others take the
+    full path every call); its folds in pieces of 3 elements here."""
     if not _shared():
         return
-    with ring.Communicator(device="host", timeout=60, algorithm="oneshot") as c:
+    kept = by_recipe == "oneshot" or collective in MOVING or not (
+        dtype in ("bfloat16", "float16") or op in ("min", "max") and dtype.startswith("float"))
+    with ring.Communicator(device="host", timeout=60, algorithm=by_recipe) as c:
         k = c.size
         for per_rank in (1, 7):
             n = per_rank * k + (collective in ("allgather", "gather", "broadcast", "reduce"))
@@ -523,21 +529,38 @@ def test_repeated_collectives_take_the_fast_path(world, collective, dtype, op):
                 for in_place in ("given", False, True):
                     for i in range(3):
                         inputs = [make(q, n, dtype, seed=i, op=op) for q in range(k)]
-                        _by_oneshot(c, collective, inputs, op, root, in_place)
-                        assert last_call()["algorithm"] == "oneshot"
+                        if collective == "allreduce":
+                            _allreduce_by(c, inputs, op, in_place)
+                        else:
+                            _by_oneshot(c, collective, inputs, op, root, in_place)
+                        assert last_call()["algorithm"] == by_recipe
+                        assert c.last_algorithm == by_recipe
                         if i:
-                            assert last_call().get("path") == "fast", (n, root, in_place)
+                            assert last_call().get("path") == ("fast" if kept else None), \
+                                (n, root, in_place)
+
+
+def _allreduce_by(c, inputs, op, in_place):
+    """One all-reduce (out new, given or x), checked bit for bit against the rank-order
+    reference."""
+    x = inputs[c.rank].copy()
+    out = {"given": np.empty_like(x), False: None, True: x}[in_place]
+    got = c.allreduce(x, out=out, op=op)
+    assert got.tobytes() == reference.in_rank_order(inputs, op).tobytes(), in_place
+    assert got is out if out is not None else got.shape == x.shape
 
 
 @pytest.mark.parametrize("collective", ["allgather", "broadcast", "reduce_scatter"])
 @pytest.mark.parametrize("change", ["count", "root", "op", "bad out"])
-def test_a_rank_leaving_the_fast_path_of_any_collective_is_caught(world, collective, change):
+def test_a_rank_leaving_the_fast_path_of_any_collective_is_caught(world, collective, change,
+                                                                  by_recipe):
     """As for the all-reduce: the ranks on the fast path compare records, so one rank's
-    different call (count, root, op) or bad argument raises on every rank."""
+    different call (count, root, op) or bad argument raises on every rank (oneshot's and
+    cma's)."""
     if not _shared() or (change == "root") != (collective == "broadcast") or \
             change == "op" and collective != "reduce_scatter":
         return
-    with ring.Communicator(device="host", timeout=60, algorithm="oneshot") as c:
+    with ring.Communicator(device="host", timeout=60, algorithm=by_recipe) as c:
         k, odd = c.size, c.rank == c.size - 1
         call = {"allgather": c.allgather, "reduce_scatter": c.reduce_scatter,
                 "broadcast": lambda x, out=None, op=None, root=0: c.broadcast(x, root=root)
@@ -594,7 +617,7 @@ def test_cma_runs_past_the_window_and_fails_on_every_rank(world, monkeypatch):
         monkeypatch.setattr(cma, "read", refused)
         with pytest.raises(ring.RingError, match=f"failed on rank {k - 1} "
                                                  r"\(Operation not permitted\)"):
-            c.allgather(inputs[r], algorithm="cma")
+            c.allgather(inputs[r][1:], algorithm="cma")  # (a new signature: the full path)
         monkeypatch.undo()
         with pytest.raises(ring.CommunicatorError):
             c.allgather(inputs[r], algorithm="cma")
@@ -617,31 +640,64 @@ def test_cma_reads_x_as_it_was_however_late(world, monkeypatch, collective):
         return
     from ring.transport import cma
     k, r = world.size, world.rank
+    from ring.host import compiled_cma
     if r == k - 1:
-        real = cma.read
+        real, rest = cma.read, compiled_cma.rest
 
         def late(pid, address, into):
             time.sleep(0.3)
             real(pid, address, into)
 
+        def late_rest(*args):  # the fast path's reads (ring/host/repeated_cma.py)
+            time.sleep(0.3)
+            return rest(*args)
+
         monkeypatch.setattr(cma, "read", late)
+        monkeypatch.setattr(compiled_cma, "rest", late_rest)
     inputs = [make(q, 6 * k, "float32", op="sum") for q in range(k)]
     with ring.Communicator(device="host", timeout=60) as c:
         for in_place in (False, True):
-            root = 0  # (a reduce: the root writes its x in place while the last reads it)
-            x, out = arguments(collective, inputs, r, root, in_place)
-            kw = {"root": root} if collective == "reduce" else {}
-            got = getattr(c, collective)(x, out=out, algorithm="cma", **kw)
-            assert_ran("cma", collective)
-            want = reference.in_rank_order(inputs, "sum") if collective == "allreduce" else \
-                reference.expected(collective, inputs, "sum", root=root)[r]
-            if x is not None and not in_place:
-                x[...] = -7  # the caller's next use of x, right away
-            if want is None:
-                assert got is None
-            else:
-                assert got.tobytes() == want.tobytes(), (collective, in_place)
-            world.Barrier()
+            for i in range(2):  # the full path, then the fast path
+                root = 0  # (a reduce: the root writes its x in place while the last reads it)
+                x, out = arguments(collective, inputs, r, root, in_place)
+                kw = {"root": root} if collective == "reduce" else {}
+                got = getattr(c, collective)(x, out=out, algorithm="cma", **kw)
+                assert_ran("cma", collective)
+                if i:
+                    assert last_call().get("path") == "fast"
+                want = reference.in_rank_order(inputs, "sum") if collective == "allreduce" \
+                    else reference.expected(collective, inputs, "sum", root=root)[r]
+                if x is not None and not in_place:
+                    x[...] = -7  # the caller's next use of x, right away
+                if want is None:
+                    assert got is None
+                else:
+                    assert got.tobytes() == want.tobytes(), (collective, in_place)
+                world.Barrier()
+
+
+def test_a_read_that_fails_on_the_fast_path_fails_on_every_rank(world, monkeypatch):
+    """cma's kept calls read in compiled code (ring/host/repeated_cma.py): a read that fails
+    there (here the last rank's, from a process id that names no process) fails the call
+    on every rank, naming the rank and why, as the full path's does."""
+    if not _shared() or world.size == 1:
+        return
+    from ring.host import compiled_cma
+    k, r = world.size, world.rank
+    with ring.Communicator(device="host", timeout=60) as c:
+        x = np.ones(5, np.float32)
+        for _ in range(2):
+            assert (c.allgather(x, algorithm="cma") == 1).all()
+        assert last_call().get("path") == "fast"
+        if r == k - 1:
+            rest = compiled_cma.rest
+            monkeypatch.setattr(compiled_cma, "rest", lambda plan, x, out, seq, pids, *a:
+                                rest(plan, x, out, seq, np.full_like(pids, 2**31 - 1), *a))
+        with pytest.raises(ring.RingError, match=f"failed on rank {k - 1} "
+                                                 r"\(No such process\)"):
+            c.allgather(x, algorithm="cma")
+        with pytest.raises(ring.CommunicatorError):
+            c.allgather(x, algorithm="cma")
 
 
 def test_oneshot_needs_one_node_beyond_allreduce(world):
@@ -790,13 +846,16 @@ def test_repeated_floating_min_max_keep_numpys_nans_and_signed_zeros(world, op):
 @pytest.mark.parametrize("n", [8, 100])  # float32: riding in the agreement (across nodes), not
 @pytest.mark.parametrize("change", ["op", "count", "algorithm", "bad out", "overlap",
                                     "overlap, out given before"])
-def test_a_rank_leaving_the_fast_path_is_caught_on_every_rank(world, change, n):
+def test_a_rank_leaving_the_fast_path_is_caught_on_every_rank(world, change, n, by_recipe):
     """The ranks still on the fast path compare records too: when one rank's next call
     differs (op, count, algorithm) or has bad arguments, every rank raises, the bad rank its own
     error and the others MismatchError. (Across nodes: the same through the agreement's
-    allgather.) "overlap, out given before": the signature of an out of its own is known,
-    and the overlap is seen only by the fast path's check, before it posts."""
-    with ring.Communicator(device="host", timeout=60, algorithm="oneshot") as c:
+    allgather; cma runs on one node only.) "overlap, out given before": the signature of an
+    out of its own is known, and the overlap is seen only by the fast path's check, before
+    it posts."""
+    if by_recipe == "cma" and not _shared():
+        return
+    with ring.Communicator(device="host", timeout=60, algorithm=by_recipe) as c:
         x = np.ones(n, np.float32)
         given = np.empty(n, np.float32) if change == "overlap, out given before" else None
         c.allreduce(x, out=given)

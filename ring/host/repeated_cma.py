@@ -1,0 +1,83 @@
+"""The per-call fast path of a repeated cma call (ring/algorithms/cma.py), as repeated.py's
+for oneshot: the first call of a signature goes the whole way; the next ones do, after
+repeated.py's checks of the arrays, two compiled calls (host/compiled_cma.py):
+
+    call   out's memory checked, then the agreement round: the call's record and the
+           address of what this rank posts (x, or in place where it writes x, a copy:
+           transport/cma.posted), every peer's record compared with it
+    rest   the recipe's reads out of the peers' memory (copies straight into out, folds
+           in pieces), then the closing round, which keeps every rank in the call until
+           every peer has read its x, and carries each rank's read status
+
+A round the compiled poll does not see complete is waited for in Python under the call's
+deadline (the agreement's as repeated.settle_round does; the closing round's naming who has
+not finished reading, as the full path does), a record that differs raises
+agreement.verdict's error, and a read that failed raises RingError on every rank
+(transport/cma.raise_failures): the full path's errors. Kept only where the fold is
+compiled (not float16 / bfloat16 and floating min / max, whose NumPy loops the full path
+keeps).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ringtypes import Op
+
+from ..context import Context
+from ..schedule import Collective
+from ..transport import cma
+from . import compiled_cma, compiled_round
+from .repeated import ELSEWHERE, NO_DATA, NOTHING, Signature, arrays, settle_round
+
+BYTES = np.empty(0, np.uint8)
+POSTED, PARTS = 0, 1  # ctx.scratch's buffers, as ring/algorithms/cma.py's
+
+
+class Kept(Signature):
+    """A cma signature: the window's records, the plan (the recipe, no fold of the
+    window's data), the ranks' process ids, a fold's piece, and whether a call posts a
+    copy (in place, where it writes x)."""
+
+    __slots__ = ("pids", "piece", "in_place", "parts", "collective")
+
+    def __init__(self, ex, record: dict, op: Op, n: int, dtype: np.dtype, ndim: int, kind: int,
+                 rank: int, entered: int, collective: Collective, root: int, memory: int | None,
+                 delta: int, shape: tuple, piece: int, in_place: bool):
+        super().__init__(ex, record, op, n, dtype, ndim, kind, rank, entered, collective, root,
+                         memory, delta, shape, algorithm="cma")
+        self.collective, self.in_place = collective, in_place
+        self.pids = np.array(ex.pids, np.int64)
+        self.piece = max(piece, dtype.itemsize)  # (a piece holds one element at least)
+        sources = len(self.segments[0][2]) if self.segments else 0
+        self.parts = sources * self.piece if sources > 1 else 0  # a fold's scratch, in bytes
+
+    def run(self, ctx: Context, x, out):
+        """repeated.run's, for cma: the result, the full path's error, or ELSEWHERE."""
+        ex, waiter = ctx.exchange, ctx.waiter
+        call, seq = ctx.calls + 1, ex.seq + 1
+        result, flat_x, flat_out = arrays(self, x, out)
+        sent = cma.posted(flat_x, lambda: ctx.scratch.get(POSTED, flat_x), self.collective,
+                          self.in_place, ex.rank, ex.size)
+        status = compiled_cma.call(self.plan, flat_x, flat_out, sent, call, seq, waiter.spins,
+                                   waiter.yields,
+                                   compiled_round.ANY if out is None or out is x else self.memory)
+        if compiled_round.ALIASED <= status <= compiled_round.OVERLAP:
+            return ELSEWHERE
+        ctx.calls, ex.seq = call, seq
+        named = status != compiled_round.DONE
+        if named:
+            waiter.start(self.name % call)
+            settle_round(ctx, self, status, seq, NO_DATA)
+        status = compiled_cma.rest(self.plan, flat_x, flat_out, seq, self.pids,
+                                   ctx.scratch.get(PARTS, BYTES, self.parts), self.piece,
+                                   waiter.spins, waiter.yields)
+        ex.seq = seq + 1
+        if status == compiled_cma.LATE:
+            if not named:
+                waiter.start(self.name % call)
+            ex.wait(seq + 1, what=cma.CLOSING)
+            status = compiled_cma.statuses(self.plan, seq + 1)
+        if status == compiled_cma.FAILED:
+            cma.raise_failures(ex, seq + 1)
+        return None if self.returns == NOTHING else result
