@@ -605,7 +605,8 @@ class Communicator:
                 ctx.backend.entered_address(), c.collective, c.root, memory, delta,
                 () if c.result is None or c.collective is Collective.ALLREDUCE else c.result.shape)
         if c.algorithm == "cma":
-            kept = repeated_cma.Kept(*args, algorithms.cma.PIECE_BYTES, c.in_place)
+            kept = repeated_cma.Kept(*args, algorithms.cma.PIECE_BYTES, c.in_place,
+                                     algorithms.cma.in_halves(ctx, c))
             if kept.fold:  # (else the full path's NumPy loops, every call)
                 self._fast[k] = kept
             return

@@ -12,7 +12,7 @@ so the same call gives the same bits by either algorithm. The other collectives 
 
 from __future__ import annotations
 
-from .schedule import Collective
+from .schedule import Collective, split
 
 C = Collective
 
@@ -59,3 +59,16 @@ def recipe(collective: Collective, k: int, rank: int, root: int, count: int):
 def ring_order(block: int, k: int) -> tuple[int, ...]:
     """The flat ring's order of reduction for `block` (schedule.py): block+1, ..., block."""
     return tuple((block + 1 + i) % k for i in range(k))
+
+
+def halves(k: int, rank: int, count: int):
+    """An all-reduce in two phases (cma's from HALVES_BYTES on, ring/algorithms/cma.py), as
+    two recipes over different posted arrays: (the reduce-scatter's: this rank's block of
+    schedule.split(count, k) folded in rank order from every rank's x; the all-gather's:
+    every other block copied from its owner's out, where the first phase left it reduced).
+    Element e is folded in rank order as in recipe()'s all-reduce: the same bits."""
+    b = split(count, k)
+    lo, n = b[rank], b[rank + 1] - b[rank]
+    mine = [(lo, n, tuple((q, lo) for q in range(k)))] if n else []
+    return mine, [(b[q], b[q + 1] - b[q], ((q, b[q]),)) for q in range(k)
+                  if q != rank and b[q + 1] > b[q]]

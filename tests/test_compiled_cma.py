@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ring.host import compiled_cma, compiled_round
 from ring.host.reduce import follow
-from ring.recipe import posts, recipe
+from ring.recipe import halves, posts, recipe
 from ring.schedule import Collective
 from ring.transport.exchange import RECORD
 from ringtypes import FLOATING, Op
@@ -31,35 +31,38 @@ class Round:
     """Rank `me` of k, the others' rounds posted by hand: call seq's record and the
     address of what each peer posts, then the closing round seq + 1 with each status."""
 
-    def __init__(self, k, me, collective, root, op, count, seq=7):
+    def __init__(self, k, me, collective, root, op, count, seq=7, segments=None):
         self.w, self.k, self.me, self.seq = Window(k), k, me, seq
         self.row = np.arange(6, dtype=np.int64)
         self.row[0] = NUMBER  # (call() writes the call's number there)
-        self.segments = recipe(collective, k, me, root, count)
+        self.segments = recipe(collective, k, me, root, count) if segments is None \
+            else segments
         self.plan, _ = compiled_round.plan(me, AREA, op, False, self.w.bases, self.row,
                                            segments=self.segments,
                                            posts=posts(collective, me, root))
         self.pids = np.full(k, os.getpid(), np.int64)
 
-    def peers_post(self, xs, row=None):
+    def peers_post(self, xs, row=None, outs=None):
         for q in range(self.k):
             if q != self.me:
-                address = np.array([xs[q].ctypes.data], np.int64)
+                address = np.array([xs[q].ctypes.data,
+                                    0 if outs is None else outs[q].ctypes.data], np.int64)
                 self.w.post(q, self.seq, self.row if row is None else row, address)
 
-    def peers_close(self, statuses=None):
+    def peers_close(self, statuses=None, seq=None):
         for q in range(self.k):
             if q != self.me:
-                self.w.post(q, self.seq + 1, np.array([0 if statuses is None else statuses[q]],
-                                                      np.int64), np.empty(0, np.uint8))
+                status = 0 if statuses is None else statuses[q]
+                self.w.post(q, self.seq + 1 if seq is None else seq,
+                            np.array([status], np.int64), np.empty(0, np.uint8))
 
     def mine(self, seq, field=0):
         b = self.w.slot(self.me, seq)
         return int(self.w.segs[self.me][b:b + RECORD * 8].view(np.int64)[field])
 
-    def posted_address(self):
+    def posted_address(self, field=0):
         d = self.w.slot(self.me, self.seq) + RECORD * 8
-        return int(self.w.segs[self.me][d:d + 8].view(np.int64)[0])
+        return int(self.w.segs[self.me][d:d + 16].view(np.int64)[field])
 
     def counter(self):
         return int(np.frombuffer(self.w.segs[self.me][:8], np.int64)[0])
@@ -118,12 +121,13 @@ def test_the_reads_follow_the_recipe_with_numpys_bits(k, me, root, collective, d
     assert r.mine(r.seq) == NUMBER and r.counter() == r.seq
     if posts(collective, me, root):
         assert r.posted_address() == sent.ctypes.data
+        assert r.posted_address(1) == out.ctypes.data
     r.peers_close()
     parts = np.empty(4 * piece * dtype.itemsize, np.uint8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        status = compiled_cma.rest(r.plan, x, out, r.seq, r.pids, parts,
-                                   piece * dtype.itemsize, 100, 0)
+        status = compiled_cma.rest(r.plan, x, out, r.seq, 0, r.pids, parts,
+                                   piece * dtype.itemsize, 100, 0, r.seq + 1)
     assert status == compiled_round.DONE
     assert r.counter() == r.seq + 1 and r.mine(r.seq + 1) == 0
     assert same_bits(out, want), (out, want)
@@ -141,7 +145,8 @@ def test_a_read_that_fails_fails_the_call_and_says_why():
     assert compiled_cma.call(r.plan, xs[0], out, xs[0], NUMBER, r.seq, 100, 0,
                              compiled_round.ANY) == compiled_round.DONE
     parts = np.empty(0, np.uint8)
-    assert compiled_cma.rest(r.plan, xs[0], out, r.seq, r.pids, parts, 64, 100, 0) == \
+    assert compiled_cma.rest(r.plan, xs[0], out, r.seq, 0, r.pids, parts, 64, 100, 0,
+                             r.seq + 1) == \
         compiled_cma.LATE  # no peer has closed yet
     assert r.mine(r.seq + 1) == errno.EFAULT
     r.peers_close()
@@ -154,8 +159,8 @@ def test_a_read_that_fails_fails_the_call_and_says_why():
     assert compiled_cma.call(r.plan, xs[1], out, xs[1], NUMBER, r.seq, 100, 0,
                              compiled_round.ANY) == compiled_round.DONE
     r.peers_close({0: errno.EPERM})
-    assert compiled_cma.rest(r.plan, xs[1], out, r.seq, r.pids, np.empty(0, np.uint8), 64,
-                             100, 0) == compiled_cma.FAILED
+    assert compiled_cma.rest(r.plan, xs[1], out, r.seq, 0, r.pids, np.empty(0, np.uint8), 64,
+                             100, 0, r.seq + 1) == compiled_cma.FAILED
     assert r.mine(r.seq + 1) == 0 and out.tolist() == [0, 1, 1, 2]
 
 
@@ -182,3 +187,47 @@ def test_a_peer_late_to_the_agreement_or_with_another_record_is_python_s():
     assert compiled_cma.call(r.plan, x, out[:2], x, NUMBER, r.seq, 50, 0,
                              compiled_round.SAME) == compiled_round.APART
     assert r.counter() == 0  # nothing posted
+
+
+@settings(max_examples=100, deadline=None)
+@given(k=st.integers(2, 4), me=st.integers(0, 3), dtype=st.sampled_from(NATIVE),
+       op=st.sampled_from(list(Op)), n=st.integers(1, 40), piece=st.sampled_from([1, 3, 64]),
+       in_place=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_an_allreduce_in_two_phases_reads_x_then_the_owners_out(k, me, dtype, op, n, piece,
+                                                                in_place, seed):
+    """recipe.halves compiled: rest() with the reduce-scatter's plan reads this rank's block
+    of every peer's x (the first address each posts) and closes round seq + 1; rest() with
+    the all-gather's plan reads every other block out of its owner's out (the second
+    address) and closes round seq + 2: the rank-order reference's bits, out over x or not."""
+    me %= k
+    if op is Op.AVG and dtype not in FLOATING or dtype in FLOATING and op in (Op.MIN, Op.MAX):
+        return
+    rng = np.random.default_rng(seed)
+    xs = [values(dtype, n, rng) for _ in range(k)]
+    want = np.empty(n, dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        follow(recipe(C.ALLREDUCE, k, me, 0, n), xs.__getitem__, op, want)
+    mine, others = halves(k, me, n)
+    r = Round(k, me, C.ALLREDUCE, 0, op, n, segments=mine)
+    gather, _ = compiled_round.plan(me, AREA, op, False, r.w.bases, r.row.copy(),
+                                    segments=others)
+    x = xs[me].copy()
+    out = x if in_place else np.full(n, 7, dtype)
+    outs = [want.copy() for _ in range(k)]  # the peers' outs after the first phase
+    r.peers_post(xs, outs=outs)
+    assert compiled_cma.call(r.plan, x, out, x, NUMBER, r.seq, 100, 0,
+                             compiled_round.ANY) == compiled_round.DONE
+    r.peers_close()
+    parts = np.empty(k * piece * dtype.itemsize, np.uint8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert compiled_cma.rest(r.plan, x, out, r.seq, 0, r.pids, parts,
+                                 piece * dtype.itemsize, 100, 0, r.seq + 1) == compiled_round.DONE
+    for lo, m, _ in mine:
+        assert same_bits(out[lo:lo + m], want[lo:lo + m])
+    assert compiled_cma.rest(gather, x, out, r.seq, 1, r.pids, parts, piece * dtype.itemsize,
+                             100, 0, r.seq + 2) == compiled_cma.LATE  # (no peer there yet)
+    r.peers_close(seq=r.seq + 2)
+    assert compiled_cma.statuses(r.plan, r.seq + 2) == compiled_round.DONE
+    assert same_bits(out, want)

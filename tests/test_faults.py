@@ -104,8 +104,10 @@ STUCK = {"host": r"chunk \d+ step \d+: waiting for data from rank \d+",
 STUCK_IN = {"oneshot": r"waiting for rank \d+ to join the call",
             "twoshot": r"waiting for rank \d+ to post its reduced block \(twoshot\)",
             # after the agreement: the survivors' reads of the dead rank's x fail or not,
-            # and they wait in the round that closes the call
-            "cma": r"waiting for rank \d+ to finish reading its peers' arrays \(cma\)",
+            # and they wait in the round that closes the call (or, in two phases, the
+            # round after the first)
+            "cma": r"waiting for rank \d+ to (finish reading its peers' arrays|reduce its "
+                   r"block of the all-reduce) \(cma\)",
             "naive": r"waiting for every rank's data \(naive\)",
             "ps": r"(waiting for (every rank's data at the root|the result from rank 0)|"
                   r"sending the result to every rank) \(ps\)",

@@ -2131,7 +2131,7 @@ SINCE = {
     # the twenty-first campaign: cma, the single copy by cross-memory attach
     "cma-no-closing-round": (
         "ring/algorithms/cma.py",
-        "        ex.post(done)\n        ex.wait(done, what=cma.CLOSING)",
+        "        ex.post(done)\n        ex.wait(done, what=what)",
         "        ex.post(done)",
         "a cma call returns (and its caller may write x) before every peer has read x"),
     "cma-in-place-posts-x": (

@@ -3,8 +3,8 @@ x's address (call), then the reads out of the peers' memory by Linux's process_v
 the folds and the closing round (rest): two calls from Python, where the full path
 (ring/algorithms/cma.py) makes dozens, as compiled_round.py does for oneshot.
 
-    post     compiled_round's: the call's record and, where this rank sends, the address
-             of what it posts (x, or its in-place copy) in the data of its slot
+    post     compiled_round's: the call's record and, where this rank sends, the addresses
+             of what it posts (x, or its in-place copy) and of out in the data of its slot
     poll,    compiled_round's settle on a plan without a fold (FOLD 0): every peer's
     compare  record compared with this one (WAITING, MISMATCH: Python takes over, as for
              oneshot)
@@ -17,6 +17,9 @@ the folds and the closing round (rest): two calls from Python, where the full pa
              its record's first field, posted; every peer's polled for (LATE: Python waits
              for it, naming who is late), then their statuses looked at (FAILED: a peer, or
              this rank, could not read; Python says which, on every rank)
+
+An all-reduce in two phases (recipe.halves) reads and closes twice: its block from every x,
+round seq + 1, then the other blocks from their owners' out, round seq + 2.
 
 The C library's process_vm_readv and errno are called by name from the compiled code (the
 process has libc loaded; LLVM resolves them as it does atomic.py's sched_yield), so that
@@ -102,15 +105,16 @@ def _copy(typingctx, dst, src, nbytes):
 
 
 @njit(nogil=True, cache=True)
-def follow(plan, x, out, seq, pids, parts, piece):
+def follow(plan, x, out, seq, field, pids, parts, piece):
     """The plan's recipe, its peers' sources read from their memory at the addresses their
-    records of round seq carry, this rank's from x: 0, or the first read's failure."""
+    data of round seq carry (field 0: what they posted of x; 1: their out), this rank's
+    from x: 0, or the first read's failure."""
     k, me, op, item = plan[K], plan[ME], plan[OP], out.itemsize
     slot = slot_of(plan, seq)
     at = np.zeros(k, np.int64)
     for q in range(k):
         if q != me:
-            at[q] = carray(pointer(plan[BASES + q] + slot + RECORD * 8), 1, np.int64)[0]
+            at[q] = carray(pointer(plan[BASES + q] + slot + RECORD * 8), 2, np.int64)[field]
     xa, oa = np.int64(x.ctypes.data), np.int64(out.ctypes.data)
     rows = np.int64(parts.ctypes.data)
     iov = np.empty(4, np.int64)
@@ -180,23 +184,27 @@ def statuses(plan, seq):
 
 
 @njit(nogil=True, cache=True)
-def rest(plan, x, out, seq, pids, parts, piece, spins, yields):
-    """What follows call()'s agreement round seq once every record matched: the reads,
-    then the closing round seq + 1 (close's status)."""
-    return close(plan, follow(plan, x, out, seq, pids, parts, piece), seq + 1, spins, yields)
+def rest(plan, x, out, seq, field, pids, parts, piece, spins, yields, then):
+    """What follows call()'s agreement round seq once every record matched: the plan's
+    reads (follow's, field its addresses), then round `then` (close's status). One phase:
+    the recipe's, then the closing round seq + 1. Two (an all-reduce's, recipe.halves):
+    the reduce-scatter's plan from x (field 0), round seq + 1; then the all-gather's from
+    the peers' out (field 1), the closing round seq + 2."""
+    return close(plan, follow(plan, x, out, seq, field, pids, parts, piece), then, spins,
+                 yields)
 
 
 @njit(nogil=True, cache=True)
 def call(plan, x, out, sent, number, seq, spins, yields, memory):
     """Call `number`: out's memory checked against what the signature says (as
     compiled_round.call: ALIASED, APART, OVERLAP, nothing posted), then the agreement round
-    seq posted with the address of `sent` (what this rank posts: x, or its copy) and
-    settled: DONE, WAITING or MISMATCH, as compiled_round's. rest() follows."""
+    seq posted with the addresses of `sent` (what this rank posts: x, or its copy) and of
+    out, and settled: DONE, WAITING or MISMATCH, as compiled_round's. rest() follows."""
     status = memory_status(plan, x, out, memory)
     if status != DONE:
         return status
-    address = np.empty(1, np.int64)
-    address[0] = sent.ctypes.data
+    address = np.empty(2, np.int64)
+    address[0], address[1] = sent.ctypes.data, out.ctypes.data
     post(plan, address, number, seq)
     return settle(plan, address[:0], seq, spins, yields)
 
@@ -212,5 +220,5 @@ def warm() -> None:
                     np.zeros(4, np.int64), segments=recipe(Collective.ALLREDUCE, 1, 0, 0, 2))
         x = np.zeros(2, dt)
         call(p, x, x.copy(), x, 1, 1, 0, 0, ANY)
-        rest(p, x, x.copy(), 1, pids, np.empty(0, np.uint8), 64, 0, 0)
+        rest(p, x, x.copy(), 1, 0, pids, np.empty(0, np.uint8), 64, 0, 0, 2)
         statuses(p, 2)

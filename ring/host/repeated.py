@@ -113,7 +113,8 @@ class Signature(Known):
     fold, or another collective's recipe (segments; returns: OUT or NOTHING; shape:
     of a new out). memory, delta: what a given out's memory must be (compiled_round.call's).
     algorithm: oneshot's (the data in the window), or cma's (repeated_cma.Kept: the window
-    carries x's address, the plan the recipe and no fold of the window's data)."""
+    carries x's address, the plan the recipe, or the segments given, and no fold of the
+    window's data)."""
 
     __slots__ = ("row", "records", "data", "plan", "direct", "memory", "segments", "returns",
                  "shape")
@@ -121,7 +122,7 @@ class Signature(Known):
     def __init__(self, ex, record: dict, op: Op, n: int, dtype: np.dtype, ndim: int, kind: int,
                  rank: int, entered: int = 0, collective: Collective = Collective.ALLREDUCE,
                  root: int = 0, memory: int | None = None, delta: int = 0,
-                 shape: tuple = (), algorithm: str = "oneshot"):
+                 shape: tuple = (), algorithm: str = "oneshot", segments=None):
         super().__init__(op, n, dtype, rank, collective, root, algorithm)
         row = mine(record, None)
         width = row.size
@@ -129,7 +130,8 @@ class Signature(Known):
         window = algorithm == "oneshot"  # the data travel in the window
         self.data = [[ex.data(q, p, dtype, posted(collective, n, ex.size))
                       for q in range(ex.size)] for p in (0, 1)] if window else None
-        self.segments = recipe(collective, ex.size, ex.rank, root, n)
+        self.segments = recipe(collective, ex.size, ex.rank, root, n) if segments is None \
+            else segments
         # the window by address; the all-reduce's recipe is the compiled round's own fold
         self.plan, self.row = compiled_round.plan(
             ex.rank, ex.area, op, self.fold and window, ex.bases, row, entered,

@@ -25,6 +25,7 @@ import numpy as np
 from ringtypes import Op
 
 from ..context import Context
+from ..recipe import halves
 from ..schedule import Collective
 from ..transport import cma
 from . import compiled_cma, compiled_round
@@ -36,17 +37,23 @@ POSTED, PARTS = 0, 1  # ctx.scratch's buffers, as ring/algorithms/cma.py's
 
 class Kept(Signature):
     """A cma signature: the window's records, the plan (the recipe, no fold of the
-    window's data), the ranks' process ids, a fold's piece, and whether a call posts a
-    copy (in place, where it writes x)."""
+    window's data; an all-reduce in two phases: the reduce-scatter's, and `gather` the
+    all-gather's), the ranks' process ids, a fold's piece, and whether a call posts a copy
+    (in place, where it writes x)."""
 
-    __slots__ = ("pids", "piece", "in_place", "parts", "collective")
+    __slots__ = ("pids", "piece", "copies", "parts", "collective", "gather")
 
     def __init__(self, ex, record: dict, op: Op, n: int, dtype: np.dtype, ndim: int, kind: int,
                  rank: int, entered: int, collective: Collective, root: int, memory: int | None,
-                 delta: int, shape: tuple, piece: int, in_place: bool):
+                 delta: int, shape: tuple, piece: int, in_place: bool, in_halves: bool):
+        mine, others = halves(ex.size, ex.rank, n) if in_halves else (None, None)
         super().__init__(ex, record, op, n, dtype, ndim, kind, rank, entered, collective, root,
-                         memory, delta, shape, algorithm="cma")
-        self.collective, self.in_place = collective, in_place
+                         memory, delta, shape, algorithm="cma", segments=mine)
+        self.collective = collective
+        self.copies = in_place and not in_halves  # (cma.posted's in place)
+        self.gather = None if others is None else \
+            compiled_round.plan(ex.rank, ex.area, op, False, ex.bases, self.row.copy(),
+                                segments=others)[0]
         self.pids = np.array(ex.pids, np.int64)
         self.piece = max(piece, dtype.itemsize)  # (a piece holds one element at least)
         sources = len(self.segments[0][2]) if self.segments else 0
@@ -58,26 +65,41 @@ class Kept(Signature):
         call, seq = ctx.calls + 1, ex.seq + 1
         result, flat_x, flat_out = arrays(self, x, out)
         sent = cma.posted(flat_x, lambda: ctx.scratch.get(POSTED, flat_x), self.collective,
-                          self.in_place, ex.rank, ex.size)
+                          self.copies, ex.rank, ex.size)
         status = compiled_cma.call(self.plan, flat_x, flat_out, sent, call, seq, waiter.spins,
                                    waiter.yields,
                                    compiled_round.ANY if out is None or out is x else self.memory)
         if compiled_round.ALIASED <= status <= compiled_round.OVERLAP:
             return ELSEWHERE
         ctx.calls, ex.seq = call, seq
-        named = status != compiled_round.DONE
+        named = status != compiled_round.DONE  # (the call's deadline armed)
         if named:
             waiter.start(self.name % call)
             settle_round(ctx, self, status, seq, NO_DATA)
-        status = compiled_cma.rest(self.plan, flat_x, flat_out, seq, self.pids,
-                                   ctx.scratch.get(PARTS, BYTES, self.parts), self.piece,
-                                   waiter.spins, waiter.yields)
-        ex.seq = seq + 1
+        parts = ctx.scratch.get(PARTS, BYTES, self.parts)
+        rounds = ((self.plan, 0, cma.CLOSING),) if self.gather is None else \
+            ((self.plan, 0, cma.REDUCED), (self.gather, 1, cma.CLOSING))
+        # two phases: every rank's block reduced into its out, a round, before any is read
+        for i, (plan, field, what) in enumerate(rounds, 1):
+            status = compiled_cma.rest(plan, flat_x, flat_out, seq, field, self.pids, parts,
+                                       self.piece, waiter.spins, waiter.yields, seq + i)
+            named = self._then(ctx, call, status, seq + i, what, named)
+        return None if self.returns == NOTHING else result
+
+    def _then(self, ctx: Context, call: int, status: int, seq: int, what: str,
+              named: bool) -> bool:
+        """After compiled_cma.rest posted round seq: a round the poll did not see complete
+        waited for in Python (under the call's deadline, armed here unless `named`; its
+        timeout names who has not posted it: `what`), then RingError on every rank where a
+        read failed. Whether the deadline is armed now."""
+        ex = ctx.exchange
+        ex.seq = seq
         if status == compiled_cma.LATE:
             if not named:
-                waiter.start(self.name % call)
-            ex.wait(seq + 1, what=cma.CLOSING)
-            status = compiled_cma.statuses(self.plan, seq + 1)
+                ctx.waiter.start(self.name % call)
+            named = True
+            ex.wait(seq, what=what)
+            status = compiled_cma.statuses(self.plan, seq)
         if status == compiled_cma.FAILED:
-            cma.raise_failures(ex, seq + 1)
-        return None if self.returns == NOTHING else result
+            cma.raise_failures(ex, seq)
+        return named

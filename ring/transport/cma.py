@@ -25,6 +25,7 @@ C = Collective
 # in place, the collectives whose out is the x a rank posts: a copy is posted instead
 WRITES_WHAT_IT_POSTS = (C.ALLREDUCE, C.REDUCE, C.ALLTOALL)
 CLOSING = "to finish reading its peers' arrays (cma)"  # the closing round's wait
+REDUCED = "to reduce its block of the all-reduce (cma)"  # the first phase's (two phases)
 
 
 class _Iovec(ctypes.Structure):

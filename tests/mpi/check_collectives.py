@@ -378,16 +378,29 @@ def _shared() -> bool:
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 @pytest.mark.parametrize("dtype,op", list(cases()))
-def test_every_allreduce_algorithm(comm, world, algorithm, dtype, op):
+def test_every_allreduce_algorithm(comm, world, algorithm, dtype, op, monkeypatch):
     """Bit for bit the rank-order reference, the same bits on every rank, in place and
-    out, every count; where the layout has no shared memory, a clear refusal."""
+    out, every count; where the layout has no shared memory, a clear refusal. (cma: in
+    one phase, then in two from 16 bytes on at 2 ranks, as a large call's from
+    HALVES_BYTES and its multiples.)"""
     k, r = comm.size, comm.rank
+    if algorithm == "cma" and _runs_here(algorithm):
+        from ring.algorithms import cma
+        monkeypatch.setattr(cma, "HALVES_BYTES", 1)
+        with ring.Communicator(device="host", timeout=60) as c:  # (no signature kept yet)
+            _every_allreduce(c, world, algorithm, dtype, op)
+        monkeypatch.undo()
     if not _runs_here(algorithm):
         with ring.Communicator(device="host", timeout=60) as c:
             with pytest.raises(ValueError, match=f"'{algorithm}' cannot run here: it needs every "
                                                  "rank of the communicator on one node"):
                 c.allreduce(np.ones(4), algorithm=algorithm)
         return  # (the refusal broke c: its close() drops local resources only)
+    _every_allreduce(comm, world, algorithm, dtype, op)
+
+
+def _every_allreduce(comm, world, algorithm, dtype, op):
+    k, r = comm.size, comm.rank
     for n in counts(k):
         inputs = [make(q, n, dtype, op=op) for q in range(k)]
         want = reference.tree(inputs, op) if algorithm == "tree" else \
@@ -463,10 +476,12 @@ def _by_oneshot(comm, collective, inputs, op, root, in_place, **options):
 def by_recipe(request, monkeypatch):
     """The algorithms that follow ring/recipe.py on one node: oneshot through the window,
     cma from the peers' arrays (its folds in pieces of 3 elements here, as a large call's
-    are in pieces of PIECE_BYTES)."""
+    are in pieces of PIECE_BYTES, and its all-reduce in two phases from 16 bytes at 2
+    ranks, 4 at 3 and 1 from 4, as a large one's from HALVES_BYTES and its multiples)."""
     if request.param == "cma":
         from ring.algorithms import cma
         monkeypatch.setattr(cma, "PIECE_BYTES", 12)
+        monkeypatch.setattr(cma, "HALVES_BYTES", 1)
     return request.param
 
 
@@ -630,14 +645,20 @@ def test_cma_runs_past_the_window_and_fails_on_every_rank(world, monkeypatch):
             c.alltoall(np.ones(4 * k, np.float32), algorithm="cma")
 
 
-@pytest.mark.parametrize("collective", ["allgather", "allreduce", "alltoall", "reduce"])
+@pytest.mark.parametrize("collective", ["allgather", "allreduce", "allreduce in halves",
+                                        "alltoall", "reduce"])
 def test_cma_reads_x_as_it_was_however_late(world, monkeypatch, collective):
     """A rank that reads its peers' memory late (here the last, 0.3 s behind) still reads
     their x as it was at the call: no rank returns, and lets its caller write x, before
     every peer has read it; and in place, where a rank writes what it posted (all-reduce,
-    reduce's root, all-to-all), the peers read a copy of it."""
+    reduce's root, all-to-all), the peers read a copy of it. An all-reduce in two phases
+    posts x itself: no rank writes a block of it before every peer has read that block."""
     if not _shared() or world.size == 1:
         return
+    if collective == "allreduce in halves":
+        from ring.algorithms import cma as algorithm
+        monkeypatch.setattr(algorithm, "HALVES_BYTES", 1)
+        collective = "allreduce"
     from ring.transport import cma
     k, r = world.size, world.rank
     from ring.host import compiled_cma
@@ -691,8 +712,9 @@ def test_a_read_that_fails_on_the_fast_path_fails_on_every_rank(world, monkeypat
         assert last_call().get("path") == "fast"
         if r == k - 1:
             rest = compiled_cma.rest
-            monkeypatch.setattr(compiled_cma, "rest", lambda plan, x, out, seq, pids, *a:
-                                rest(plan, x, out, seq, np.full_like(pids, 2**31 - 1), *a))
+            monkeypatch.setattr(compiled_cma, "rest", lambda plan, x, out, seq, field, pids, *a:
+                                rest(plan, x, out, seq, field, np.full_like(pids, 2**31 - 1),
+                                     *a))
         with pytest.raises(ring.RingError, match=f"failed on rank {k - 1} "
                                                  r"\(No such process\)"):
             c.allgather(x, algorithm="cma")
