@@ -1,0 +1,70 @@
+"""cma's all-reduce in one phase against two (ring/algorithms/cma.py, recipe.halves), beside
+the flat ring, on the same buffers: where the two phases overtake one (cma.in_halves).
+
+    mpiexec -n K python benchmarks/cma_phases.py [--rounds 5] [--json out.json]
+
+Float32 sum, out of place, sizes 4 KiB to 64 MiB by 4. Each point: the slowest rank's mean
+per call of back-to-back calls (about 2 MB of x in all, 2 to 200 calls; the fast path after
+two warm-up calls), best of `rounds`; one phase and two forced by cma.HALVES_BYTES.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from mpi4py import MPI
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # noqa: E402 (harness)
+import ring  # noqa: E402
+from harness import meta  # noqa: E402
+from ring.algorithms import cma  # noqa: E402
+
+MODES = (("one phase", 1 << 62, "cma"), ("two phases", 1, "cma"), ("flat ring", 0, "ring"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    world = MPI.COMM_WORLD
+    sizes = [1 << s for s in range(12, 27, 2)]
+    best: dict[str, dict[int, float]] = {}
+    for mode, halves_bytes, algorithm in MODES:
+        cma.HALVES_BYTES = halves_bytes
+        with ring.Communicator(device="host") as comm:  # (a new one: no kept signature)
+            for nbytes in sizes:
+                x = np.ones(nbytes // 4, np.float32)
+                out = np.empty_like(x)
+                calls = max(2, min(200, int(2e6 / nbytes)))
+                for _ in range(a.rounds):
+                    for _ in range(2):
+                        comm.allreduce(x, out, algorithm=algorithm)
+                    world.Barrier()
+                    t = time.perf_counter()
+                    for _ in range(calls):
+                        comm.allreduce(x, out, algorithm=algorithm)
+                    dt = world.allreduce((time.perf_counter() - t) / calls, op=MPI.MAX) * 1e6
+                    mine = best.setdefault(mode, {})
+                    mine[nbytes] = min(mine.get(nbytes, dt), dt)
+    if world.rank:
+        return
+    print(f"# {world.size} ranks, float32 sum, µs per call (best of {a.rounds})")
+    print(f"{'bytes':>10}" + "".join(f"{m:>12}" for m, _, _ in MODES))
+    for nbytes in sizes:
+        print(f"{nbytes:>10}" + "".join(f"{best[m][nbytes]:12.1f}" for m, _, _ in MODES))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"meta": meta.describe(["mpiexec", "-n", str(world.size), "python",
+                                              *sys.argv], cuda=False),
+                       "ranks": world.size,
+                       "us_per_call": {m: {str(s): round(t, 2) for s, t in v.items()}
+                                       for m, v in best.items()}}, f, indent=1)
+
+if __name__ == "__main__":
+    main()
