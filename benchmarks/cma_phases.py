@@ -1,9 +1,9 @@
 """cma's all-reduce in one phase against two (ring/algorithms/cma.py, recipe.halves), beside
 the flat ring, on the same buffers: where the two phases overtake one (cma.in_halves).
 
-    mpiexec -n K python benchmarks/cma_phases.py [--rounds 5] [--json out.json]
+    mpiexec -n K python benchmarks/cma_phases.py [--rounds 5] [--in-place] [--json out.json]
 
-Float32 sum, out of place, sizes 4 KiB to 64 MiB by 4. Each point: the slowest rank's mean
+Float32 sum, out of place (--in-place: out is x; one phase then posts a copy of x), sizes 4 KiB to 64 MiB by 4. Each point: the slowest rank's mean
 per call of back-to-back calls (about 2 MB of x in all, 2 to 200 calls; the fast path after
 two warm-up calls), best of `rounds`; one phase and two forced by cma.HALVES_BYTES.
 """
@@ -30,6 +30,7 @@ MODES = (("one phase", 1 << 62, "cma"), ("two phases", 1, "cma"), ("flat ring", 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--in-place", action="store_true")
     ap.add_argument("--json")
     a = ap.parse_args()
     world = MPI.COMM_WORLD
@@ -40,7 +41,7 @@ def main() -> None:
         with ring.Communicator(device="host") as comm:  # (a new one: no kept signature)
             for nbytes in sizes:
                 x = np.ones(nbytes // 4, np.float32)
-                out = np.empty_like(x)
+                out = x if a.in_place else np.empty_like(x)
                 calls = max(2, min(200, int(2e6 / nbytes)))
                 for _ in range(a.rounds):
                     for _ in range(2):
@@ -54,7 +55,8 @@ def main() -> None:
                     mine[nbytes] = min(mine.get(nbytes, dt), dt)
     if world.rank:
         return
-    print(f"# {world.size} ranks, float32 sum, µs per call (best of {a.rounds})")
+    print(f"# {world.size} ranks, float32 sum{', in place' if a.in_place else ''}, "
+          f"µs per call (best of {a.rounds})")
     print(f"{'bytes':>10}" + "".join(f"{m:>12}" for m, _, _ in MODES))
     for nbytes in sizes:
         print(f"{nbytes:>10}" + "".join(f"{best[m][nbytes]:12.1f}" for m, _, _ in MODES))
@@ -62,7 +64,7 @@ def main() -> None:
         with open(a.json, "w") as f:
             json.dump({"meta": meta.describe(["mpiexec", "-n", str(world.size), "python",
                                               *sys.argv], cuda=False),
-                       "ranks": world.size,
+                       "ranks": world.size, "in_place": a.in_place,
                        "us_per_call": {m: {str(s): round(t, 2) for s, t in v.items()}
                                        for m, v in best.items()}}, f, indent=1)
 

@@ -47,14 +47,19 @@ HALVES_BYTES = 1 << 16  # from 4 ranks: where an all-reduce goes in two phases (
 
 def in_halves(ctx: Context, c: Call) -> bool:
     """Whether call c runs in two phases (recipe.halves): an all-reduce of HALVES_BYTES or
-    more from 4 ranks, 4 and 16 times that at 3 and 2 (64 KiB, 256 KiB, 1 MiB: where the
-    two phases overtook one on the CI machine, results/host-cma.md). Each rank then reads
-    2 (K - 1) / K of x's bytes instead of (K - 1) x's, folds 1 / K of them, and posts x
-    itself in place (the peers read its other blocks only before it writes them, in the
-    second phase); one round more."""
+    more from 4 ranks, 4 and 16 times that at 3 and 2 (64 KiB, 256 KiB, 1 MiB); in place,
+    where one phase would post a copy of x first, a sixteenth of that, but 16 KiB at least
+    (64 KiB at 2 ranks, 16 KiB from 3): where the two phases overtook one on the CI
+    machine (results/host-cma.md). Each rank then reads 2 (K - 1) / K of x's bytes instead
+    of (K - 1) x's, folds 1 / K of them, and posts x itself in place (the peers read its
+    other blocks only before it writes them, in the second phase); one round more."""
     k = ctx.size
-    return c.collective is Collective.ALLREDUCE and k > 1 and \
-        c.count * c.dtype.itemsize >= HALVES_BYTES << 2 * max(0, 4 - k)
+    if c.collective is not Collective.ALLREDUCE or k < 2:
+        return False
+    limit = HALVES_BYTES << 2 * max(0, 4 - k)
+    if c.in_place:
+        limit = max(limit >> 4, HALVES_BYTES >> 2)
+    return c.count * c.dtype.itemsize >= limit
 
 
 def posted(ctx: Context, c: Call) -> np.ndarray:
