@@ -27,7 +27,8 @@ shape, op, the kind of out, chunk_bytes, algorithm and dtype as passed (and for 
 collectives, which run oneshot through the window too: the collective, out's shape and
 the root). Anything else (another algorithm than oneshot, async_op, a broken
 communicator) takes the full path. Another collective posts x where it sends and follows
-recipe.recipe instead of the fold, compiled as well.
+recipe.recipe instead of the fold, compiled as well. cma's calls are kept the same way
+(repeated_cma.py: the window carries addresses, compiled_cma.py reads the peers' arrays).
 RING_DEBUG=INFO logs fast calls too, with "path": "fast". What the fast path skips is work
 whose result is the same for the same signature, so its errors and results are the full
 path's (but for which NaN a NaN is: where two NaNs meet, the compiled fold and NumPy's loops
