@@ -2176,6 +2176,67 @@ SINCE = {
         "ring/transport/exchange.py", "        self.heads[self.rank][PID] = os.getpid()",
         "        self.heads[self.rank][PID] = os.getppid()",
         "a rank posts its parent's process id: every read goes to the wrong process"),
+    # the twenty-second campaign: cma's fast path and its all-reduce in two phases
+    "cma-fast-close-unpolled": (
+        "ring/host/compiled_cma.py",
+        "            spins, yields = poll(plan[BASES + q] + ROUND1 * 8, seq, spins, yields)\n"
+        "            if spins < 0:\n                return LATE",
+        "            pass",
+        "a kept cma call closes without waiting for its peers: its caller may write x while "
+        "a peer still reads it"),
+    "cma-fast-own-alias-unchecked": (
+        "ring/host/compiled_cma.py",
+        "                elif xa + there < dst + nbytes and dst < xa + there + nbytes:",
+        "                elif False:",
+        "a kept fold takes this rank's part straight from x even where out's piece is x's"),
+    "cma-fast-piece-unmoved": (
+        "ring/host/compiled_cma.py",
+        "q, there = seg[2 + 2 * i], (seg[3 + 2 * i] + a) * item",
+        "q, there = seg[2 + 2 * i], seg[3 + 2 * i] * item",
+        "every piece of a kept fold reads its sources' first piece"),
+    "cma-fast-statuses-ignored": (
+        "ring/host/compiled_cma.py",
+        "        if carray(pointer(plan[BASES + q] + slot), 1, np.int64)[0] != 0:",
+        "        if False:",
+        "a kept call whose read failed on a rank fails nothing"),
+    "cma-fast-errno-dropped": (
+        "ring/host/compiled_cma.py",
+        "            return _errno() if got < 0 else SHORT",
+        "            return 0",
+        "a kept call's refused read counts as done"),
+    "cma-fast-own-block-uncopied": (
+        "ring/host/compiled_cma.py",
+        "            elif oa + lo * item != xa + there:",
+        "            elif False:",
+        "a kept copy leaves this rank's own block of out unwritten"),
+    "cma-fast-in-place-posts-x": (
+        "ring/host/repeated_cma.py",
+        "        self.copies = in_place and not in_halves",
+        "        self.copies = False",
+        "a kept in-place call posts the x it is about to overwrite, not a copy"),
+    "cma-fast-gather-from-x": (
+        "ring/host/repeated_cma.py", "(self.gather, 1, cma.CLOSING)",
+        "(self.gather, 0, cma.CLOSING)",
+        "a kept all-reduce's second phase reads the owners' x, not their reduced out"),
+    "cma-fast-late-round-stale": (
+        "ring/host/repeated_cma.py", "            ex.wait(seq, what=what)",
+        "            ex.wait(seq - 1, what=what)",
+        "a kept call's round not seen complete in the poll is taken for complete"),
+    "cma-halves-no-middle-round": (
+        "ring/algorithms/cma.py",
+        "            self._round(ctx, self._follow(ctx, c, at(0), mine), cma.REDUCED)",
+        "            self._follow(ctx, c, at(0), mine)",
+        "an all-reduce's second phase reads the owners' out before they have reduced it"),
+    "cma-halves-posts-no-out": (
+        "ring/algorithms/cma.py",
+        "        return np.array([posted(ctx, c).ctypes.data, 0 if c.out is None else "
+        "c.out.ctypes.data],",
+        "        return np.array([posted(ctx, c).ctypes.data, posted(ctx, c).ctypes.data],",
+        "a rank posts x's address where the peers read its out"),
+    "recipe-halves-short-blocks-skipped": (
+        "ring/recipe.py", "                  if q != rank and b[q + 1] > b[q]]",
+        "                  if q != rank and b[q + 1] > b[q] + 1]",
+        "the all-reduce's second phase leaves out blocks of one element"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2578,6 +2639,14 @@ OWN_TESTS = {
                  "cma-fold-piece-unmoved", "cma-remote-offset-in-elements",
                  "cma-own-aliased-viewed", "cma-failure-unshared", "cma-probe-own-answer",
                  "cma-probe-skipped", "cma-pid-of-parent")},
+    # the twenty-second campaign
+    **{n: "tests/test_compiled_cma.py tests/test_recipe.py " + _RANKS3
+       for n in ("cma-fast-close-unpolled", "cma-fast-own-alias-unchecked",
+                 "cma-fast-piece-unmoved", "cma-fast-statuses-ignored", "cma-fast-errno-dropped",
+                 "cma-fast-own-block-uncopied", "cma-fast-in-place-posts-x",
+                 "cma-fast-gather-from-x", "cma-fast-late-round-stale",
+                 "cma-halves-no-middle-round", "cma-halves-posts-no-out",
+                 "recipe-halves-short-blocks-skipped")},
 }
 
 
