@@ -3,9 +3,10 @@ the flat ring, on the same buffers: where the two phases overtake one (cma.in_ha
 
     mpiexec -n K python benchmarks/cma_phases.py [--rounds 5] [--in-place] [--json out.json]
 
-Float32 sum, out of place (--in-place: out is x; one phase then posts a copy of x), sizes 4 KiB to 64 MiB by 4. Each point: the slowest rank's mean
-per call of back-to-back calls (about 2 MB of x in all, 2 to 200 calls; the fast path after
-two warm-up calls), best of `rounds`; one phase and two forced by cma.HALVES_BYTES.
+Float32 sum, out of place (--in-place: out is x; one phase then posts a copy of x), sizes 4
+KiB to 64 MiB by 4. Each point: the slowest rank's mean per call of back-to-back calls
+(about 2 MB of x in all, 2 to 200 calls; the fast path after two warm-up calls), best of
+`rounds`; one phase and two forced by cma.HALVES_BYTES.
 """
 
 from __future__ import annotations

@@ -19,9 +19,10 @@ chunk twice (into the successor's slot, out of it) and oneshot's window holds 1 
                      arrays are not in the processes' memory).
 
 In place, where this rank writes what it posts (a one-phase all-reduce, a reduce's root,
-an all-to-all), it posts a copy of what the peers read of x instead (its own reads come from x
-itself, copied into scratch where they would be overwritten first). A read that fails (it
-should not, after the probe) fails the call on every rank, by a flag in the round that follows it.
+an all-to-all), it posts a copy of what the peers read of x instead (its own reads come
+from x itself, copied into scratch where they would be overwritten first). A read that
+fails (it should not, after the probe) fails the call on every rank, by a flag in the round
+that follows it.
 """
 
 from __future__ import annotations
@@ -40,8 +41,6 @@ from .oneshot import ONE_NODE
 
 PIECE_BYTES = 1 << 18  # a fold's piece of each source: read into scratch, folded in cache
 POSTED, PARTS = 0, 1  # ctx.scratch's buffers: the posted copy, then one per source
-
-
 HALVES_BYTES = 1 << 16  # from 4 ranks: where an all-reduce goes in two phases (in_halves)
 
 

@@ -9,6 +9,9 @@ repeated.py's checks of the arrays, two compiled calls (host/compiled_cma.py):
            in pieces), then the closing round, which keeps every rank in the call until
            every peer has read its x, and carries each rank's read status
 
+An all-reduce in two phases (recipe.halves) calls rest twice: its block of every x, a
+round, then the other blocks out of their owners' out, the closing round.
+
 A round the compiled poll does not see complete is waited for in Python under the call's
 deadline (the agreement's as repeated.settle_round does; the closing round's naming who has
 not finished reading, as the full path does), a record that differs raises
