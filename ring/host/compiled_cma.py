@@ -215,9 +215,9 @@ def warm() -> None:
     reading this process's own memory."""
     seg = np.zeros(HEADER + 2 * (RECORD * 8 + 64), np.uint8)
     pids = np.array([os.getpid()], np.int64)
+    p, _ = plan(0, RECORD * 8 + 64, Op.SUM, False, np.array([seg.ctypes.data]),
+                np.zeros(4, np.int64), segments=recipe(Collective.ALLREDUCE, 1, 0, 0, 2))
     for dt in {wire(d) for d in DTYPES}:
-        p, _ = plan(0, RECORD * 8 + 64, Op.SUM, False, np.array([seg.ctypes.data]),
-                    np.zeros(4, np.int64), segments=recipe(Collective.ALLREDUCE, 1, 0, 0, 2))
         x = np.zeros(2, dt)
         call(p, x, x.copy(), x, 1, 1, 0, 0, ANY)
         rest(p, x, x.copy(), 1, 0, pids, np.empty(0, np.uint8), 64, 0, 0, 2)

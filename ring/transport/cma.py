@@ -103,9 +103,9 @@ def posted(x: np.ndarray, copy, collective: Collective, in_place: bool, rank: in
 
 
 def raise_failures(ex, seq: int) -> None:
-    """After every rank posted the closing round seq (its record's first field: 0, or the
-    errno of a read that failed, -1 for a short one): RingError naming every rank whose
-    read failed, if any."""
+    """After every rank posted round seq, the one after its reads (its record's first
+    field: 0, or the errno of a read that failed, -1 for a short one): RingError naming
+    every rank whose read failed, if any."""
     failed = {q: e for q in range(ex.size) if (e := int(ex.record(q, seq)[0]))}
     if failed:
         raise RingError("cma: reading a peer's memory by cross-memory attach failed on "
