@@ -61,14 +61,19 @@ def ring_order(block: int, k: int) -> tuple[int, ...]:
     return tuple((block + 1 + i) % k for i in range(k))
 
 
-def halves(k: int, rank: int, count: int):
-    """An all-reduce in two phases (cma's from HALVES_BYTES on, ring/algorithms/cma.py), as
-    two recipes over different posted arrays: (the reduce-scatter's: this rank's block of
-    schedule.split(count, k) folded in rank order from every rank's x; the all-gather's:
-    every other block copied from its owner's out, where the first phase left it reduced).
-    Element e is folded in rank order as in recipe()'s all-reduce: the same bits."""
+def halves(k: int, rank: int, count: int, root: int | None = None):
+    """An all-reduce, or a reduce to `root`, in two phases (cma's from in_halves' size on,
+    ring/algorithms/cma.py), as two recipes over different posted arrays: (the
+    reduce-scatter's: this rank's block of schedule.split(count, k) folded from every
+    rank's x, in rank order, a reduce's in the ring's order for its root; the gather's:
+    every other block copied from its owner's out, where the first phase left it reduced:
+    every rank's for an all-reduce, the root's alone for a reduce). Element e is folded in
+    recipe()'s order: the same bits."""
     b = split(count, k)
     lo, n = b[rank], b[rank + 1] - b[rank]
-    mine = [(lo, n, tuple((q, lo) for q in range(k)))] if n else []
+    order = range(k) if root is None else ring_order(root, k)
+    mine = [(lo, n, tuple((q, lo) for q in order))] if n else []
+    if root is not None and rank != root:
+        return mine, []
     return mine, [(b[q], b[q + 1] - b[q], ((q, b[q]),)) for q in range(k)
                   if q != rank and b[q + 1] > b[q]]

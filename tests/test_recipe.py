@@ -72,30 +72,37 @@ def test_the_reducing_recipes_fold_in_the_flat_rings_order(collective):
     assert [q for q, _ in segments[0][2]] == [3, 0, 1, 2]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(k=st.integers(1, 6), count=st.integers(0, 40),
        op=st.sampled_from(["sum", "prod", "min", "max", "avg"]),
-       dtype=st.sampled_from(["float32", "float16", "int32"]), seed=st.integers(0, 2**16))
-def test_an_allreduce_in_two_phases_gives_the_rank_order_reference(k, count, op, dtype, seed):
-    """recipe.halves (cma's all-reduce from HALVES_BYTES on): every rank folds its block of
-    every x into its out; then copies every other block out of its owner's out. Every
-    element written once by each phase's segments together, and the result the rank-order
-    reference's bits, as the one-phase recipe's."""
+       dtype=st.sampled_from(["float32", "float16", "int32"]), seed=st.integers(0, 2**16),
+       data=st.data())
+def test_a_reduction_in_two_phases_gives_the_reference(k, count, op, dtype, seed, data):
+    """recipe.halves (cma's all-reduce and reduce from in_halves' size on): every rank folds
+    its block of every x into its out (a reduce's non-root: a buffer of its own); then
+    copies every other block out of its owner's out (a reduce: the root alone). Every
+    element written once by each phase's segments together, and the result the one-phase
+    recipe's bits: rank order for the all-reduce, the ring's for the reduce's root."""
     if op == "avg" and dtype == "int32":
         op = "sum"
+    root = data.draw(st.none() | st.integers(0, k - 1))
     rng = np.random.default_rng(seed)
     inputs = _inputs(Collective.ALLREDUCE, k, count, dtype, rng)
-    want = reference.in_rank_order(inputs, op)
+    want = reference.in_rank_order(inputs, op) if root is None else \
+        reference.expected("reduce", inputs, op, root=root)[root]
     outs = [np.full(count, 77, dtype) for _ in range(k)]
-    phases = [halves(k, r, count) for r in range(k)]
+    phases = [halves(k, r, count, root) for r in range(k)]
     for r in range(k):  # the first phase, every rank's before any rank's second
         with np.errstate(all="ignore"):
             follow(phases[r][0], inputs.__getitem__, Op[op.upper()], outs[r])
     reduced = [o.copy() for o in outs]  # (what each owner's out holds between the phases)
     for r in range(k):
+        if root is not None and r != root:
+            assert phases[r][1] == [], "only a reduce's root gathers"
+            continue
         follow(phases[r][1], reduced.__getitem__, Op[op.upper()], outs[r])
         assert all(q != r for _, _, sources in phases[r][1] for q, _ in sources)
-        assert outs[r].tobytes() == want.tobytes(), (k, r, count, op)
+        assert outs[r].tobytes() == want.tobytes(), (k, r, root, count, op)
         written = sorted((lo, n) for lo, n, _ in phases[r][0] + phases[r][1])
         assert [lo for lo, _ in written] == list(np.cumsum([0] + [n for _, n in written]))[:-1]
         assert sum(n for _, n in written) == count and all(n > 0 for _, n in written)

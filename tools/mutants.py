@@ -2224,13 +2224,13 @@ SINCE = {
         "a kept call's round not seen complete in the poll is taken for complete"),
     "cma-halves-no-middle-round": (
         "ring/algorithms/cma.py",
-        "            self._round(ctx, self._follow(ctx, c, at(0), mine), cma.REDUCED)",
-        "            self._follow(ctx, c, at(0), mine)",
+        "            self._round(ctx, self._follow(ctx, c, out, at(0), mine), cma.REDUCED)",
+        "            self._follow(ctx, c, out, at(0), mine)",
         "an all-reduce's second phase reads the owners' out before they have reduced it"),
     "cma-halves-posts-no-out": (
         "ring/algorithms/cma.py",
-        "        return np.array([posted(ctx, c).ctypes.data, 0 if c.out is None else "
-        "c.out.ctypes.data],",
+        "        return np.array([posted(ctx, c).ctypes.data, 0 if out is None else "
+        "out.ctypes.data],",
         "        return np.array([posted(ctx, c).ctypes.data, posted(ctx, c).ctypes.data],",
         "a rank posts x's address where the peers read its out"),
     "recipe-halves-short-blocks-skipped": (

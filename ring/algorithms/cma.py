@@ -10,15 +10,17 @@ chunk twice (into the successor's slot, out of it) and oneshot's window holds 1 
                      the recipe's order, so the bits are oneshot's and the ring's); then one
                      more round, so that no rank returns (and lets its caller write x)
                      while a peer still reads it. Two rounds a call, whatever the size.
-                     An all-reduce from in_halves' size on goes in two phases (recipe.halves):
-                     each rank folds its block of every x into its out, a round, then each
-                     copies the other blocks out of their owners' out; three rounds.
+                     An all-reduce or a reduce from in_halves' size on goes in two phases
+                     (recipe.halves): each rank folds its block of every x into its out (a
+                     reduce's other ranks: into a buffer they post), a round, then each (a
+                     reduce: its root) copies the other blocks out of their owners'; three
+                     rounds.
     elsewhere        refused: across nodes (no shared memory, other kernels) and where the
                      ranks' processes may not read each other's memory (the exchange's probe
                      at creation: another user, a ptrace policy); on the cuda device (its
                      arrays are not in the processes' memory).
 
-In place, where this rank writes what it posts (a one-phase all-reduce, a reduce's root,
+In place, where this rank writes what it posts and a peer reads it (a one-phase all-reduce,
 an all-to-all), it posts a copy of what the peers read of x instead (its own reads come
 from x itself, copied into scratch where they would be overwritten first). A read that
 fails (it should not, after the probe) fails the call on every rank, by a flag in the round
@@ -35,13 +37,14 @@ from ..host.reduce import fold
 from ..recipe import halves, posts, recipe
 from ..schedule import Collective
 from ..transport import cma
+from ..transport.cma import PARTIAL, PARTS, POSTED
 from ..transport.messages import own
 from .base import EVERY, Algorithm
 from .oneshot import ONE_NODE
 
 PIECE_BYTES = 1 << 18  # a fold's piece of each source: read into scratch, folded in cache
-POSTED, PARTS = 0, 1  # ctx.scratch's buffers: the posted copy, then one per source
 HALVES_BYTES = 1 << 16  # from 4 ranks: where an all-reduce goes in two phases (in_halves)
+TWO_PHASES = (Collective.ALLREDUCE, Collective.REDUCE)
 
 
 def in_halves(ctx: Context, c: Call) -> bool:
@@ -53,10 +56,10 @@ def in_halves(ctx: Context, c: Call) -> bool:
     of (K - 1) x's, folds 1 / K of them, and posts x itself in place (the peers read its
     other blocks only before it writes them, in the second phase); one round more."""
     k = ctx.size
-    if c.collective is not Collective.ALLREDUCE or k < 2:
+    if c.collective not in TWO_PHASES or k < 2:
         return False
     limit = HALVES_BYTES << 2 * max(0, 4 - k)
-    if c.in_place:
+    if c.in_place and c.collective is Collective.ALLREDUCE:  # (a reduce's: the root's alone)
         limit = max(limit >> 4, HALVES_BYTES >> 2)
     return c.count * c.dtype.itemsize >= limit
 
@@ -65,6 +68,15 @@ def posted(ctx: Context, c: Call) -> np.ndarray:
     """What this rank posts of call c (transport/cma.posted)."""
     return cma.posted(c.x, lambda: ctx.scratch.get(POSTED, c.x), c.collective,
                       c.in_place and not in_halves(ctx, c), ctx.rank, ctx.size)
+
+
+def target(ctx: Context, c: Call) -> np.ndarray | None:
+    """Where this rank's recipe writes: c's out; in two phases, on a rank of a reduce that
+    is not its root, a buffer of x's size (its block of the first phase, read from there
+    by the root; an out given there is not touched)."""
+    if c.collective is Collective.REDUCE and ctx.rank != c.root and in_halves(ctx, c):
+        return ctx.scratch.get(PARTIAL, c.x)
+    return c.out
 
 
 class Cma(Algorithm):
@@ -85,7 +97,8 @@ class Cma(Algorithm):
     def posts(self, ctx: Context, c: Call):
         if not (c.count and posts(c.collective, ctx.rank, c.root)):
             return None
-        return np.array([posted(ctx, c).ctypes.data, 0 if c.out is None else c.out.ctypes.data],
+        out = target(ctx, c)
+        return np.array([posted(ctx, c).ctypes.data, 0 if out is None else out.ctypes.data],
                         np.int64)
 
     def run(self, ctx: Context, c: Call, defer: bool = False):
@@ -97,14 +110,16 @@ class Cma(Algorithm):
             return [int(ex.data(q, seq, np.int64, 2)[field])
                     if q != me and posts(c.collective, q, c.root) else 0 for q in range(ex.size)]
 
+        out = target(ctx, c)
         if in_halves(ctx, c):
-            mine, others = halves(ex.size, me, c.count)
+            root = c.root if c.collective is Collective.REDUCE else None
+            mine, others = halves(ex.size, me, c.count, root)
             # every rank's block reduced into its out before any is read from there
-            self._round(ctx, self._follow(ctx, c, at(0), mine), cma.REDUCED)
-            self._round(ctx, self._follow(ctx, c, at(1), others), cma.CLOSING)
+            self._round(ctx, self._follow(ctx, c, out, at(0), mine), cma.REDUCED)
+            self._round(ctx, self._follow(ctx, c, out, at(1), others), cma.CLOSING)
         else:
             segments = recipe(c.collective, ex.size, me, c.root, c.count)
-            self._round(ctx, self._follow(ctx, c, at(0), segments), cma.CLOSING)
+            self._round(ctx, self._follow(ctx, c, out, at(0), segments), cma.CLOSING)
 
     @staticmethod
     def _round(ctx: Context, err: int, what: str) -> None:
@@ -119,11 +134,11 @@ class Cma(Algorithm):
         cma.raise_failures(ex, done)
 
     @staticmethod
-    def _follow(ctx: Context, c: Call, at: list[int], segments) -> int:
-        """c's segments of a recipe, their sources read from the peers' memory (at[q]: rank
-        q's posted address) and from this rank's x (never from its posted copy): 0, or the
-        errno of the first read that failed (-1: a short one)."""
-        ex, out, mine = ctx.exchange, c.out, c.x
+    def _follow(ctx: Context, c: Call, out, at: list[int], segments) -> int:
+        """c's segments of a recipe into out, their sources read from the peers' memory
+        (at[q]: rank q's posted address) and from this rank's x (never from its posted
+        copy): 0, or the errno of the first read that failed (-1: a short one)."""
+        ex, mine = ctx.exchange, c.x
         me, item = ex.rank, out.dtype.itemsize
 
         def peer(q: int, lo: int, into: np.ndarray) -> np.ndarray:

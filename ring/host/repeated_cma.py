@@ -9,8 +9,9 @@ repeated.py's checks of the arrays, two compiled calls (host/compiled_cma.py):
            in pieces), then the closing round, which keeps every rank in the call until
            every peer has read its x, and carries each rank's read status
 
-An all-reduce in two phases (recipe.halves) calls rest twice: its block of every x, a
-round, then the other blocks out of their owners' out, the closing round.
+An all-reduce or a reduce in two phases (recipe.halves) calls rest twice: its block of every
+x (a reduce's other ranks: into a buffer of theirs), a round, then the other blocks out of
+their owners' out (a reduce: its root alone), the closing round.
 
 A round the compiled poll does not see complete is waited for in Python under the call's
 deadline (the agreement's as repeated.settle_round does; the closing round's naming who has
@@ -31,25 +32,29 @@ from ..context import Context
 from ..recipe import halves
 from ..schedule import Collective
 from ..transport import cma
+from ..transport.cma import PARTIAL, PARTS, POSTED
 from . import compiled_cma, compiled_round
 from .repeated import ELSEWHERE, NO_DATA, NOTHING, Signature, arrays, settle_round
 
 BYTES = np.empty(0, np.uint8)
-POSTED, PARTS = 0, 1  # ctx.scratch's buffers, as ring/algorithms/cma.py's
 
 
 class Kept(Signature):
     """A cma signature: the window's records, the plan (the recipe, no fold of the
-    window's data; an all-reduce in two phases: the reduce-scatter's, and `gather` the
-    all-gather's), the ranks' process ids, a fold's piece, and whether a call posts a copy
-    (in place, where it writes x)."""
+    window's data; in two phases: the reduce-scatter's, and `gather` the gather's), the
+    ranks' process ids, a fold's piece, whether a call posts a copy (in place, where it
+    writes x) and whether its first phase writes a buffer of its own (`partial`: a reduce's
+    rank that is not its root)."""
 
-    __slots__ = ("pids", "piece", "copies", "parts", "collective", "gather")
+    __slots__ = ("pids", "piece", "copies", "parts", "collective", "gather", "partial")
 
     def __init__(self, ex, record: dict, op: Op, n: int, dtype: np.dtype, ndim: int, kind: int,
                  rank: int, entered: int, collective: Collective, root: int, memory: int | None,
                  delta: int, shape: tuple, piece: int, in_place: bool, in_halves: bool):
-        mine, others = halves(ex.size, ex.rank, n) if in_halves else (None, None)
+        reduce = collective is Collective.REDUCE
+        mine, others = halves(ex.size, ex.rank, n, root if reduce else None) if in_halves \
+            else (None, None)
+        self.partial = in_halves and reduce and ex.rank != root
         super().__init__(ex, record, op, n, dtype, ndim, kind, rank, entered, collective, root,
                          memory, delta, shape, algorithm="cma", segments=mine)
         self.collective = collective
@@ -67,6 +72,8 @@ class Kept(Signature):
         ex, waiter = ctx.exchange, ctx.waiter
         call, seq = ctx.calls + 1, ex.seq + 1
         result, flat_x, flat_out = arrays(self, x, out)
+        if self.partial:  # (its block of a reduce, read by the root: cma.target's)
+            flat_out = ctx.scratch.get(PARTIAL, flat_x)
         sent = cma.posted(flat_x, lambda: ctx.scratch.get(POSTED, flat_x), self.collective,
                           self.copies, ex.rank, ex.size)
         status = compiled_cma.call(self.plan, flat_x, flat_out, sent, call, seq, waiter.spins,

@@ -22,10 +22,14 @@ from ..errors import RingError
 from ..schedule import Collective
 
 C = Collective
-# in place, the collectives whose out is the x a rank posts: a copy is posted instead
-WRITES_WHAT_IT_POSTS = (C.ALLREDUCE, C.REDUCE, C.ALLTOALL)
+# in place, the collectives whose out is the x a rank posts and a peer reads: a copy is
+# posted instead (not a reduce's: in one phase only its root reads, and only from its own x)
+WRITES_WHAT_IT_POSTS = (C.ALLREDUCE, C.ALLTOALL)
+# a communicator's scratch buffers for cma (its full path and its kept calls): the posted
+# copy, a reduce's block on a rank that is not its root (two phases), a fold's pieces
+POSTED, PARTIAL, PARTS = 0, 1, 2
 CLOSING = "to finish reading its peers' arrays (cma)"  # the closing round's wait
-REDUCED = "to reduce its block of the all-reduce (cma)"  # the first phase's (two phases)
+REDUCED = "to reduce its block of the all-reduce or reduce (cma)"  # the first phase's (two phases)
 
 
 class _Iovec(ctypes.Structure):

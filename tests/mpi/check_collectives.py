@@ -476,12 +476,13 @@ def _by_oneshot(comm, collective, inputs, op, root, in_place, **options):
 def by_recipe(request, monkeypatch):
     """The algorithms that follow ring/recipe.py on one node: oneshot through the window,
     cma from the peers' arrays (its folds in pieces of 3 elements here, as a large call's
-    are in pieces of PIECE_BYTES, and its all-reduce in two phases from 16 bytes at 2
-    ranks, 4 at 3 and 1 from 4, as a large one's from HALVES_BYTES and its multiples)."""
+    are in pieces of PIECE_BYTES, and its all-reduce and reduce in two phases from 256
+    bytes at 2 ranks, 64 at 3 and 16 from 4, as a large one's from HALVES_BYTES and its
+    multiples: both ways at every rank count)."""
     if request.param == "cma":
         from ring.algorithms import cma
         monkeypatch.setattr(cma, "PIECE_BYTES", 12)
-        monkeypatch.setattr(cma, "HALVES_BYTES", 1)
+        monkeypatch.setattr(cma, "HALVES_BYTES", 16)
     return request.param
 
 
@@ -646,19 +647,19 @@ def test_cma_runs_past_the_window_and_fails_on_every_rank(world, monkeypatch):
 
 
 @pytest.mark.parametrize("collective", ["allgather", "allreduce", "allreduce in halves",
-                                        "alltoall", "reduce"])
+                                        "alltoall", "reduce", "reduce in halves"])
 def test_cma_reads_x_as_it_was_however_late(world, monkeypatch, collective):
     """A rank that reads its peers' memory late (here the last, 0.3 s behind) still reads
     their x as it was at the call: no rank returns, and lets its caller write x, before
     every peer has read it; and in place, where a rank writes what it posted (all-reduce,
-    reduce's root, all-to-all), the peers read a copy of it. An all-reduce in two phases
-    posts x itself: no rank writes a block of it before every peer has read that block."""
+    all-to-all), the peers read a copy of it. An all-reduce or a reduce in two phases posts
+    x itself: no rank writes a block of it before every peer has read that block."""
     if not _shared() or world.size == 1:
         return
-    if collective == "allreduce in halves":
+    if collective.endswith(" in halves"):
         from ring.algorithms import cma as algorithm
         monkeypatch.setattr(algorithm, "HALVES_BYTES", 1)
-        collective = "allreduce"
+        collective = collective.split()[0]
     from ring.transport import cma
     k, r = world.size, world.rank
     from ring.host import compiled_cma
