@@ -2237,6 +2237,42 @@ SINCE = {
         "ring/recipe.py", "                  if q != rank and b[q + 1] > b[q]]",
         "                  if q != rank and b[q + 1] > b[q] + 1]",
         "the all-reduce's second phase leaves out blocks of one element"),
+    # the twenty-third campaign: cma's reduce in two phases
+    "recipe-halves-reduce-rank-order": (
+        "ring/recipe.py",
+        "    order = range(k) if root is None else ring_order(root, k)",
+        "    order = range(k)",
+        "a reduce in two phases folds in rank order, not the ring's for its root"),
+    "cma-reduce-root-partial": (
+        "ring/algorithms/cma.py",
+        "    if c.collective is Collective.REDUCE and ctx.rank != c.root and in_halves(ctx, c):",
+        "    if c.collective is Collective.REDUCE and in_halves(ctx, c):",
+        "a reduce's root folds its block into the buffer the other ranks use, not its out"),
+    "cma-reduce-partial-into-out": (
+        "ring/algorithms/cma.py",
+        "    if c.collective is Collective.REDUCE and ctx.rank != c.root and in_halves(ctx, c):",
+        "    if c.out is None and c.collective is Collective.REDUCE and in_halves(ctx, c):",
+        "a rank off a reduce's root writes its block into an out it was given"),
+    "cma-halves-in-place-disagreed": (
+        "ring/algorithms/cma.py",
+        "    if c.in_place and c.collective is Collective.ALLREDUCE:",
+        "    if c.in_place:",
+        "the ranks of a reduce choose one or two phases by the root's in place alone"),
+    "cma-fast-reduce-root-partial": (
+        "ring/host/repeated_cma.py",
+        "        self.partial = in_halves and reduce and ex.rank != root",
+        "        self.partial = in_halves and reduce",
+        "a kept reduce's root folds its block into the buffer the other ranks use"),
+    "cma-fast-reduce-partial-into-x": (
+        "ring/host/repeated_cma.py",
+        "        if self.partial:  # (its block of a reduce, read by the root: cma.target's)",
+        "        if False:",
+        "a kept reduce's rank off the root writes its block into its own x"),
+    "cma-reduce-posts-out": (
+        "ring/algorithms/cma.py",
+        "        out = target(ctx, c)\n        return np.array(",
+        "        out = c.out\n        return np.array(",
+        "a rank off a reduce's root posts no address for the block the root reads"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2647,6 +2683,12 @@ OWN_TESTS = {
                  "cma-fast-gather-from-x", "cma-fast-late-round-stale",
                  "cma-halves-no-middle-round", "cma-halves-posts-no-out",
                  "recipe-halves-short-blocks-skipped")},
+    # the twenty-third campaign
+    **{n: "tests/test_compiled_cma.py tests/test_recipe.py " + _RANKS3
+       for n in ("recipe-halves-reduce-rank-order", "cma-reduce-root-partial",
+                 "cma-reduce-partial-into-out", "cma-halves-in-place-disagreed",
+                 "cma-fast-reduce-root-partial", "cma-fast-reduce-partial-into-x",
+                 "cma-reduce-posts-out")},
 }
 
 
