@@ -698,6 +698,36 @@ def test_cma_reads_x_as_it_was_however_late(world, monkeypatch, collective):
                 world.Barrier()
 
 
+@pytest.mark.parametrize("collective", ["reduce", "gather"])
+@pytest.mark.parametrize("algorithm", ["ring", "oneshot", "cma", "cma in halves"])
+def test_an_out_given_off_the_root_is_left_as_it_was(world, monkeypatch, collective,
+                                                      algorithm):
+    """A reduce's or a gather's ranks off the root get None, and an out they pass is not
+    touched, nor their x (ring/communicator.py's promise), whatever the algorithm: cma's
+    reduce in two phases too, whose ranks off the root fold their block into a buffer of
+    their own. Twice a root: the full path, then the fast path."""
+    k, r = world.size, world.rank
+    if algorithm.startswith(("oneshot", "cma")) and not _shared():
+        return
+    if algorithm == "cma in halves":
+        from ring.algorithms import cma
+        monkeypatch.setattr(cma, "HALVES_BYTES", 1)
+    inputs = [make(q, 6 * k + 1, "float32", op="sum") for q in range(k)]
+    with ring.Communicator(device="host", timeout=60, algorithm=algorithm.split()[0]) as c:
+        for root in range(k):
+            want = reference.expected(collective, inputs, "sum", root=root)[root]
+            for _ in range(2):
+                x = inputs[r].copy()
+                out = np.full(want.shape, 7, want.dtype)
+                got = getattr(c, collective)(x, out=out, root=root)
+                assert x.tobytes() == inputs[r].tobytes(), (collective, root)
+                if r == root:
+                    assert got is out and got.tobytes() == want.tobytes(), root
+                else:
+                    assert got is None and (out == 7).all(), (collective, root)
+                assert_ran(algorithm.split()[0], collective)
+
+
 def test_a_read_that_fails_on_the_fast_path_fails_on_every_rank(world, monkeypatch):
     """cma's kept calls read in compiled code (ring/host/repeated_cma.py): a read that fails
     there (here the last rank's, from a process id that names no process) fails the call

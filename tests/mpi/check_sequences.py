@@ -45,6 +45,11 @@ if DEVICE == "cuda":
     MAX_PER = 40 if SIMULATED else 3000
 else:
     MAX_PER = 300
+    # cma as a large call runs, at these counts: its folds in pieces of 6 elements of 8
+    # bytes (PIECE_BYTES), its all-reduce and reduce in two phases from 256 bytes at 2
+    # ranks, 64 at 3 and 16 from 4 (HALVES_BYTES), so that programs mix one and two
+    from ring.algorithms import cma
+    cma.PIECE_BYTES, cma.HALVES_BYTES = 48, 16
 
 REDUCING = ("allreduce", "reduce_scatter", "reduce")
 DIVIDED = ("reduce_scatter", "scatter", "alltoall")  # x: K blocks
