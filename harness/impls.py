@@ -3,15 +3,21 @@
 An implementation is made once per sweep with the world communicator and the buffers'
 device, and called as impl(coll, x, out, op, dtype, root) on that device's arrays (dtype is
 the logical dtype: bfloat16 and float8 arrays are integer bits on a GPU); sync() waits until
-every call made so far has finished. available(coll, dtype, op, in_place, nbytes) returns
-None, or the reason it cannot run that case, which the table prints; an implementation that cannot
-run at all says why in `unavailable`. Collectives that only move data run any dtype as its
-bits (unsigned integers of its width), so MPI and NCCL carry bfloat16 and float8 there.
+every call made so far has finished. impl.bind(coll, x, out, op, dtype, root) returns the
+call as a function of no arguments, with what does not change from call to call (the
+options, the in-place test, the MPI or NCCL datatype, the pointers) worked out once, as
+nccl-tests sets up its arguments before its timed loop: that Python is the harness's, not
+the library's, and cost 5-7 µs a call on the CI machine, ring's and MPI's alike.
+available(coll, dtype, op, in_place, nbytes) returns None, or the reason it cannot run that
+case, which the table prints; an implementation that cannot run at all says why in
+`unavailable`. Collectives that only move data run any dtype as its bits (unsigned integers
+of its width), so MPI and NCCL carry bfloat16 and float8 there.
 """
 
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import numpy as np
 from mpi4py import MPI
@@ -56,7 +62,14 @@ def _in_place(coll: str, x, out) -> bool:
     return lo <= inner < hi
 
 
-class Ring:
+class Impl:
+    def bind(self, coll: str, x, out, op: str, dtype, root: int = 0):
+        """The call as a function of no arguments (the module's docstring); by default the
+        whole call, each time."""
+        return partial(self, coll, x, out, op, dtype, root)
+
+
+class Ring(Impl):
     """ring.Communicator running one `algorithm` (its option: "auto" or a name of
     ring.algorithms.BY_NAME). last_algorithm() names what the latest call ran, which for auto
     depends on the size (the table's algo column)."""
@@ -120,28 +133,26 @@ class Ring:
         return self.comm.last_algorithm
 
     def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
+        self.bind(coll, x, out, op, dtype, root)()
+
+    def bind(self, coll: str, x, out, op: str, dtype, root: int = 0):
         kw = {"algorithm": self.algorithm, "dtype": np.dtype(dtype).name}
         if self.compression:
             kw["compression"] = self.compression
         c = self.comm
-        if coll == "allreduce":
-            c.allreduce(x, out=out, op=op, **kw)
-        elif coll == "reduce_scatter":
-            c.reduce_scatter(x, out=out, op=op, **kw)
-        elif coll == "allgather":
-            c.allgather(x, out=out, **kw)
-        elif coll == "broadcast":  # in place only: out of place, the root copies x first
-            if out is not x and c.rank == root:
-                out[...] = x
+        if COLLECTIVES[coll].reduces:
+            kw["op"] = op
+        if coll in ("reduce", "gather", "scatter"):
+            kw["root"] = root
+        if coll != "broadcast":
+            return partial(getattr(c, coll), x, out=out, **kw)
+        if out is x or c.rank != root:
+            return partial(c.broadcast, out, root=root, **kw)
+
+        def broadcast():  # in place only: out of place, the root copies x first
+            out[...] = x
             c.broadcast(out, root=root, **kw)
-        elif coll == "reduce":
-            c.reduce(x, out=out, op=op, root=root, **kw)
-        elif coll == "gather":
-            c.gather(x, out=out, root=root, **kw)
-        elif coll == "scatter":
-            c.scatter(x, out=out, root=root, **kw)
-        else:
-            c.alltoall(x, out=out, **kw)
+        return broadcast
 
     def prepare(self, x, out) -> None:
         """--register (as nccl-tests' -R 1): x and out registered before the case's calls
@@ -188,6 +199,8 @@ class Int8(Ring):
             return "int8: float32 sum and avg only"
         return self.unavailable
 
+    bind = Impl.bind  # (its call is the whole of __call__)
+
     def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
         n = x.size
         if n not in self._buffers:
@@ -218,7 +231,7 @@ class Int8(Ring):
         return want
 
 
-class Mpi:
+class Mpi(Impl):
     """mpi4py: Allreduce, Reduce_scatter_block, Allgather, Bcast, Reduce, Gather, Scatter,
     Alltoall. The mpich wheel is not CUDA-aware, so GPU buffers are staged through pinned
     host memory, and the label says so."""
@@ -250,49 +263,69 @@ class Mpi:
         return buf
 
     def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
+        self.bind(coll, x, out, op, dtype, root)()
+
+    def bind(self, coll: str, x, out, op: str, dtype, root: int = 0):
         in_place = _in_place(coll, x, out)
         layout = COLLECTIVES[coll].layout
-        if not COLLECTIVES[coll].reduces:  # moved as bits: any dtype, bfloat16 and float8 too
+        reduces = COLLECTIVES[coll].reduces
+        if not reduces:  # moved as bits: any dtype, bfloat16 and float8 too
             x, out = _bits(x), _bits(out)
-        hx = self._host(x, "x")
-        ho = hx if (in_place and layout == "same") else \
-            self._host(out, "out", fetch=in_place and layout == "join")
-        at_root = self.comm.rank == root
+        c, mop, at_root = self.comm, _MPI_OPS[op], self.comm.rank == root
+        divide = op == "avg" and reduces and (coll != "reduce" or at_root)
+        mpi = self._mpi(coll, c, mop, root, in_place, at_root, self.staged)
+        writes = at_root or coll not in ("reduce", "gather")  # (out is not defined off the root)
+
+        def staged():
+            hx = self._host(x, "x")
+            ho = hx if (in_place and layout == "same") else \
+                self._host(out, "out", fetch=in_place and layout == "join")
+            mpi(hx, ho)
+            if divide:
+                np.divide(ho, c.size, out=ho)
+            if writes:
+                out.set(ho)
+
+        def average():
+            mpi(x, out)
+            np.divide(out, c.size, out=out)
+        return staged if self.staged else average if divide else partial(mpi, x, out)
+
+    @staticmethod
+    def _mpi(coll: str, c, mop, root: int, in_place: bool, at_root: bool, staged: bool):
+        """The MPI call of coll on the host buffers (hx, ho) it is given."""
         if coll == "broadcast":
-            if ho is not hx and at_root:
-                ho[...] = hx
-            self.comm.Bcast(ho, root=root)
-        elif coll == "reduce":
-            mine = MPI.IN_PLACE if in_place and at_root else hx
-            self.comm.Reduce(mine, ho, _MPI_OPS[op], root=root)
-            if not at_root:
-                return  # out is not defined off the root
-        elif coll == "gather":
-            self.comm.Gather(MPI.IN_PLACE if in_place and at_root else hx,
-                             ho if at_root else None, root=root)
-            if not at_root:
-                return
-        elif coll == "scatter":
-            self.comm.Scatter(hx if at_root else None,
-                              MPI.IN_PLACE if in_place and at_root else ho, root=root)
-            if in_place and at_root and ho is not out:  # staged: the root's block is in hx
-                ho[...] = hx[root * ho.size:(root + 1) * ho.size]
-        elif coll == "alltoall":
-            self.comm.Alltoall(MPI.IN_PLACE if in_place else hx, ho)
-        elif coll == "allreduce":
-            self.comm.Allreduce(MPI.IN_PLACE if in_place else hx, ho, _MPI_OPS[op])
-        elif coll == "reduce_scatter":
-            if in_place:  # MPI's in-place reduce-scatter works on the whole input buffer
-                self.comm.Reduce_scatter_block(MPI.IN_PLACE, hx, _MPI_OPS[op])
-                ho[...] = hx[:ho.size]
-            else:
-                self.comm.Reduce_scatter_block(hx, ho, _MPI_OPS[op])
-        else:
-            self.comm.Allgather(MPI.IN_PLACE if in_place else hx, ho)
-        if op == "avg" and COLLECTIVES[coll].reduces:
-            np.divide(ho, self.comm.size, out=ho)
-        if self.staged:
-            out.set(ho)
+            def broadcast(hx, ho):
+                if ho is not hx and at_root:
+                    ho[...] = hx
+                c.Bcast(ho, root=root)
+            return broadcast
+        if coll == "reduce":
+            return lambda hx, ho: c.Reduce(MPI.IN_PLACE if in_place and at_root else hx, ho,
+                                           mop, root=root)
+        if coll == "gather":
+            return lambda hx, ho: c.Gather(MPI.IN_PLACE if in_place and at_root else hx,
+                                           ho if at_root else None, root=root)
+        if coll == "scatter":
+            def scatter(hx, ho):
+                c.Scatter(hx if at_root else None,
+                          MPI.IN_PLACE if in_place and at_root else ho, root=root)
+                if in_place and at_root and staged:  # (the root's block is in hx)
+                    ho[...] = hx[root * ho.size:(root + 1) * ho.size]
+            return scatter
+        if coll == "alltoall":
+            return lambda hx, ho: c.Alltoall(MPI.IN_PLACE if in_place else hx, ho)
+        if coll == "allreduce":
+            return lambda hx, ho: c.Allreduce(MPI.IN_PLACE if in_place else hx, ho, mop)
+        if coll == "reduce_scatter":
+            def reduce_scatter(hx, ho):
+                if in_place:  # MPI's in-place reduce-scatter works on the whole input buffer
+                    c.Reduce_scatter_block(MPI.IN_PLACE, hx, mop)
+                    ho[...] = hx[:ho.size]
+                else:
+                    c.Reduce_scatter_block(hx, ho, mop)
+            return reduce_scatter
+        return lambda hx, ho: c.Allgather(MPI.IN_PLACE if in_place else hx, ho)
 
     def sync(self):
         self.bufs.sync()
@@ -301,7 +334,7 @@ class Mpi:
         self.comm.Free()
 
 
-class Nccl:
+class Nccl(Impl):
     """NCCL through cupy.cuda.nccl, bootstrapped over MPI (GPU buffers only), on the
     nvidia-nccl wheel's library where it is installed (harness/nccl_lib.py).
 
@@ -377,22 +410,25 @@ class Nccl:
         return None
 
     def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
+        self.bind(coll, x, out, op, dtype, root)()
+
+    def bind(self, coll: str, x, out, op: str, dtype, root: int = 0):
         stream = self.cp.cuda.get_current_stream().ptr
         dt = np.dtype(dtype)
         t = self.types[dt] if COLLECTIVES[coll].reduces else self.bits[dt.itemsize]
-        xp, op_ = x.data.ptr, out.data.ptr
+        xp, op_, c = x.data.ptr, out.data.ptr, self.comm
         if coll == "allreduce":
-            self.comm.allReduce(xp, op_, x.size, t, self.ops[op], stream)
-        elif coll == "reduce_scatter":
-            self.comm.reduceScatter(xp, op_, out.size, t, self.ops[op], stream)
-        elif coll == "allgather":
-            self.comm.allGather(xp, op_, x.size, t, stream)
-        elif coll == "broadcast":
-            self.comm.broadcast(xp, op_, x.size, t, root, stream)
-        elif coll == "reduce":
-            self.comm.reduce(xp, op_, x.size, t, self.ops[op], root, stream)
-        else:  # gather, scatter, alltoall: grouped send / recv, as nccl-tests runs them
-            self._p2p(coll, xp, op_, x, out, t, root, stream)
+            return partial(c.allReduce, xp, op_, x.size, t, self.ops[op], stream)
+        if coll == "reduce_scatter":
+            return partial(c.reduceScatter, xp, op_, out.size, t, self.ops[op], stream)
+        if coll == "allgather":
+            return partial(c.allGather, xp, op_, x.size, t, stream)
+        if coll == "broadcast":
+            return partial(c.broadcast, xp, op_, x.size, t, root, stream)
+        if coll == "reduce":
+            return partial(c.reduce, xp, op_, x.size, t, self.ops[op], root, stream)
+        # gather, scatter, alltoall: grouped send / recv, as nccl-tests runs them
+        return partial(self._p2p, coll, xp, op_, x, out, t, root, stream)
 
     def _p2p(self, coll, xp, op_, x, out, t, root, stream):
         k, me, nccl = self.size, self.rank, self.nccl
