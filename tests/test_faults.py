@@ -107,7 +107,7 @@ STUCK_IN = {"oneshot": r"waiting for rank \d+ to join the call",
             # and they wait in the round that closes the call (or, in two phases, the
             # round after the first)
             "cma": r"waiting for rank \d+ to (finish reading its peers' arrays|reduce its "
-                   r"block of the all-reduce) \(cma\)",
+                   r"block of the all-reduce or reduce) \(cma\)",
             "naive": r"waiting for every rank's data \(naive\)",
             "ps": r"(waiting for (every rank's data at the root|the result from rank 0)|"
                   r"sending the result to every rank) \(ps\)",

@@ -552,13 +552,13 @@ SINCE = {
         "table: rank 0's)"),
     "sweep-timed-without-sync": (
         "harness/sweep.py",
-        "        impl(coll.name, x, out, op, dtype, root)\n    impl.sync()\n    dt = time.perf_counter() - t0",
-        "        impl(coll.name, x, out, op, dtype, root)\n    dt = time.perf_counter() - t0",
+        "        call()\n    impl.sync()\n    dt = time.perf_counter() - t0",
+        "        call()\n    dt = time.perf_counter() - t0",
         "the clock stops once the timed calls are enqueued, not once they have finished"),
     "sweep-warmup-timed": (
         "harness/sweep.py",
-        "        impl(coll.name, x, out, op, dtype, root)\n    impl.sync()\n    world.Barrier()",
-        "        impl(coll.name, x, out, op, dtype, root)\n    world.Barrier()",
+        "        call()\n    impl.sync()\n    world.Barrier()",
+        "        call()\n    world.Barrier()",
         "the warm-up calls still running are left to finish inside the timed interval"),
     "sweep-algbw-per-element": (
         "harness/sweep.py",
@@ -607,7 +607,7 @@ SINCE = {
         "vs_min counts one rank's minimum bytes, not every rank's on the GPU"),
     "mpi-avg-undivided": (
         "harness/impls.py",
-        "            np.divide(ho, self.comm.size, out=ho)",
+        "            np.divide(out, c.size, out=out)",
         "            pass",
         "the MPI baseline's avg is its sum"),
     "mpi-in-place-by-address": (
@@ -1234,8 +1234,8 @@ SINCE = {
         "the MPI baseline's in-place reduce-scatter leaves its result in block 0"),
     "ring-broadcast-root-uncopied": (
         "harness/impls.py",
-        "            if out is not x and c.rank == root:\n                out[...] = x",
-        "            if False:\n                out[...] = x",
+        "        if out is x or c.rank != root:\n            return partial(c.broadcast, out, ",
+        "        if True:\n            return partial(c.broadcast, out, ",
         "ring's out-of-place broadcast in the harness broadcasts the root's out, not x"),
     "int8-expected-avg-as-sum": (
         "harness/impls.py",
