@@ -7,8 +7,9 @@ import sys
 import numpy as np
 
 import ring
-from reported import say, wait_for_reports
+from reported import line_up, say, wait_for_reports
 
+line_up()
 comm = ring.Communicator(device="host", check=False, timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)
 bad = comm.rank == 0
 try:

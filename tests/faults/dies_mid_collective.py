@@ -34,7 +34,7 @@ import numpy as np
 from mpi4py import MPI
 
 import ring
-from reported import say, wait_for_reports
+from reported import line_up, say, wait_for_reports
 from ring.host import compiled_round
 
 timeout = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
@@ -46,6 +46,7 @@ small = len(sys.argv) > 4 and sys.argv[4] == "small"
 again = len(sys.argv) > 4 and sys.argv[4] == "next"
 unposted = len(sys.argv) > 4 and sys.argv[4] == "board"
 device, path = ("cuda", "kernel") if device == "cuda-kernel" else (device, "stream")
+line_up()
 comm = ring.Communicator(device=device, timeout=timeout, algorithm=algorithm, path=path,
                          chunk_bytes=4096 if device == "host" else 1024)
 victim = comm.size - 1

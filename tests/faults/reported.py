@@ -25,6 +25,15 @@ def say(rank: int, what: str) -> None:
             f.write(line + "\n")
 
 
+def line_up() -> None:
+    """Wait here for every rank of the job, so that a script's short timeout (2-3 s) times
+    the communicator, not how far apart the ranks finished their imports (seen in CI: under
+    three fault jobs on two cores, one rank's creation timed out, 2 s ahead of the others).
+    Not for a script whose rank leaves before creating the communicator."""
+    from mpi4py import MPI
+    MPI.COMM_WORLD.Barrier()
+
+
 def wait_for_reports(rank: int, reporters: int, limit: float = 10.0) -> None:
     """Mark this rank done, then wait until `reporters` ranks have (or `limit` seconds)."""
     if not FOLDER:

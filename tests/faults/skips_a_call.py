@@ -13,11 +13,12 @@ import numpy as np
 
 import ring
 from ring.buckets import GradientBuckets
-from reported import say, wait_for_reports
+from reported import line_up, say, wait_for_reports
 
 WHAT = sys.argv[3] if len(sys.argv) > 3 else "allreduce"
 X, KW = (np.ones(64, np.float16), {"algorithm": "ring"}) if WHAT == "ring-float16" else \
     (np.ones(8), {})
+line_up()
 comm = ring.Communicator(device="host", timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)
 for _ in range(int(sys.argv[2]) if len(sys.argv) > 2 else 0):  # calls made together first:
     comm.allreduce(X, **KW)                                     # the last one on the fast path

@@ -16,10 +16,11 @@ import numpy as np
 from numba import cuda
 
 import ring
-from reported import say, wait_for_reports
+from reported import line_up, say, wait_for_reports
 from ring.cuda.persistent import ERR_CODE, ERR_NEED, WAIT_DATA
 
 blocking = len(sys.argv) > 2 and sys.argv[2] == "blocking"
+line_up()
 comm = ring.Communicator(device="cuda", timeout=float(sys.argv[1]), path="kernel",
                          chunk_bytes=1024, blocking=blocking)
 x = cuda.to_device(np.ones(301, np.float32))
