@@ -172,7 +172,8 @@ def from_table(table: dict) -> list[dict]:
     all-reduce results, named as the harness names them (ring-naive, ...)."""
     out = []
     for layout, m in table["measured"].items():
-        # "K ranks, N node(s)", "reduce_scatter, K ranks, N node(s)", "..., registered"
+        # "K ranks, N node(s)", "reduce_scatter, K ranks, N node(s)", "..., registered",
+        # "..., in place" (its calls modelled as any layout's: the report's title names it)
         words = [w.strip() for w in layout.split(",")]
         collective = "allreduce" if words[0][0].isdigit() else words.pop(0)
         results = [{"impl": TUNE_NAMES.get(a, f"ring-{a}"), "collective": collective,

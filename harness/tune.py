@@ -2,10 +2,14 @@
 
     mpiexec -n K python -m harness tune [-b 8] [-e 64M] [-f 4] [--rounds 5]
         [--algos ring,hierarchical,naive,ps,oneshot,twoshot,tree] [--device host|cuda]
-        [--collective allreduce|reduce_scatter|allgather|...] [--merge TABLE] [-R] --out TABLE
+        [--collective allreduce|reduce_scatter|allgather|...] [--merge TABLE] [-R] [-I]
+        --out TABLE
 
 --collective (all-reduce by default) measures another collective: its sizes are the
 harness's (the larger of input and output), its rules name it (ring/tuning.py).
+-I measures the calls in place (out is x, or x's block where MPI places it, as the
+harness's in-place column; a collective without a root): its rules say "in_place" and
+decide the layout's in-place calls, the rules of a run without -I the others.
 
 For every size and every algorithm that can run here: float32 sum with the agreement
 check on (as users call it), interleaved rounds, each a barrier then enough calls for about
@@ -71,10 +75,13 @@ def per_call_us(world: MPI.Comm, comm: ring.Communicator, x, out, algorithm: str
 
 
 def measure(world, comm, algos, byte_sizes, rounds: int, bufs=None,
-            collective: str = "allreduce", register: bool = False) -> dict[str, dict[int, float]]:
+            collective: str = "allreduce", register: bool = False,
+            in_place: bool = False) -> dict[str, dict[int, float]]:
     """{algorithm: {bytes: best µs}} over interleaved rounds (bufs: where the arrays live,
     harness/buffers.py's; host memory by default). bytes: the call's larger array.
-    register: x and out registered (comm.register) for their size's calls, as -R."""
+    register: x and out registered (comm.register) for their size's calls, as -R.
+    in_place: x and out placed in one buffer as MPI places them (zeros: a sum in place
+    stays what it was)."""
     bufs = bufs or buffers.HostBuffers()
     coll = COLLECTIVES[collective]
     which = ring.schedule.Collective[collective.upper()]
@@ -83,9 +90,15 @@ def measure(world, comm, algos, byte_sizes, rounds: int, bufs=None,
         for s in byte_sizes:
             whole = coll.layout == "same" and collective != "alltoall"  # else K blocks
             n_in, n_out = coll.counts(max(s, 4 if whole else 4 * comm.size), 4, comm.size)
-            x, out = bufs.put(np.ones(n_in, np.float32)), bufs.empty(n_out, np.float32)
+            if in_place:
+                whole = bufs.put(np.zeros(max(n_in, n_out), np.float32))
+                x, out = coll.in_place_views(whole, comm.rank, n_in, n_out)
+                both = (whole,)
+            else:
+                x, out = bufs.put(np.ones(n_in, np.float32)), bufs.empty(n_out, np.float32)
+                both = (x, out)
             nbytes = coll.size_bytes(n_in, n_out, 4)
-            held = [a for a in (x, out) if register and comm.register(a)]
+            held = [a for a in both if register and comm.register(a)]
             for a in algos:
                 if comm.why_not(a, which, nbytes):
                     continue
@@ -97,13 +110,17 @@ def measure(world, comm, algos, byte_sizes, rounds: int, bufs=None,
 
 
 def rules(best: dict[str, dict[int, float]], ranks: int, nodes: int,
-          collective: str = "allreduce", registered: bool | None = None) -> list[dict]:
+          collective: str = "allreduce", registered: bool | None = None,
+          in_place: bool = False) -> list[dict]:
     """Consecutive sizes with the same winner make one rule, up to the last it won.
-    registered: the rules' condition on the calls' buffers (None: none; ring/tuning.py)."""
+    registered: the rules' condition on the calls' buffers (None: none; ring/tuning.py);
+    in_place: rules for the calls in place only."""
     measured = sorted({s for times in best.values() for s in times})
     named = {} if collective == "allreduce" else {"collective": collective}
     if registered is not None:
         named["registered"] = registered
+    if in_place:
+        named["in_place"] = True
     out: list[dict] = []
     for s in measured:
         winner = min((t[s], a) for a, t in best.items() if s in t)[1]
@@ -158,7 +175,12 @@ def main(argv) -> int:
     p.add_argument("-R", "--register", action="store_true",
                    help="the buffers registered (comm.register) for their calls, as the "
                         "harness's -R: the two-shot reads and writes them in place")
+    p.add_argument("-I", "--in-place", action="store_true",
+                   help="the calls in place, for rules that decide the in-place calls")
     args = p.parse_args(argv)
+    if args.in_place and COLLECTIVES[args.collective].rooted:
+        raise SystemExit(f"-I: {args.collective} has a root, whose in place is its own "
+                         "business: no rule can depend on it")
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     if any(a not in ALL for a in algos):
         raise SystemExit(f"--algos: choose from {ALL}, got {algos}")
@@ -167,20 +189,20 @@ def main(argv) -> int:
     with ring.Communicator(world, device=args.device) as comm:
         nodes = comm.nodes
         best = measure(world, comm, algos, sizes(args.minbytes, args.maxbytes, args.stepfactor, 0),
-                       args.rounds, bufs, args.collective, args.register)
+                       args.rounds, bufs, args.collective, args.register, args.in_place)
     if world.rank != 0:
         return 0
     # on the cuda device, where registration decides the two-shot's bytes, each rule says
     # which buffers it was measured on (-R: registered); the host's apply to every call
     reg = args.register if args.device == "cuda" else None
-    mine = rules(best, world.size, nodes, args.collective, reg)
+    mine = rules(best, world.size, nodes, args.collective, reg, args.in_place)
     kept = []
     if args.merge:
         with open(args.merge) as f:
             old = json.load(f)
+        this = (world.size, nodes, args.collective, reg, args.in_place)
         kept = [r for r in old["rules"] if (r["ranks"], r["nodes"], r.get("collective", "allreduce"),
-                                            r.get("registered")) != (world.size, nodes,
-                                                                     args.collective, reg)]
+                                            r.get("registered"), r.get("in_place", False)) != this]
     f = fits(best)
     emulated, commit = os.environ.get("RING_NODES"), meta.git_commit()
     command = (f"RING_NODES={emulated} " if emulated else "") + \
@@ -191,11 +213,14 @@ def main(argv) -> int:
              "git_commit": commit,
              "rules": sorted(kept + mine, key=lambda r: (r.get("collective", ""), r["nodes"],
                                                          r["ranks"], str(r.get("registered")),
+                                                         r.get("in_place", False),
                                                          r["max_bytes"])),
              "measured": {f"{'' if args.collective == 'allreduce' else args.collective + ', '}"
                           f"{world.size} ranks, {nodes} node(s)"
-                          f"{', registered' if reg else ''}": {
+                          f"{', registered' if reg else ''}"
+                          f"{', in place' if args.in_place else ''}": {
                  "command": command, "git_commit": commit, "registered": args.register,
+                 **({"in_place": True} if args.in_place else {}),
                  "us_per_call": {a: {str(s): round(t, 2) for s, t in sorted(v.items())}
                                  for a, v in best.items()},
                  "fits": f, "crossovers": crossovers(f)}}}
@@ -203,8 +228,8 @@ def main(argv) -> int:
         table["measured"] = {**old.get("measured", {}), **table["measured"]}
     with open(args.out, "w") as fh:
         json.dump(table, fh, indent=1)
-    print(f"# {args.collective}, {world.size} ranks, {nodes} node(s): µs per call (best of "
-          f"{args.rounds} rounds)")
+    print(f"# {args.collective}{', in place' if args.in_place else ''}, {world.size} ranks, "
+          f"{nodes} node(s): µs per call (best of {args.rounds} rounds)")
     print("#" + "".join(f"{a:>13}" for a in best) + "     bytes  winner")
     for s in sorted({s for t in best.values() for s in t}):
         row = "".join(f"{best[a][s]:13.1f}" if s in best[a] else f"{'-':>13}" for a in best)

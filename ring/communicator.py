@@ -192,12 +192,12 @@ class Communicator:
         self._round = repeated.Agreement(exchange, {}) if exchange is not None else None
         # signatures of oneshot calls seen, for the host's repeated calls (host/repeated.py)
         self._fast = {} if self.device == "host" else None
-        # "auto"'s rules, by collective and by whether the call's buffers are registered
-        # (only where a rule says: _registered asks the backend then)
-        self._rules_of = {(c, reg): _tuning.rules_for(table, self.size, topo.nnodes, c.label,
-                                                      reg)
+        # "auto"'s rules, by collective, by whether the call's buffers are registered (only
+        # where a rule says: _registered asks the backend then) and by whether it is in place
+        self._rules_of = {(c, reg, placed): _tuning.rules_for(table, self.size, topo.nnodes,
+                                                              c.label, reg, placed)
                           for c in Collective if c is not Collective.BARRIER
-                          for reg in (False, True)}
+                          for reg in (False, True) for placed in (False, True)}
         self._by_registration = _tuning.by_registration(table)
         self.last_algorithm: str | None = None  # what the latest call ran (as RING_DEBUG logs)
         # kernel-path signatures seen, for the cuda device's repeated calls (cuda/repeated.py)
@@ -488,7 +488,8 @@ class Communicator:
                         check_chunk(chunk_bytes, self.chunk_bytes), "ring", dtype, root,
                         compression=compression)
             c.algorithm = self._resolve(algorithm, collective, c.count * c.dtype.itemsize,
-                                        c.compression, self._registered(c))
+                                        c.compression, self._registered(c),
+                                        c.in_place and not collective.rooted)
             if chunk_bytes is None:  # the algorithm's, for a call that names none
                 c.chunk_bytes = algorithms.get(c.algorithm).chunk_bytes(ctx, c, self._chunk_given)
             record.update(c.record())
@@ -666,11 +667,13 @@ class Communicator:
                 pass
 
     def _resolve(self, algorithm, collective: Collective, nbytes: int,
-                 compression: str | None = None, registered: bool = False) -> str:
+                 compression: str | None = None, registered: bool = False,
+                 in_place: bool = False) -> str:
         """The algorithm a call runs (algorithms.resolve), "auto" by this communicator's
-        tuning rules for the collective (and the registration of its buffers)."""
+        tuning rules for the collective, the registration of its buffers and whether it is
+        in place (a collective without a root's: every rank's is agreed on)."""
         algorithm = self.algorithm if algorithm is None else algorithm
-        rules = self._rules_of.get((collective, registered), ())
+        rules = self._rules_of.get((collective, registered, in_place), ())
         return algorithms.resolve(self._ctx, algorithm, collective, nbytes, rules, compression)
 
     def _registered(self, c) -> bool:

@@ -22,6 +22,13 @@ size, the communicator's layout and the registration of the call's buffers, whic
 shares (register is collective; a rank that deregisters a buffer its peers keep registered
 is found by the agreement step, MismatchError on every rank), so ranks never diverge (and
 the agreement step would catch them if their tables did).
+
+A rule with "in_place": true applies to in-place calls only (out is x, or x's block where
+MPI places it: call.Call.in_place), as `harness tune -I` writes them: where a layout has
+such rules, its in-place calls take those and its other calls the rest; elsewhere its rules
+serve both. An all-reduce in place on the host costs cma a copy that out of place it
+saves, so the fastest algorithm can differ. Collectives without a root only: every rank's
+in place is compared by the agreement step there, a rooted one's is its root's own business.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from .schedule import Collective
 
 ALLREDUCE = "allreduce"  # a rule's collective when it names none
 NAMES = {c.label for c in Collective if c is not Collective.BARRIER}
+ROOTED = {c.label for c in Collective if c.rooted}
 TABLES = Path(__file__).resolve().parent / "tables"
 
 
@@ -53,6 +61,11 @@ def load(path: str | None, device: str) -> dict:
                 raise ValueError(f"collective {r['collective']!r} is none of {sorted(NAMES)}")
             if not isinstance(r.get("registered", False), bool):
                 raise ValueError(f"registered: true or false, got {r['registered']!r}")
+            if not isinstance(r.get("in_place", False), bool):
+                raise ValueError(f"in_place: true or false, got {r['in_place']!r}")
+            if "in_place" in r and r.get("collective", ALLREDUCE) in ROOTED:
+                raise ValueError(f"in_place: a rule of {r['collective']}, whose in place is "
+                                 "its root's own business (the ranks would not agree on it)")
     except (OSError, ValueError, KeyError, TypeError) as e:
         what = "tuning" if path else ("RING_TUNING" if os.environ.get("RING_TUNING") else "tuning table")
         raise ValueError(f"{what}: cannot read a tuning table from {source!r}: {e}") from None
@@ -60,9 +73,9 @@ def load(path: str | None, device: str) -> dict:
 
 
 def rules_for(table: dict, ranks: int, nodes: int, collective: str = "allreduce",
-              registered: bool = False) -> list[tuple[int, str]]:
+              registered: bool = False, in_place: bool = False) -> list[tuple[int, str]]:
     """(max_bytes, algorithm) for this layout and collective, and calls whose buffers are
-    (or are not) registered, in the table's order."""
+    (or are not) registered and that are (or are not) in place, in the table's order."""
     mine = [r for r in table["rules"] if int(r["nodes"]) == nodes
             and r.get("collective", ALLREDUCE) == collective
             and r.get("registered", registered) == registered]
@@ -70,7 +83,10 @@ def rules_for(table: dict, ranks: int, nodes: int, collective: str = "allreduce"
     if not known:
         return []
     k = ranks if ranks in known else known[-1]
-    return [(int(r["max_bytes"]), str(r["algorithm"])) for r in mine if int(r["ranks"]) == k]
+    mine = [r for r in mine if int(r["ranks"]) == k]
+    placed = in_place and any(r.get("in_place") for r in mine)
+    return [(int(r["max_bytes"]), str(r["algorithm"])) for r in mine
+            if r.get("in_place", False) == placed]
 
 
 def by_registration(table: dict) -> bool:

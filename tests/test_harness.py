@@ -250,13 +250,18 @@ def test_model_reads_every_layout_of_a_tuning_table(tmp_path):
     # 20 + s / 1000 against 10 + s / 250: equal at 3333 B
     assert "ring-naive faster 8 .. 2048 B, then ring-flat faster 8192 .. 131072 B" in first
     # another collective's layout, and one measured on registered buffers (the cuda device)
+    # and one measured in place (tune -I)
     measured = {"reduce_scatter, 2 ranks, 1 node(s), registered": {"us_per_call": {
-        "ring": {str(s): 10.0 + s / 1000.0 for s in sizes}}}}
+        "ring": {str(s): 10.0 + s / 1000.0 for s in sizes}}},
+        "2 ranks, 1 node(s), in place": {"in_place": True, "us_per_call": {
+            "ring": {str(s): 30.0 + s / 1000.0 for s in sizes}}}}
     path.write_text(json.dumps({"rules": [], "command": "harness tune ...", "git_commit": "abc",
                                 "measured": measured}))
     out = report(str(path), 0, 1 << 40, None, None, None)
     assert "(reduce_scatter, 2 ranks, 1 node(s), registered;" in out
     assert "ring-flat reduce_scatter float32 sum: alpha = 10.00 us" in out
+    assert "(2 ranks, 1 node(s), in place;" in out
+    assert "ring-flat allreduce float32 sum: alpha = 30.00 us" in out
 
 
 def test_plot_without_matplotlib_says_what_to_install(tmp_path):
@@ -326,6 +331,22 @@ def test_tune_writes_a_table_that_auto_reads(device, tmp_path):
             rules_for(data, 2, 1), "the all-reduce's rules kept"
         assert rules_for(data, 2, 1, "reduce_scatter") == [
             (r["max_bytes"], r["algorithm"]) for r in named]
+        # -I: the all-reduce in place, its rules for the in-place calls beside the others;
+        # twice, the second run's replacing the first's
+        before = rules_for(data, 2, 1)
+        for _ in range(2):
+            _sweep(2, "tune", "-I", "-b", "8", "-e", "64", "-f", "8", "--rounds", "1",
+                   "--algos", "ring,oneshot", "--merge", str(table), "--out", str(table))
+        data = json.loads(table.read_text())
+        placed = [r for r in data["rules"] if r.get("in_place")]
+        assert placed and all((r["ranks"], r.get("collective")) == (2, None) for r in placed)
+        assert placed[-1]["max_bytes"] == 64 and len({r["max_bytes"] for r in placed}) == \
+            len(placed), "one run's rules"
+        assert data["measured"]["2 ranks, 1 node(s), in place"]["in_place"] is True
+        loaded = load(str(table), device)
+        assert rules_for(loaded, 2, 1) == before
+        assert rules_for(loaded, 2, 1, in_place=True) == [
+            (r["max_bytes"], r["algorithm"]) for r in placed]
 
 
 def test_plot_on_the_command_line_draws_several_sweeps(tmp_path, capsys):
@@ -342,6 +363,8 @@ def test_tune_refuses_an_unknown_algorithm(tmp_path):
     from harness.__main__ import main
     with pytest.raises(SystemExit, match=r"--algos: choose from .*, got \['ring', 'bogus'\]"):
         main(["tune", "--algos", "ring,bogus", "--out", str(tmp_path / "t.json")])
+    with pytest.raises(SystemExit, match=r"-I: reduce has a root"):
+        main(["tune", "-I", "--collective", "reduce", "--out", str(tmp_path / "t.json")])
 
 
 def test_the_plot_legend_keeps_name_version_and_mode():
@@ -1036,6 +1059,33 @@ def test_tune_keeps_each_algorithms_best_round(monkeypatch):
         def why_not(self, *args):
             return None
     assert tune.measure(MPI.COMM_SELF, Comm(), ["ring"], [64], 3) == {"ring": {64: 3.0}}
+
+
+@pytest.mark.parametrize("collective,block", [("allreduce", 1), ("reduce_scatter", 2),
+                                              ("allgather", 2), ("alltoall", 1)])
+def test_tune_in_place_places_x_and_out_as_mpi_does(monkeypatch, collective, block):
+    """-I: out is x (one array), or x is out's block, or out x's, at the rank's place."""
+    from mpi4py import MPI
+
+    from harness import tune
+    seen = []
+    monkeypatch.setattr(tune, "per_call_us", lambda world, comm, x, out, *a:
+                        seen.append((x, out)) or 1.0)
+
+    class Comm:
+        rank, size = 1, 2
+
+        def why_not(self, *args):
+            return None
+    tune.measure(MPI.COMM_SELF, Comm(), ["ring"], [64], 1, None, collective, in_place=True)
+    (x, out), = seen
+    if block == 1:
+        assert x is out
+    else:
+        small, big = (out, x) if collective == "reduce_scatter" else (x, out)
+        assert small.size * 2 == big.size and np.shares_memory(small, big)
+        assert small.__array_interface__["data"][0] == \
+            big.__array_interface__["data"][0] + small.nbytes  # rank 1's block
 
 
 def test_a_tune_round_is_timed_to_the_end_of_its_calls(monkeypatch):

@@ -98,3 +98,39 @@ def test_a_rules_registration_is_true_or_false(tmp_path):
                                         "algorithm": "ring", "registered": "yes"}]}))
     with pytest.raises(ValueError, match="registered: true or false, got 'yes'"):
         tuning.load(str(p), "cuda")
+
+
+IN_PLACE = {"rules": [
+    {"ranks": 2, "nodes": 1, "max_bytes": 8192, "algorithm": "oneshot"},
+    {"ranks": 2, "nodes": 1, "max_bytes": 1 << 26, "algorithm": "cma"},
+    {"ranks": 2, "nodes": 1, "max_bytes": 1 << 17, "algorithm": "oneshot", "in_place": True},
+    {"ranks": 2, "nodes": 1, "max_bytes": 1 << 26, "algorithm": "cma", "in_place": True},
+    {"ranks": 3, "nodes": 1, "max_bytes": 1 << 26, "algorithm": "cma"},
+]}
+
+
+def test_in_place_calls_take_their_layouts_in_place_rules_where_it_has_them():
+    # (in place: out is x, or x's block where MPI places it; the ranks agree on it, as the
+    # agreement step compares it)
+    assert tuning.rules_for(IN_PLACE, 2, 1) == [(8192, "oneshot"), (1 << 26, "cma")]
+    assert tuning.rules_for(IN_PLACE, 2, 1, in_place=True) == [(1 << 17, "oneshot"),
+                                                               (1 << 26, "cma")]
+    # a layout without in-place rules: its rules serve both; the ranks' layout is chosen
+    # before the in-place rules (3 ranks: not the 2 ranks' in-place rules)
+    for ranks in (3, 5):
+        assert tuning.rules_for(IN_PLACE, ranks, 1, in_place=True) == [(1 << 26, "cma")]
+    assert tuning.rules_for(IN_PLACE, 2, 1, "allgather", in_place=True) == []
+
+
+def test_a_rules_in_place_is_true_or_false_and_never_a_rooted_collectives(tmp_path):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"rules": [{"ranks": 2, "nodes": 1, "max_bytes": 8,
+                                        "algorithm": "ring", "in_place": 1}]}))
+    with pytest.raises(ValueError, match="in_place: true or false, got 1"):
+        tuning.load(str(p), "host")
+    # a rooted collective's in place is its root's own business: the ranks would not agree
+    p.write_text(json.dumps({"rules": [{"ranks": 2, "nodes": 1, "max_bytes": 8,
+                                        "algorithm": "ring", "in_place": True,
+                                        "collective": "reduce"}]}))
+    with pytest.raises(ValueError, match="in_place.*reduce.*root"):
+        tuning.load(str(p), "host")

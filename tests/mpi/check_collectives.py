@@ -5,6 +5,7 @@ order of reduction of the algorithm that must run (flat ring, two-level under RI
 the chain for broadcast and reduce) with plain NumPy; and every call checks, from ring's
 log, that this algorithm is the one that ran."""
 
+import json
 import time
 
 import numpy as np
@@ -420,7 +421,7 @@ def test_auto_never_takes_an_algorithm_that_cannot_run(world):
     with ring.Communicator(device="host", timeout=60, tuning=None) as c:
         from ring.schedule import Collective
         # a table that asks for oneshot at every size (buffers not registered: the host's)
-        c._rules_of[Collective.ALLREDUCE, False] = [(1 << 40, "oneshot")]
+        c._rules_of[Collective.ALLREDUCE, False, False] = [(1 << 40, "oneshot")]
         big = np.ones(EXCHANGE_BYTES // 4 + 1, np.float32)
         c.allreduce(big)
         assert_ran("hierarchical" if two_level_nodes(c.size) > 1 else "ring", "allreduce")
@@ -778,7 +779,7 @@ def test_auto_takes_a_tables_rule_for_every_collective(world):
         for collective in Collective:
             if collective not in (Collective.ALLREDUCE, Collective.BARRIER):
                 # up to 64 bytes a rank (small's 16 bytes a rank, big's 256), at any k
-                c._rules_of[collective, False] = [(64 * k, "oneshot")]
+                c._rules_of[collective, False, False] = [(64 * k, "oneshot")]
         small, big = np.ones(4 * k, np.float32), np.ones(64 * k, np.float32)
         for name, call in [("reduce_scatter", c.reduce_scatter), ("alltoall", c.alltoall),
                            ("broadcast", lambda x: c.broadcast(x, root=k - 1)),
@@ -792,6 +793,38 @@ def test_auto_takes_a_tables_rule_for_every_collective(world):
             call(np.ones(16 // k, np.float32))  # the rule's bytes: those gathered, <= 64
             assert_ran("oneshot" if _shared() else "hierarchical" if name == "allgather"
                        and two_level_nodes(k) > 1 else "ring", name)
+
+
+def test_auto_takes_the_in_place_rules_for_an_in_place_call(world, tmp_path):
+    """A table's in-place rules (`harness tune -I`) decide the calls that are in place, its
+    other rules the rest: the all-reduce out of place by oneshot and in place by the ring,
+    the all-to-all the other way round (one node: oneshot's all-to-all is node-shared)."""
+    k = world.size
+    rules = [{**r, "ranks": k, "nodes": n} for n in range(1, k + 1) for r in (
+        {"max_bytes": 1 << 20, "algorithm": "oneshot"},
+        {"max_bytes": 1 << 20, "algorithm": "ring", "in_place": True},
+        {"max_bytes": 1 << 20, "algorithm": "ring", "collective": "alltoall"},
+        {"max_bytes": 1 << 20, "algorithm": "oneshot", "collective": "alltoall",
+         "in_place": True})]
+    table = tmp_path / "in-place.json"
+    table.write_text(json.dumps({"rules": rules}))
+    inputs = [make(q, 4 * k, "float32", op="sum") for q in range(k)]
+    with ring.Communicator(device="host", timeout=60, tuning=str(table)) as c:
+        for _ in range(2):  # the full path, then the fast path
+            x = inputs[c.rank].copy()
+            got = c.allreduce(x)
+            assert_ran("oneshot", "allreduce")
+            assert same_bits(got, reference.in_rank_order(inputs, "sum"))
+            c.allreduce(x, out=x)
+            assert_ran("ring", "allreduce")
+            assert same_bits(x, reference.allreduce(inputs, "sum"))
+            x = inputs[c.rank].copy()
+            want = reference.expected("alltoall", inputs, "sum")[c.rank]
+            assert same_bits(c.alltoall(x), want)
+            assert_ran("ring", "alltoall")
+            c.alltoall(x, out=x)
+            assert_ran("oneshot" if _shared() else "ring", "alltoall")
+            assert same_bits(x, want)
 
 
 @pytest.mark.parametrize("n", [6, 300])  # float32: in the agreement's message; after it
