@@ -510,8 +510,8 @@ class Communicator:
         self.last_algorithm = c.algorithm
         if self._kfast is not None and ctx.backend.last_launch is not None:  # kernel path ran
             self._learn_kernel(c, record, x, out, op, root, chunk_bytes, algorithm, dtype)
-        if self._fast is not None and c.count and c.algorithm in repeated.KEPT \
-                and not async_op:
+        if self._fast is not None and c.algorithm in repeated.KEPT and not async_op \
+                and (c.count or c.algorithm == "oneshot"):  # (an empty call: its agreement)
             k = repeated.key(x, out, op, chunk_bytes, algorithm, dtype) \
                 if collective is Collective.ALLREDUCE else \
                 repeated.key_of(collective, x, out, op, root, chunk_bytes, algorithm, dtype)

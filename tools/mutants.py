@@ -2273,6 +2273,43 @@ SINCE = {
         "        out = target(ctx, c)\n        return np.array(",
         "        out = c.out\n        return np.array(",
         "a rank off a reduce's root posts no address for the block the root reads"),
+    # the twenty-fifth campaign: rules for calls in place, the empty call kept
+    "tuning-in-place-ignored": (
+        "ring/tuning.py",
+        "    placed = in_place and any(r.get(\"in_place\") for r in mine)",
+        "    placed = False",
+        "an in-place call takes the layout's out-of-place rules though it has in-place ones"),
+    "tuning-in-place-rules-mixed": (
+        "ring/tuning.py",
+        "            if r.get(\"in_place\", False) == placed]",
+        "            ]",
+        "a layout's in-place and out-of-place rules serve every call, in the table's order"),
+    "tuning-rooted-in-place-accepted": (
+        "ring/tuning.py",
+        "            if \"in_place\" in r and r.get(\"collective\", ALLREDUCE) in ROOTED:",
+        "            if False:",
+        "a table whose rule of a rooted collective says in_place loads"),
+    "tune-in-place-unplaced": (
+        "harness/tune.py",
+        "            if in_place:",
+        "            if False:",
+        "tune -I times the calls out of place"),
+    "tune-in-place-rules-unnamed": (
+        "harness/tune.py",
+        "        named[\"in_place\"] = True",
+        "        pass",
+        "tune -I writes rules without in_place, for every call"),
+    "tune-merge-in-place-replaces-all": (
+        "harness/tune.py",
+        "r.get(\"registered\"), r.get(\"in_place\", False)) != this]",
+        "r.get(\"registered\"), args.in_place) != this]",
+        "a merged tune -I drops the layout's out-of-place rules (and a run without -I its "
+        "in-place ones)"),
+    "empty-call-not-kept": (
+        "ring/communicator.py",
+        "                and (c.count or c.algorithm == \"oneshot\"):",
+        "                and c.count:",
+        "a repeated empty call takes the full path every time"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2689,6 +2726,14 @@ OWN_TESTS = {
                  "cma-reduce-partial-into-out", "cma-halves-in-place-disagreed",
                  "cma-fast-reduce-root-partial", "cma-fast-reduce-partial-into-x",
                  "cma-reduce-posts-out")},
+    # the twenty-fifth campaign
+    **{n: "tests/test_tuning.py tests/test_harness.py::test_tune_writes_a_table_that_auto_reads "
+          "tests/test_harness.py::test_tune_in_place_places_x_and_out_as_mpi_does "
+          "tests/test_harness.py::test_tune_refuses_an_unknown_algorithm " + _RANKS3
+       for n in ("tuning-in-place-ignored", "tuning-in-place-rules-mixed",
+                 "tuning-rooted-in-place-accepted", "tune-in-place-unplaced",
+                 "tune-in-place-rules-unnamed", "tune-merge-in-place-replaces-all")},
+    "empty-call-not-kept": _RANKS3,
 }
 
 

@@ -827,6 +827,26 @@ def test_auto_takes_the_in_place_rules_for_an_in_place_call(world, tmp_path):
             assert same_bits(x, want)
 
 
+def test_an_empty_call_is_kept_and_still_agreed_on(world):
+    """A call of 0 elements has nothing to move but its agreement: repeated, it takes the
+    fast path as a small oneshot call does (its record compared in the compiled round, or
+    across nodes in the agreement's allgather), and a rank that then passes elements beside
+    the others' empty call makes every rank raise MismatchError."""
+    k = world.size
+    with ring.Communicator(device="host", timeout=60) as c:
+        empty = np.ones(0, np.float32)
+        for name in ("allreduce", "allgather", "reduce_scatter", "broadcast"):
+            for _ in range(3):
+                got = c.broadcast(empty.copy(), root=k - 1) if name == "broadcast" else \
+                    getattr(c, name)(empty)
+                assert got.shape == (0,) and got.dtype == np.float32
+            if last_call()["algorithm"] == "oneshot" and (name == "allreduce" or _shared()):
+                assert last_call().get("path") == "fast", (name, last_call())
+        if k > 1:
+            with pytest.raises(ring.MismatchError, match="ranks disagree on count"):
+                c.allreduce(np.ones(8 if c.rank == 0 else 0, np.float32))
+
+
 @pytest.mark.parametrize("n", [6, 300])  # float32: in the agreement's message; after it
 @pytest.mark.parametrize("change", ["count, unchecked", "bad out"])
 def test_oneshot_ranks_disagreeing(world, n, change):
