@@ -218,6 +218,11 @@ def test_out_memory_not_the_signatures_is_seen_before_posting():
     assert compiled_round.call(plan, big[:8], big[:8], 0, 1, 10, 0, compiled_round.SAME) == compiled_round.WAITING
     assert np.frombuffer(w.segs[0][:8], np.int64)[0] == 1
     assert compiled_round.call(plan, big[:4], big[4:8], 0, 2, 10, 0, compiled_round.OWN) == compiled_round.WAITING
+    # empty views at one address: nothing to alias (a repeated empty call, in place or not,
+    # as its full path saw it: out of place)
+    for seq, memory in ((3, compiled_round.OWN), (4, compiled_round.SAME)):
+        assert compiled_round.call(plan, big[:0], big[:0], 0, seq, 10, 0, memory) == \
+            compiled_round.WAITING
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float16)], ids=str)

@@ -190,8 +190,9 @@ def call(plan, x, out, number, seq, spins, yields, memory):
 @njit(inline="always")
 def memory_status(plan, x, out, memory):
     """DONE where out's memory is what `memory` says (call's), else ALIASED, APART or
-    OVERLAP."""
-    if memory != ANY:
+    OVERLAP. Empty arrays are nowhere: an empty call's out is never x's memory (its full
+    path is never in place) and is what any signature says."""
+    if memory != ANY and x.size and out.size:
         xa, oa = np.int64(x.ctypes.data), np.int64(out.ctypes.data)  # (uintp in Numba)
         xb, ob = x.size * x.itemsize, out.size * out.itemsize
         if memory == SAME:

@@ -842,6 +842,14 @@ def test_an_empty_call_is_kept_and_still_agreed_on(world):
                 assert got.shape == (0,) and got.dtype == np.float32
             if last_call()["algorithm"] == "oneshot" and (name == "allreduce" or _shared()):
                 assert last_call().get("path") == "fast", (name, last_call())
+        # in place, as the harness places it: empty views of one buffer, at one address
+        whole = np.ones(0, np.float32)
+        for name, x, out in (("allreduce", whole, whole), ("allgather", whole[:0], whole),
+                             ("reduce_scatter", whole, whole[:0])):
+            for _ in range(3):
+                assert getattr(c, name)(x, out=out) is out
+            if last_call()["algorithm"] == "oneshot" and (name == "allreduce" or _shared()):
+                assert last_call().get("path") == "fast", (name, "in place", last_call())
         if k > 1:
             with pytest.raises(ring.MismatchError, match="ranks disagree on count"):
                 c.allreduce(np.ones(8 if c.rank == 0 else 0, np.float32))
