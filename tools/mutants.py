@@ -2310,6 +2310,12 @@ SINCE = {
         "                and (c.count or c.algorithm == \"oneshot\"):",
         "                and c.count:",
         "a repeated empty call takes the full path every time"),
+    "compiled-round-empty-aliased": (
+        "ring/host/compiled_round.py",
+        "    if memory != ANY and x.size and out.size:",
+        "    if memory != ANY:",
+        "empty views at one address are taken for aliased memory (an in-place empty call "
+        "never kept)"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2734,6 +2740,7 @@ OWN_TESTS = {
                  "tuning-rooted-in-place-accepted", "tune-in-place-unplaced",
                  "tune-in-place-rules-unnamed", "tune-merge-in-place-replaces-all")},
     "empty-call-not-kept": _RANKS3,
+    "compiled-round-empty-aliased": "tests/test_compiled_round.py " + _RANKS3,
 }
 
 
