@@ -63,9 +63,14 @@ def _in_place(coll: str, x, out) -> bool:
 
 
 class Impl:
+    """An implementation defines bind (then a call is its bound call, made at once) or
+    __call__ (then bind is the whole call, each time)."""
+
+    def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
+        self.bind(coll, x, out, op, dtype, root)()
+
     def bind(self, coll: str, x, out, op: str, dtype, root: int = 0):
-        """The call as a function of no arguments (the module's docstring); by default the
-        whole call, each time."""
+        """The call as a function of no arguments (the module's docstring)."""
         return partial(self, coll, x, out, op, dtype, root)
 
 
@@ -131,9 +136,6 @@ class Ring(Impl):
 
     def last_algorithm(self) -> str | None:
         return self.comm.last_algorithm
-
-    def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
-        self.bind(coll, x, out, op, dtype, root)()
 
     def bind(self, coll: str, x, out, op: str, dtype, root: int = 0):
         kw = {"algorithm": self.algorithm, "dtype": np.dtype(dtype).name}
@@ -261,9 +263,6 @@ class Mpi(Impl):
         if fetch:
             a.get(out=buf)
         return buf
-
-    def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
-        self.bind(coll, x, out, op, dtype, root)()
 
     def bind(self, coll: str, x, out, op: str, dtype, root: int = 0):
         in_place = _in_place(coll, x, out)
@@ -408,9 +407,6 @@ class Nccl(Impl):
         if coll == "alltoall" and in_place:
             return "NCCL has no in-place all-to-all (nccl-tests does not check it either)"
         return None
-
-    def __call__(self, coll: str, x, out, op: str, dtype, root: int = 0):
-        self.bind(coll, x, out, op, dtype, root)()
 
     def bind(self, coll: str, x, out, op: str, dtype, root: int = 0):
         stream = self.cp.cuda.get_current_stream().ptr

@@ -91,9 +91,9 @@ def measure(world, comm, algos, byte_sizes, rounds: int, bufs=None,
             whole = coll.layout == "same" and collective != "alltoall"  # else K blocks
             n_in, n_out = coll.counts(max(s, 4 if whole else 4 * comm.size), 4, comm.size)
             if in_place:
-                whole = bufs.put(np.zeros(max(n_in, n_out), np.float32))
-                x, out = coll.in_place_views(whole, comm.rank, n_in, n_out)
-                both = (whole,)
+                buf = bufs.put(np.zeros(max(n_in, n_out), np.float32))
+                x, out = coll.in_place_views(buf, comm.rank, n_in, n_out)
+                both = (buf,)
             else:
                 x, out = bufs.put(np.ones(n_in, np.float32)), bufs.empty(n_out, np.float32)
                 both = (x, out)
