@@ -37,6 +37,7 @@ from .wait import CallName, Waiter, napping, oversubscribed
 # on the kernel path, the one-shot and two-shot kernels); every other one waits for the
 # stream first
 ONE_LAUNCH = ("ring", "oneshot", "twoshot")
+ALLREDUCE = Collective.ALLREDUCE  # (a module's name: an Enum's member costs 0.1 µs a call)
 
 
 class Work:
@@ -440,6 +441,14 @@ class Communicator:
 
     def _call(self, collective, x, out, op, chunk_bytes, async_op, algorithm=None, dtype=None,
               root=0, compression=None, stream=None):
+        if (self._fast and collective is not ALLREDUCE and not async_op
+                and compression is None and stream is None
+                and self._progress.idle()):  # (allreduce: its own)
+            k = repeated.key_of(collective, x, out, op, root, chunk_bytes, algorithm, dtype)
+            if k is not None:
+                result = self._fast_call(k, x, out)
+                if result is not repeated.ELSEWHERE:
+                    return result
         if self._kfast is not None and compression is None:
             kept = self._kept
             known = kept.lookup(self._kfast, collective, x, out, op, root, chunk_bytes,
@@ -451,14 +460,6 @@ class Communicator:
                 h = kept.stream_of(stream, x if x is not None else out)
                 if h is not None:  # (a bad stream: the full path says so on every rank)
                     return self._kernel_call(known, x, out, async_op, h)
-        if (self._fast and collective is not Collective.ALLREDUCE and not async_op
-                and compression is None and stream is None
-                and self._progress.idle()):  # (allreduce: its own)
-            k = repeated.key_of(collective, x, out, op, root, chunk_bytes, algorithm, dtype)
-            if k is not None:
-                result = self._fast_call(k, x, out)
-                if result is not repeated.ELSEWHERE:
-                    return result
         if async_op and self._progress is not None:
             self._usable()
             return Work(None, self._progress.submit(lambda: self._behind(
@@ -567,26 +568,25 @@ class Communicator:
         return Work(result, pending, self, name) if async_op else result
 
     def _fast_call(self, k, x, out):
-        """The call through ring/host/repeated.py, of signature k or, where out may be
-        another view of x, k in place; repeated.ELSEWHERE if neither is known or this
-        call's."""
-        result = self._fast_as(self._fast.get(k), x, out)
-        if result is repeated.ELSEWHERE and k[3] == 2:
-            result = self._fast_as(self._fast.get(repeated.in_place(k)), x, out)
-        return result
-
-    def _fast_as(self, known: repeated.Signature | repeated.Gathered | None, x, out):
-        if known is None:
-            return repeated.ELSEWHERE
+        """The call through ring/host/repeated.py, of signature k or, where out is another
+        array than x, repeated.other(k) (in place for one taken as apart from x, or the
+        other way round); repeated.ELSEWHERE if neither is known or this call's."""
+        fast, ctx, elsewhere = self._fast, self._ctx, repeated.ELSEWHERE
+        known = fast.get(k)
         try:
-            result = repeated.run(self._ctx, known, x, out)
+            result = elsewhere if known is None else repeated.run(ctx, known, x, out)
+            if result is elsewhere and out is not None and out is not x:
+                known = fast.get(repeated.other(k))
+                if known is None:
+                    return elsewhere
+                result = repeated.run(ctx, known, x, out)
         except BaseException as e:
             self._broken(e)
             raise
-        if result is not repeated.ELSEWHERE:
+        if result is not elsewhere:
             self.last_algorithm = known.log["algorithm"]
             if debug.enabled():
-                debug.call({**known.log, "call": self._ctx.calls})
+                debug.call({**known.log, "call": ctx.calls})
         return result
 
     def _learn(self, learnt, record: dict, c: Call) -> None:

@@ -465,10 +465,8 @@ SINCE = {
         "a recipe's one-source segment is read at its offset in out, not in the posted array"),
     "fast-path-read-only-out": (
         "ring/host/repeated.py",
-        "        if not (flags.c_contiguous and flags.writeable):\n            return None\n"
-        "        kind = 2\n    else:\n        return None\n    return x.dtype, x.shape,",
-        "        if not flags.c_contiguous:\n            return None\n"
-        "        kind = 2\n    else:\n        return None\n    return x.dtype, x.shape,",
+        "and out.shape == shape \\\n            and _writeable(out):",
+        "and out.shape == shape \\\n            and out.flags.c_contiguous:",
         "a repeated host all-reduce takes a read-only out on the fast path, which writes it"),
     "kept-alltoall-in-place": (
         "ring/cuda/repeated.py",
@@ -1378,10 +1376,9 @@ SINCE = {
         "2.5 counts as a whole number (slots, sizes)"),
     "rep-read-only-out-kept": (
         "ring/host/repeated.py",
-        "        if not (flags.c_contiguous and flags.writeable):\n            return None\n"
-        "        kind = 2\n",
-        "        if not flags.c_contiguous:\n            return None\n        kind = 2\n",
-        "a read-only out is keyed for the host's fast path"),
+        "    return flags.c_contiguous and flags.writeable\n",
+        "    return flags.c_contiguous\n",
+        "a read-only out is keyed for the host's fast path (every collective's)"),
     "rep-float-minmax-compiled": (
         "ring/host/repeated.py",
         "            dtype in FLOATING and op in (Op.MIN, Op.MAX))",
@@ -2316,6 +2313,35 @@ SINCE = {
         "    if memory != ANY:",
         "empty views at one address are taken for aliased memory (an in-place empty call "
         "never kept)"),
+    # the twenty-sixth campaign: the fast path's signatures, leaner, MPI's in-place views
+    "signature-other-unflipped": (
+        "ring/host/repeated.py",
+        "    return k[:3] + (3 - k[3],) + k[4:]",
+        "    return k",
+        "the signature tried second is the first again (in place after apart never kept)"),
+    "key-of-in-place-unguessed": (
+        "ring/host/repeated.py",
+        "        kind, shape = 1 if x.base is out or out.base is x else 2, out.shape",
+        "        kind, shape = 2, out.shape",
+        "MPI's in-place views are looked up apart first (a failed compiled call each time)"),
+    "learnt-apart-kept-as-guessed": (
+        "ring/host/repeated.py",
+        "    return (other(k) if k[3] == 1 else k), compiled_round.OWN, 0",
+        "    return k, compiled_round.OWN, 0",
+        "a call apart from x is kept where key_of guessed in place"),
+    "fast-call-no-retry": (
+        "ring/communicator.py",
+        "            if result is elsewhere and out is not None and out is not x:",
+        "            if False:",
+        "an out that is another view of x's memory never finds its in-place signature"),
+    "key-options-op-unchecked": (
+        "ring/host/repeated.py",
+        "    if type(x) is not np.ndarray or not (chunk_bytes is algorithm is dtype is None\n"
+        "                                         and type(op) is str\n",
+        "    if type(x) is not np.ndarray or not (chunk_bytes is algorithm is dtype is None\n"
+        "                                         and True\n",
+        "an op of any type (a list) is keyed: TypeError (unhashable) instead of the full "
+        "path's error"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2741,6 +2767,11 @@ OWN_TESTS = {
                  "tune-in-place-rules-unnamed", "tune-merge-in-place-replaces-all")},
     "empty-call-not-kept": _RANKS3,
     "compiled-round-empty-aliased": "tests/test_compiled_round.py " + _RANKS3,
+    # the twenty-sixth campaign
+    **{n: "tests/test_signature.py " + _RANKS3
+       for n in ("signature-other-unflipped", "key-of-in-place-unguessed",
+                 "learnt-apart-kept-as-guessed", "fast-call-no-retry",
+                 "key-options-op-unchecked")},
 }
 
 

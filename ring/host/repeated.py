@@ -10,7 +10,9 @@ arrays themselves, in one compiled call (host/compiled_round.py) after a few Pyt
                out is new, x (or another view of x's memory), or a writeable array that
                does not overlap x (the compiled round compares the addresses before it
                posts; an out that turns out to be x's memory is looked up again as in
-               place, one that overlaps it goes to the full path, which refuses it);
+               place, one that overlaps it goes to the full path, which refuses it; MPI's
+               in-place views, x a block of out's array or out of x's, are looked up in
+               place first);
     agreement  the signature's record, with this call's number, written into this rank's
                slot beside x; after the round every peer's record compared with this one.
                Any difference goes to agreement.verdict, which names it, on every rank,
@@ -313,54 +315,72 @@ def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
 
+def plain(op, chunk_bytes, algorithm, dtype) -> bool:
+    """Whether the options are values a signature may hold (key's callers test the usual
+    call first, inline: the defaults and op by name)."""
+    return type(chunk_bytes) in PLAIN and type(algorithm) in PLAIN and type(dtype) in PLAIN \
+        and (type(op) is str or isinstance(op, Op))
+
+
+def _writeable(out: np.ndarray) -> bool:
+    flags = out.flags
+    return flags.c_contiguous and flags.writeable
+
+
 def key(x, out, op, chunk_bytes=None, algorithm=None, dtype=None):
     """The signature of a call, or None where the fast path cannot take it (arrays not
     plain contiguous NumPy). An out of its own (another array object) is taken as apart
     from x's memory: the compiled round checks that before it posts anything (run returns
-    None when it does not hold, and in_place(key) is the other signature to try)."""
-    if (type(x) is not np.ndarray or not x.flags.c_contiguous or not isinstance(op, (str, Op))
-            or type(chunk_bytes) not in PLAIN or type(algorithm) not in PLAIN
-            or type(dtype) not in PLAIN):
+    ELSEWHERE when it does not hold, and other(key) is the signature to try next)."""
+    if type(x) is not np.ndarray or not (chunk_bytes is algorithm is dtype is None
+                                         and type(op) is str
+                                         or plain(op, chunk_bytes, algorithm, dtype)):
         return None
+    d, shape = x.dtype, x.shape
     if out is None:
         kind = 0
     elif out is x:
         kind = 1
-    elif type(out) is np.ndarray and out.dtype == x.dtype and out.shape == x.shape:
-        flags = out.flags
-        if not (flags.c_contiguous and flags.writeable):
-            return None
+    elif type(out) is np.ndarray and (out.dtype is d or out.dtype == d) and out.shape == shape \
+            and _writeable(out):
         kind = 2
     else:
         return None
-    return x.dtype, x.shape, op, kind, chunk_bytes, algorithm, dtype
+    return (d, shape, op, kind, chunk_bytes, algorithm, dtype) if x.flags.c_contiguous else None
 
 
 def key_of(collective: Collective, x, out, op, root, chunk_bytes=None, algorithm=None,
            dtype=None):
     """key() for the other collectives: out of any shape (kind at the same place), then
-    the collective, out's shape and the root. x must be an array (scatter's None is not)."""
-    if (type(x) is not np.ndarray or not x.flags.c_contiguous or not isinstance(op, (str, Op))
-            or type(chunk_bytes) not in PLAIN or type(algorithm) not in PLAIN
-            or type(dtype) not in PLAIN or type(root) is not int):
+    the collective, out's shape and the root. x must be an array (scatter's None is not).
+    An out that is a view of x's array, or x of out's (MPI's places in place), is tried in
+    place first (kind 1)."""
+    if type(x) is not np.ndarray or type(root) is not int \
+            or not (chunk_bytes is algorithm is dtype is None and type(op) is str
+                    or plain(op, chunk_bytes, algorithm, dtype)):
         return None
     if out is None:
         kind, shape = 0, None
     elif out is x:
         kind, shape = 1, x.shape
-    elif type(out) is np.ndarray and out.dtype == x.dtype:
-        flags = out.flags
-        if not (flags.c_contiguous and flags.writeable):
-            return None
-        kind, shape = 2, out.shape
+    elif type(out) is np.ndarray and (out.dtype is x.dtype or out.dtype == x.dtype) \
+            and _writeable(out):
+        kind, shape = 1 if x.base is out or out.base is x else 2, out.shape
     else:
         return None
-    return x.dtype, x.shape, op, kind, chunk_bytes, algorithm, dtype, collective, shape, root
+    return (x.dtype, x.shape, op, kind, chunk_bytes, algorithm, dtype, collective, shape, root) \
+        if x.flags.c_contiguous else None
 
 
 def in_place(k):
     """The signature of the same call with out another view of x's memory (in place)."""
     return k[:3] + (1,) + k[4:]
+
+
+def other(k):
+    """The signature to try where k's (out another array than x) was not this call's: in
+    place for an out taken as apart from x, apart for one taken as in place."""
+    return k[:3] + (3 - k[3],) + k[4:]
 
 
 def learnt_key(c, x, out, k, rank: int):
@@ -380,7 +400,7 @@ def learnt_key(c, x, out, k, rank: int):
         return k, compiled_round.ANY, 0
     if c.in_place:
         return in_place(k), compiled_round.SAME, _address(out) - _address(x)
-    return k, compiled_round.OWN, 0
+    return (other(k) if k[3] == 1 else k), compiled_round.OWN, 0  # (key_of's guess: apart)
 
 
 def run(ctx: Context, s: Signature | Gathered, x, out):  # (or repeated_cma.Kept)
