@@ -37,7 +37,11 @@ from .wait import CallName, Waiter, napping, oversubscribed
 # on the kernel path, the one-shot and two-shot kernels); every other one waits for the
 # stream first
 ONE_LAUNCH = ("ring", "oneshot", "twoshot")
-ALLREDUCE = Collective.ALLREDUCE  # (a module's name: an Enum's member costs 0.1 µs a call)
+# the collectives by a module's name: reading an Enum's member costs 0.1 µs, every call
+ALLREDUCE, REDUCE_SCATTER, ALLGATHER, ALLTOALL = (
+    Collective.ALLREDUCE, Collective.REDUCE_SCATTER, Collective.ALLGATHER, Collective.ALLTOALL)
+BROADCAST, REDUCE, GATHER, SCATTER = (
+    Collective.BROADCAST, Collective.REDUCE, Collective.GATHER, Collective.SCATTER)
 
 
 class Work:
@@ -273,7 +277,7 @@ class Communicator:
                 result = self._fast_call(k, x, out)
                 if result is not repeated.ELSEWHERE:
                     return result
-        return self._call(Collective.ALLREDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
+        return self._call(ALLREDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
                           0, compression, stream)
 
     def reduce_scatter(self, x, out=None, op="sum", *, async_op: bool = False,
@@ -282,20 +286,20 @@ class Communicator:
         """Rank r gets block r (x.size // size elements, 1-D) of the reduction.
         compression: as allreduce's (the block each rank keeps is summed in float32 and
         not rounded to the wire type)."""
-        return self._call(Collective.REDUCE_SCATTER, x, out, op, chunk_bytes, async_op, algorithm,
+        return self._call(REDUCE_SCATTER, x, out, op, chunk_bytes, async_op, algorithm,
                           dtype, 0, compression, stream)
 
     def allgather(self, x, out=None, *, async_op: bool = False, chunk_bytes: int | None = None,
                   algorithm: str | None = None, dtype=None, stream=None):
         """Rank r's x lands at block r of a 1-D result of size * x.size elements."""
-        return self._call(Collective.ALLGATHER, x, out, "sum", chunk_bytes, async_op, algorithm,
+        return self._call(ALLGATHER, x, out, "sum", chunk_bytes, async_op, algorithm,
                           dtype, stream=stream)
 
     def broadcast(self, x, root: int = 0, *, async_op: bool = False,
                   chunk_bytes: int | None = None, algorithm: str | None = None, dtype=None,
                   stream=None):
         """In place: every rank's x ends as root's x. Returns x."""
-        return self._call(Collective.BROADCAST, x, x, "sum", chunk_bytes, async_op, algorithm,
+        return self._call(BROADCAST, x, x, "sum", chunk_bytes, async_op, algorithm,
                           dtype, root, stream=stream)
 
     def reduce(self, x, out=None, op="sum", root: int = 0, *, async_op: bool = False,
@@ -303,7 +307,7 @@ class Communicator:
                stream=None):
         """The root gets the elementwise reduction of all ranks' x in out (allocated when
         None, x's shape); the other ranks get None (their out is not touched)."""
-        return self._call(Collective.REDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
+        return self._call(REDUCE, x, out, op, chunk_bytes, async_op, algorithm, dtype,
                           root, stream=stream)
 
     def gather(self, x, out=None, root: int = 0, *, async_op: bool = False,
@@ -311,7 +315,7 @@ class Communicator:
                stream=None):
         """The root gets every rank's x, rank r's at block r of a 1-D result of
         size * x.size elements; the other ranks get None (their out is not touched)."""
-        return self._call(Collective.GATHER, x, out, "sum", chunk_bytes, async_op, algorithm,
+        return self._call(GATHER, x, out, "sum", chunk_bytes, async_op, algorithm,
                           dtype, root, stream=stream)
 
     def scatter(self, x, out=None, root: int = 0, *, async_op: bool = False,
@@ -319,14 +323,14 @@ class Communicator:
                 stream=None):
         """Rank r gets block r (x.size // size elements, 1-D) of the root's x. x is read at
         the root only: elsewhere it may be None when out is given."""
-        return self._call(Collective.SCATTER, x, out, "sum", chunk_bytes, async_op, algorithm,
+        return self._call(SCATTER, x, out, "sum", chunk_bytes, async_op, algorithm,
                           dtype, root, stream=stream)
 
     def alltoall(self, x, out=None, *, async_op: bool = False, chunk_bytes: int | None = None,
                  algorithm: str | None = None, dtype=None, stream=None):
         """Block j of x (x.size // size elements) goes to rank j; block i of the 1-D result
         comes from rank i. out=x is in place."""
-        return self._call(Collective.ALLTOALL, x, out, "sum", chunk_bytes, async_op, algorithm,
+        return self._call(ALLTOALL, x, out, "sum", chunk_bytes, async_op, algorithm,
                           dtype, stream=stream)
 
     def barrier(self) -> None:
@@ -460,14 +464,18 @@ class Communicator:
                 h = kept.stream_of(stream, x if x is not None else out)
                 if h is not None:  # (a bad stream: the full path says so on every rank)
                     return self._kernel_call(known, x, out, async_op, h)
-        if async_op and self._progress is not None:
-            self._usable()
-            return Work(None, self._progress.submit(lambda: self._behind(
-                collective, x, out, op, chunk_bytes, False, algorithm, dtype, root,
-                compression, stream)), self)
+        if async_op and self._progress is not None:  # (no closure here: cells cost every call)
+            return self._submit((collective, x, out, op, chunk_bytes, False, algorithm, dtype,
+                                 root, compression, stream))
         self._drain()
         return self._call_now(collective, x, out, op, chunk_bytes, async_op, algorithm, dtype,
                               root, compression, stream)
+
+    def _submit(self, args: tuple) -> Work:
+        """A call with async_op, run by _behind(*args) on the progress thread in its turn:
+        its Work."""
+        self._usable()
+        return Work(None, self._progress.submit(lambda: self._behind(*args)), self)
 
     def _behind(self, *args):
         """_call_now(*args) on the progress thread: waits that nap, leaving the core to
