@@ -50,6 +50,19 @@ def test_mpis_in_place_views_are_looked_up_in_place_first(collective):
     assert repeated.key_of(collective, x, out, ["sum"], 0) is None
 
 
+def test_views_of_one_array_that_overlap_look_in_place_and_apart_ones_do_not():
+    """The harness's places (x and out both views of one buffer), an arena's (views of one
+    buffer, apart), the all-reduce's another view of x."""
+    whole = np.ones(K * C, np.float32)
+    x, out = whole[RANK * C:(RANK + 1) * C], whole[:]
+    assert repeated.key_of(AG, x, out, "sum", 0)[3] == 1
+    assert repeated.key_of(RS, whole[:], x, "sum", 0)[3] == 1
+    assert repeated.key_of(AG, whole[:C], whole[C:], "sum", 0)[3] == 2
+    assert repeated.key(x, x[:], "sum")[3] == 1
+    assert repeated.key(whole[:C], whole[C:2 * C], "sum")[3] == 2
+    assert repeated.key(x, np.ones(C, np.float32), "sum")[3] == 2
+
+
 @pytest.mark.parametrize("in_place", [True, False])
 def test_learnt_key_keeps_in_place_calls_in_place_and_the_others_apart(in_place):
     """Whatever kind key_of guessed, a call in place is kept at kind 1 (out's distance from

@@ -2321,9 +2321,20 @@ SINCE = {
         "the signature tried second is the first again (in place after apart never kept)"),
     "key-of-in-place-unguessed": (
         "ring/host/repeated.py",
-        "        kind, shape = 1 if x.base is out or out.base is x else 2, out.shape",
+        "        kind, shape = _kind(x, out), out.shape",
         "        kind, shape = 2, out.shape",
         "MPI's in-place views are looked up apart first (a failed compiled call each time)"),
+    "kind-guess-one-arrays-views-apart": (
+        "ring/host/repeated.py",
+        "    return 1 if xb is out or ob is x or xb is not None and xb is ob and \\\n"
+        "        np.may_share_memory(x, out) else 2",
+        "    return 1 if xb is out or ob is x else 2",
+        "views of one array in place (the harness's places) are looked up apart first"),
+    "kind-guess-arena-in-place": (
+        "ring/host/repeated.py",
+        "        np.may_share_memory(x, out) else 2",
+        "        True else 2",
+        "views of one array apart (an arena's) are looked up in place first"),
     "learnt-apart-kept-as-guessed": (
         "ring/host/repeated.py",
         "    return (other(k) if k[3] == 1 else k), compiled_round.OWN, 0",
@@ -2770,6 +2781,7 @@ OWN_TESTS = {
     # the twenty-sixth campaign
     **{n: "tests/test_signature.py " + _RANKS3
        for n in ("signature-other-unflipped", "key-of-in-place-unguessed",
+                 "kind-guess-one-arrays-views-apart", "kind-guess-arena-in-place",
                  "learnt-apart-kept-as-guessed", "fast-call-no-retry",
                  "key-options-op-unchecked")},
 }

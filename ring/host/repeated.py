@@ -10,9 +10,8 @@ arrays themselves, in one compiled call (host/compiled_round.py) after a few Pyt
                out is new, x (or another view of x's memory), or a writeable array that
                does not overlap x (the compiled round compares the addresses before it
                posts; an out that turns out to be x's memory is looked up again as in
-               place, one that overlaps it goes to the full path, which refuses it; MPI's
-               in-place views, x a block of out's array or out of x's, are looked up in
-               place first);
+               place, one that overlaps it goes to the full path, which refuses it; views
+               that look in place, as MPI places x and out, are looked up in place first);
     agreement  the signature's record, with this call's number, written into this rank's
                slot beside x; after the round every peer's record compared with this one.
                Any difference goes to agreement.verdict, which names it, on every rank,
@@ -327,11 +326,21 @@ def _writeable(out: np.ndarray) -> bool:
     return flags.c_contiguous and flags.writeable
 
 
+def _kind(x: np.ndarray, out: np.ndarray) -> int:
+    """A given out's kind: 1 where it looks in place (a view of x's array, or x of out's:
+    MPI's places; or views of one array that overlap), else 2 (apart). The compiled round
+    checks out's address either way; a wrong guess costs the other signature's lookup."""
+    xb, ob = x.base, out.base
+    return 1 if xb is out or ob is x or xb is not None and xb is ob and \
+        np.may_share_memory(x, out) else 2
+
+
 def key(x, out, op, chunk_bytes=None, algorithm=None, dtype=None):
     """The signature of a call, or None where the fast path cannot take it (arrays not
     plain contiguous NumPy). An out of its own (another array object) is taken as apart
-    from x's memory: the compiled round checks that before it posts anything (run returns
-    ELSEWHERE when it does not hold, and other(key) is the signature to try next)."""
+    from x's memory or in place by _kind's guess: the compiled round checks that before it
+    posts anything (run returns ELSEWHERE when it does not hold, and other(key) is the
+    signature to try next)."""
     if type(x) is not np.ndarray or not (chunk_bytes is algorithm is dtype is None
                                          and type(op) is str
                                          or plain(op, chunk_bytes, algorithm, dtype)):
@@ -343,7 +352,7 @@ def key(x, out, op, chunk_bytes=None, algorithm=None, dtype=None):
         kind = 1
     elif type(out) is np.ndarray and (out.dtype is d or out.dtype == d) and out.shape == shape \
             and _writeable(out):
-        kind = 2
+        kind = _kind(x, out)
     else:
         return None
     return (d, shape, op, kind, chunk_bytes, algorithm, dtype) if x.flags.c_contiguous else None
@@ -352,9 +361,7 @@ def key(x, out, op, chunk_bytes=None, algorithm=None, dtype=None):
 def key_of(collective: Collective, x, out, op, root, chunk_bytes=None, algorithm=None,
            dtype=None):
     """key() for the other collectives: out of any shape (kind at the same place), then
-    the collective, out's shape and the root. x must be an array (scatter's None is not).
-    An out that is a view of x's array, or x of out's (MPI's places in place), is tried in
-    place first (kind 1)."""
+    the collective, out's shape and the root. x must be an array (scatter's None is not)."""
     if type(x) is not np.ndarray or type(root) is not int \
             or not (chunk_bytes is algorithm is dtype is None and type(op) is str
                     or plain(op, chunk_bytes, algorithm, dtype)):
@@ -365,7 +372,7 @@ def key_of(collective: Collective, x, out, op, root, chunk_bytes=None, algorithm
         kind, shape = 1, x.shape
     elif type(out) is np.ndarray and (out.dtype is x.dtype or out.dtype == x.dtype) \
             and _writeable(out):
-        kind, shape = 1 if x.base is out or out.base is x else 2, out.shape
+        kind, shape = _kind(x, out), out.shape
     else:
         return None
     return (x.dtype, x.shape, op, kind, chunk_bytes, algorithm, dtype, collective, shape, root) \
