@@ -70,9 +70,9 @@ def test_learnt_key_keeps_in_place_calls_in_place_and_the_others_apart(in_place)
     whole = np.ones(K * C, np.float32)
     x, out = whole[RANK * C:(RANK + 1) * C], whole
     call = SimpleNamespace(collective=AG, result=out, root=0, in_place=in_place)
+    k0 = repeated.key_of(AG, x, out, "sum", 0)
     for kind in (1, 2):
-        guess = repeated.key_of(AG, x, out, "sum", 0)[:3] + (kind,) + \
-            repeated.key_of(AG, x, out, "sum", 0)[4:]
+        guess = k0[:3] + (kind,) + k0[4:]
         k, memory, delta = repeated.learnt_key(call, x, out, guess, RANK)
         if in_place:
             assert (k[3], memory, delta) == (1, compiled_round.SAME, -RANK * C * 4)
