@@ -133,6 +133,49 @@ def test_the_reads_follow_the_recipe_with_numpys_bits(k, me, root, collective, d
     assert same_bits(out, want), (out, want)
 
 
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(1, 4), me=st.integers(0, 3),
+       collective=st.sampled_from([C.ALLGATHER, C.ALLREDUCE, C.ALLTOALL, C.GATHER]),
+       n=st.integers(1, 20), seed=st.integers(0, 2**32 - 1))
+def test_whole_is_call_then_rest_in_one_dispatch(k, me, collective, n, seed):
+    """whole(): with every peer's record there, call's round and rest's reads and closing
+    round, as the two apart (the same bits, the same rounds posted); with a peer's round
+    missing, call's WAITING and nothing read or closed; with out's memory other than the
+    signature says, nothing posted."""
+    me = me % k
+    rng = np.random.default_rng(seed)
+    xs, x, out, count = arrays(collective, k, me, 0, n, np.dtype(np.float32), False, rng)
+    parts = np.empty(4 * 64, np.uint8)
+    apart = Round(k, me, collective, 0, Op.SUM, count)
+    apart.peers_post(xs)
+    apart.peers_close()
+    want = out.copy()
+    assert compiled_cma.call(apart.plan, x, want, x, NUMBER, apart.seq, 100, 0,
+                             compiled_round.ANY) == compiled_round.DONE
+    assert compiled_cma.rest(apart.plan, x, want, apart.seq, 0, apart.pids, parts, 64, 100, 0,
+                             apart.seq + 1) == compiled_round.DONE
+    r = Round(k, me, collective, 0, Op.SUM, count)
+    r.peers_post(xs)
+    r.peers_close()
+    got = out.copy()
+    assert compiled_cma.whole(r.plan, x, got, x, NUMBER, r.seq, 100, 0, compiled_round.ANY,
+                              r.pids, parts, 64) == compiled_round.DONE
+    assert same_bits(got, want), (got, want)
+    assert r.counter() == r.seq + 1 and r.mine(r.seq) == NUMBER and r.mine(r.seq + 1) == 0
+    if k == 1:
+        return
+    r = Round(k, me, collective, 0, Op.SUM, count)  # no peer there: the agreement waits
+    got = out.copy()
+    assert compiled_cma.whole(r.plan, x, got, x, NUMBER, r.seq, 50, 0, compiled_round.ANY,
+                              r.pids, parts, 64) == compiled_round.WAITING
+    assert r.counter() == r.seq and r.mine(r.seq) == NUMBER  # posted, then nothing more
+    assert got.tobytes() == out.tobytes()
+    r = Round(k, me, collective, 0, Op.SUM, count)
+    assert compiled_cma.whole(r.plan, x, x, x, NUMBER, r.seq, 50, 0, compiled_round.OWN,
+                              r.pids, parts, 64) == compiled_round.ALIASED
+    assert r.counter() == 0
+
+
 def test_a_read_that_fails_fails_the_call_and_says_why():
     """A peer's address this process cannot read: the read's errno goes into the closing
     round's record (FAILED once every peer has posted it); a peer's failure fails this

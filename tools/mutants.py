@@ -2208,12 +2208,14 @@ SINCE = {
         "a kept copy leaves this rank's own block of out unwritten"),
     "cma-fast-in-place-posts-x": (
         "ring/host/repeated_cma.py",
-        "        self.copies = in_place and not in_halves",
+        "        self.copies = in_place and not in_halves and collective in "
+        "cma.WRITES_WHAT_IT_POSTS",
         "        self.copies = False",
         "a kept in-place call posts the x it is about to overwrite, not a copy"),
     "cma-fast-gather-from-x": (
-        "ring/host/repeated_cma.py", "(self.gather, 1, cma.CLOSING)",
-        "(self.gather, 0, cma.CLOSING)",
+        "ring/host/repeated_cma.py",
+        "compiled_cma.rest(self.gather, flat_x, flat_out, seq, 1, pids",
+        "compiled_cma.rest(self.gather, flat_x, flat_out, seq, 0, pids",
         "a kept all-reduce's second phase reads the owners' x, not their reduced out"),
     "cma-fast-late-round-stale": (
         "ring/host/repeated_cma.py", "            ex.wait(seq, what=what)",
@@ -2353,6 +2355,33 @@ SINCE = {
         "                                         and True\n",
         "an op of any type (a list) is keyed: TypeError (unhashable) instead of the full "
         "path's error"),
+    # the twenty-seventh campaign: cma's kept call in one dispatch
+    "cma-whole-reads-nothing": (
+        "ring/host/compiled_cma.py",
+        "    return rest(plan, x, out, seq, 0, pids, parts, piece, spins, yields, seq + 1)",
+        "    return DONE",
+        "a kept cma call whose peers are there in the poll reads nothing and never closes"),
+    "cma-whole-closes-agreement-round": (
+        "ring/host/compiled_cma.py",
+        "    return rest(plan, x, out, seq, 0, pids, parts, piece, spins, yields, seq + 1)",
+        "    return rest(plan, x, out, seq, 0, pids, parts, piece, spins, yields, seq)",
+        "a kept call closes as the agreement's round: a peer still reading is taken for done"),
+    "cma-kept-waiting-taken-for-done": (
+        "ring/host/repeated_cma.py",
+        "        named = status == compiled_round.WAITING or status == compiled_round.MISMATCH",
+        "        named = status == compiled_round.MISMATCH",
+        "a kept call whose agreement the poll did not see complete goes on without it, "
+        "reading nothing"),
+    "cma-kept-round-unadvanced": (
+        "ring/host/repeated_cma.py",
+        "                ex.seq = seq + 1",
+        "                ex.seq = seq",
+        "a kept call's closing round is not counted: the next call posts it again"),
+    "cma-kept-parts-none": (
+        "ring/host/repeated_cma.py",
+        "        parts = ctx.scratch.get(PARTS, BYTES, self.parts) if self.parts else BYTES",
+        "        parts = BYTES",
+        "a kept fold reads its pieces into no room"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2784,6 +2813,11 @@ OWN_TESTS = {
                  "kind-guess-one-arrays-views-apart", "kind-guess-arena-in-place",
                  "learnt-apart-kept-as-guessed", "fast-call-no-retry",
                  "key-options-op-unchecked")},
+    # the twenty-seventh campaign
+    **{n: "tests/test_compiled_cma.py " + _RANKS3
+       for n in ("cma-whole-reads-nothing", "cma-whole-closes-agreement-round",
+                 "cma-kept-waiting-taken-for-done", "cma-kept-round-unadvanced",
+                 "cma-kept-parts-none")},
 }
 
 

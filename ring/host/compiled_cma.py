@@ -1,7 +1,8 @@
 """cma's kept calls (ring/host/repeated_cma.py), compiled: the agreement round that carries
 x's address (call), then the reads out of the peers' memory by Linux's process_vm_readv,
-the folds and the closing round (rest): two calls from Python, where the full path
-(ring/algorithms/cma.py) makes dozens, as compiled_round.py does for oneshot.
+the folds and the closing round (rest), both in one call from Python where the agreement
+completes in the poll (whole), where the full path (ring/algorithms/cma.py) makes dozens,
+as compiled_round.py does for oneshot.
 
     post     compiled_round's: the call's record and, where this rank sends, the addresses
              of what it posts (x, or its in-place copy) and of out in the data of its slot
@@ -209,6 +210,19 @@ def call(plan, x, out, sent, number, seq, spins, yields, memory):
     return settle(plan, address[:0], seq, spins, yields)
 
 
+@njit(nogil=True, cache=True)
+def whole(plan, x, out, sent, number, seq, spins, yields, memory, pids, parts, piece):
+    """call() and, where its round is DONE, rest()'s first phase (field 0, then round
+    seq + 1), in one dispatch: a kept call whose peers are there in the poll is this one
+    call from Python. Where call() is not DONE, its status, nothing read (WAITING,
+    MISMATCH: Python settles the round, then calls rest; ALIASED, APART, OVERLAP: nothing
+    posted); else rest's (DONE, LATE, FAILED: none of call's)."""
+    status = call(plan, x, out, sent, number, seq, spins, yields, memory)
+    if status != DONE:
+        return status
+    return rest(plan, x, out, seq, 0, pids, parts, piece, spins, yields, seq + 1)
+
+
 def warm() -> None:
     """Compile (or load from Numba's cache) cma's calls for every dtype as the compiled code
     sees it (compiled_round.wire), on a private buffer laid out as one rank's segment,
@@ -221,4 +235,5 @@ def warm() -> None:
         x = np.zeros(2, dt)
         call(p, x, x.copy(), x, 1, 1, 0, 0, ANY)
         rest(p, x, x.copy(), 1, 0, pids, np.empty(0, np.uint8), 64, 0, 0, 2)
-        statuses(p, 2)
+        whole(p, x, x.copy(), x, 3, 3, 0, 0, ANY, pids, np.empty(0, np.uint8), 64)
+        statuses(p, 4)

@@ -1,6 +1,8 @@
 """The per-call fast path of a repeated cma call (ring/algorithms/cma.py), as repeated.py's
 for oneshot: the first call of a signature goes the whole way; the next ones do, after
-repeated.py's checks of the arrays, two compiled calls (host/compiled_cma.py):
+repeated.py's checks of the arrays, one compiled call (host/compiled_cma.py's whole: call,
+then rest, where every peer is there in call's poll; else the two apart, the round settled
+in Python between them):
 
     call   out's memory checked, then the agreement round: the call's record and the
            address of what this rank posts (x, or in place where it writes x, a copy:
@@ -9,7 +11,7 @@ repeated.py's checks of the arrays, two compiled calls (host/compiled_cma.py):
            in pieces), then the closing round, which keeps every rank in the call until
            every peer has read its x, and carries each rank's read status
 
-An all-reduce or a reduce in two phases (recipe.halves) calls rest twice: its block of every
+An all-reduce or a reduce in two phases (recipe.halves) runs rest twice: its block of every
 x (a reduce's other ranks: into a buffer of theirs), a round, then the other blocks out of
 their owners' out (a reduce: its root alone), the closing round.
 
@@ -58,7 +60,8 @@ class Kept(Signature):
         super().__init__(ex, record, op, n, dtype, ndim, kind, rank, entered, collective, root,
                          memory, delta, shape, algorithm="cma", segments=mine)
         self.collective = collective
-        self.copies = in_place and not in_halves  # (cma.posted's in place)
+        # cma.posted's in place: a copy posted, of the x this rank is about to write
+        self.copies = in_place and not in_halves and collective in cma.WRITES_WHAT_IT_POSTS
         self.gather = None if others is None else \
             compiled_round.plan(ex.rank, ex.area, op, False, ex.bases, self.row.copy(),
                                 segments=others)[0]
@@ -75,25 +78,31 @@ class Kept(Signature):
         if self.partial:  # (its block of a reduce, read by the root: cma.target's)
             flat_out = ctx.scratch.get(PARTIAL, flat_x)
         sent = cma.posted(flat_x, lambda: ctx.scratch.get(POSTED, flat_x), self.collective,
-                          self.copies, ex.rank, ex.size)
-        status = compiled_cma.call(self.plan, flat_x, flat_out, sent, call, seq, waiter.spins,
-                                   waiter.yields,
-                                   compiled_round.ANY if out is None or out is x else self.memory)
+                          True, ex.rank, ex.size) if self.copies else flat_x
+        parts = ctx.scratch.get(PARTS, BYTES, self.parts) if self.parts else BYTES
+        spins, yields, pids, piece = waiter.spins, waiter.yields, self.pids, self.piece
+        status = compiled_cma.whole(self.plan, flat_x, flat_out, sent, call, seq, spins, yields,
+                                    compiled_round.ANY if out is None or out is x else
+                                    self.memory, pids, parts, piece)
         if compiled_round.ALIASED <= status <= compiled_round.OVERLAP:
             return ELSEWHERE
         ctx.calls, ex.seq = call, seq
-        named = status != compiled_round.DONE  # (the call's deadline armed)
-        if named:
-            waiter.start(self.name % call)
+        named = status == compiled_round.WAITING or status == compiled_round.MISMATCH
+        if named:  # the agreement not seen complete in the poll: settled here (the call's
+            waiter.start(self.name % call)  # deadline armed), then the first phase's reads
             settle_round(ctx, self, status, seq, NO_DATA)
-        parts = ctx.scratch.get(PARTS, BYTES, self.parts)
-        rounds = ((self.plan, 0, cma.CLOSING),) if self.gather is None else \
-            ((self.plan, 0, cma.REDUCED), (self.gather, 1, cma.CLOSING))
-        # two phases: every rank's block reduced into its out, a round, before any is read
-        for i, (plan, field, what) in enumerate(rounds, 1):
-            status = compiled_cma.rest(plan, flat_x, flat_out, seq, field, self.pids, parts,
-                                       self.piece, waiter.spins, waiter.yields, seq + i)
-            named = self._then(ctx, call, status, seq + i, what, named)
+            status = compiled_cma.rest(self.plan, flat_x, flat_out, seq, 0, pids, parts, piece,
+                                       spins, yields, seq + 1)
+        if self.gather is None:
+            if status == compiled_round.DONE:
+                ex.seq = seq + 1
+            else:
+                self._then(ctx, call, status, seq + 1, cma.CLOSING, named)
+        else:  # two phases: every rank's block reduced into its out, a round, before any is read
+            named = self._then(ctx, call, status, seq + 1, cma.REDUCED, named)
+            status = compiled_cma.rest(self.gather, flat_x, flat_out, seq, 1, pids, parts, piece,
+                                       spins, yields, seq + 2)
+            self._then(ctx, call, status, seq + 2, cma.CLOSING, named)
         return None if self.returns == NOTHING else result
 
     def _then(self, ctx: Context, call: int, status: int, seq: int, what: str,

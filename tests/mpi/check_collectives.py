@@ -663,7 +663,7 @@ def test_cma_reads_x_as_it_was_however_late(world, monkeypatch, collective):
         collective = collective.split()[0]
     from ring.transport import cma
     k, r = world.size, world.rank
-    from ring.host import compiled_cma
+    from ring.host import compiled_cma, compiled_round
     if r == k - 1:
         real, rest = cma.read, compiled_cma.rest
 
@@ -675,8 +675,16 @@ def test_cma_reads_x_as_it_was_however_late(world, monkeypatch, collective):
             time.sleep(0.3)
             return rest(*args)
 
+        def late_whole(plan, x, out, sent, number, seq, spins, yields, memory, pids, parts,
+                       piece):  # compiled_cma.whole's call, then its rest, late
+            status = compiled_cma.call(plan, x, out, sent, number, seq, spins, yields, memory)
+            if status != compiled_round.DONE:
+                return status
+            return late_rest(plan, x, out, seq, 0, pids, parts, piece, spins, yields, seq + 1)
+
         monkeypatch.setattr(cma, "read", late)
         monkeypatch.setattr(compiled_cma, "rest", late_rest)
+        monkeypatch.setattr(compiled_cma, "whole", late_whole)
     inputs = [make(q, 6 * k, "float32", op="sum") for q in range(k)]
     with ring.Communicator(device="host", timeout=60) as c:
         for in_place in (False, True):
@@ -735,18 +743,17 @@ def test_a_read_that_fails_on_the_fast_path_fails_on_every_rank(world, monkeypat
     on every rank, naming the rank and why, as the full path's does."""
     if not _shared() or world.size == 1:
         return
-    from ring.host import compiled_cma
+    from ring.host import repeated_cma
     k, r = world.size, world.rank
     with ring.Communicator(device="host", timeout=60) as c:
         x = np.ones(5, np.float32)
         for _ in range(2):
             assert (c.allgather(x, algorithm="cma") == 1).all()
         assert last_call().get("path") == "fast"
-        if r == k - 1:
-            rest = compiled_cma.rest
-            monkeypatch.setattr(compiled_cma, "rest", lambda plan, x, out, seq, field, pids, *a:
-                                rest(plan, x, out, seq, field, np.full_like(pids, 2**31 - 1),
-                                     *a))
+        if r == k - 1:  # (the kept signature's process ids, which its reads take)
+            kept = [s for s in c._fast.values() if isinstance(s, repeated_cma.Kept)]
+            assert len(kept) == 1
+            monkeypatch.setattr(kept[0], "pids", np.full_like(kept[0].pids, 2**31 - 1))
         with pytest.raises(ring.RingError, match=f"failed on rank {k - 1} "
                                                  r"\(No such process\)"):
             c.allgather(x, algorithm="cma")
