@@ -1,7 +1,7 @@
 """cma's kept calls (ring/host/repeated_cma.py), compiled: the agreement round that carries
 x's address (call), then the reads out of the peers' memory by Linux's process_vm_readv,
-the folds and the closing round (rest), both in one call from Python where the agreement
-completes in the poll (whole), where the full path (ring/algorithms/cma.py) makes dozens,
+the folds and the closing round (rest): one call from Python (whole: both, where every
+peer is there in call's poll), where the full path (ring/algorithms/cma.py) makes dozens,
 as compiled_round.py does for oneshot.
 
     post     compiled_round's: the call's record and, where this rank sends, the addresses
