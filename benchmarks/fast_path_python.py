@@ -2,14 +2,15 @@
 
     mpiexec -n 2 python benchmarks/fast_path_python.py [--count 2] [--calls 200000]
 
-Every rank makes a few calls of each case below, so that their signatures are kept (the
-fast path); then rank 0 alone replaces the compiled round (compiled_round.call) with a
-Python stub that answers DONE at once and times, with timeit (best of 5), each whole
-call and the pieces the call is made of. What is left is what the fast path costs before
-and after its one compiled call, the Numba dispatch of that call apart (timed on its own:
-`dispatch`: a compiled function of the same arguments that does nothing). The results written are not the collectives' (the stub writes nothing): a
-measurement of cost, not of results. The other ranks wait in MPI's barrier meanwhile,
-and rank 0's call counters are put back after.
+Every rank makes a few calls of each case below, so that their signatures are kept (the fast
+path); then rank 0 alone replaces the compiled round (compiled_round.call, and cma's
+compiled_cma.whole) with a Python stub that answers DONE at once and times, with timeit
+(best of 5), each whole call and the pieces the call is made of. What is left is what the
+fast path costs before and after its one compiled call, the Numba dispatch of that call
+apart (timed on its own: `dispatch`: a compiled function of the same arguments that does
+nothing). The results written are not the collectives' (the stub writes nothing): a
+measurement of cost, not of results. The other ranks wait in MPI's barrier meanwhile, and
+rank 0's call counters are put back after.
 """
 
 import argparse
@@ -21,7 +22,7 @@ from mpi4py import MPI
 from numba import njit
 
 import ring
-from ring.host import compiled_round, repeated
+from ring.host import compiled_cma, compiled_round, repeated, repeated_cma
 from ring.schedule import Collective
 
 
@@ -49,6 +50,7 @@ def main() -> None:
         "allgather in place": lambda: comm.allgather(block, joined),
         "allgather, options named": lambda: comm.allgather(x, out, algorithm="auto",
                                                            dtype="float32"),
+        "allgather in place, cma": lambda: comm.allgather(block, joined, algorithm="cma"),
     }
     for _ in range(20):
         for case in cases.values():
@@ -60,6 +62,9 @@ def main() -> None:
         stub = types.SimpleNamespace(**vars(compiled_round))
         stub.call = lambda *a: compiled_round.DONE
         repeated.compiled_round = stub
+        stub_cma = types.SimpleNamespace(**vars(compiled_cma))  # (its one dispatch: whole)
+        stub_cma.whole = lambda *a: compiled_round.DONE
+        repeated_cma.compiled_cma = stub_cma
 
         def us(f) -> float:
             return min(timeit.repeat(f, number=args.calls, repeat=5)) / args.calls * 1e6
@@ -85,6 +90,7 @@ def main() -> None:
         for name, piece in pieces.items():
             print(f"  {name:26s} {us(piece):6.3f}")
         repeated.compiled_round = compiled_round
+        repeated_cma.compiled_cma = compiled_cma
         ctx.calls, ctx.exchange.seq = counted
     MPI.COMM_WORLD.Barrier()  # (MPI's: the communicator's would time out meanwhile)
     comm.barrier()
