@@ -2,7 +2,8 @@
 
 Each example is a short program of calls drawn from one to three signatures (collective,
 dtype, op, count, root, algorithm, a chunk size per call or none, and out: allocated, in
-place or given), the later ones mostly the first with one field drawn again, so that
+place or given; on the host also in place or given as views of one buffer, the harness's
+and an arena's places, which the fast path's key guesses in place), the later ones mostly the first with one field drawn again, so that
 signatures repeat (the fast paths, kept plans and launches, the exchange's call parity)
 and near-misses follow each other, on two communicators over the same ranks, some calls
 async and waited for later, every call with fresh data. Each result is compared bit for bit with
@@ -75,7 +76,10 @@ def algorithms(collective: str) -> list:
 
 
 CHUNKS = [None, 64, 200, 4096]  # a call's chunk_bytes (None: the communicator's)
-PLACES = [False, True, "given"]  # out allocated, at the in-place position, or given
+# out allocated, at the in-place position, or given; on the host also "views" (in place,
+# x and out both views of one buffer, as the harness places them) and "arena" (given, x and
+# out views of one buffer, apart): ring/host/repeated.py's key guesses both in place
+PLACES = [False, True, "given"] + (["views", "arena"] if DEVICE == "host" else [])
 
 
 def ops(dtype: str) -> list[str]:
@@ -153,7 +157,18 @@ def _address(a) -> int:
 
 def arguments(coll, inputs, r, root, place):
     """conftest.arguments() on the communicator's device: in-place pairs stay one buffer."""
-    x, out = host_arguments(coll, inputs, r, root, place)
+    x, out = host_arguments(coll, inputs, r, root, {"views": True, "arena": "given"}.get(
+        place, place))
+    if out is not None and place == "views":  # both views of one buffer, in place
+        whole, part = (out, x) if x.nbytes < out.nbytes else (x, out)
+        at = (_address(part) - _address(whole)) // whole.itemsize
+        buf = whole.copy()
+        view = buf[at:at + part.size]
+        return (view, buf[:]) if part is x else (buf[:], view)
+    if out is not None and place == "arena":  # x and out side by side in one buffer
+        buf = np.empty(x.size + out.size, x.dtype)
+        buf[:x.size] = x.reshape(-1)
+        return buf[:x.size].reshape(x.shape), buf[x.size:].reshape(out.shape)
     if DEVICE == "host":
         return x, out
     if out is None or not np.shares_memory(x, out):
