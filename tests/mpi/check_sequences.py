@@ -2,14 +2,14 @@
 
 Each example is a short program of calls drawn from one to three signatures (collective,
 dtype, op, count, root, algorithm, a chunk size per call or none, and out: allocated, in
-place or given; on the host also in place or given as views of one buffer, the harness's
-and an arena's places, which the fast path's key guesses in place), the later ones mostly the first with one field drawn again, so that
-signatures repeat (the fast paths, kept plans and launches, the exchange's call parity)
-and near-misses follow each other, on two communicators over the same ranks, some calls
-async and waited for later, every call with fresh data. Each result is compared bit for bit with
-tests/reference.py for the algorithm that ran (from ring's log, per thread: an async host
-call runs on its communicator's progress thread), so a call that reads a stale plan,
-buffer or slot of an earlier one shows.
+place or given; on the host also in place or given as views of one buffer, the harness's and
+an arena's places, which the fast path's key guesses in place), the later ones mostly the
+first with one field drawn again, so that signatures repeat (the fast paths, kept plans and
+launches, the exchange's call parity) and near-misses follow each other, on two
+communicators over the same ranks, some calls async and waited for later, every call with
+fresh data. Each result is compared bit for bit with tests/reference.py for the algorithm
+that ran (from ring's log, per thread: an async host call runs on its communicator's
+progress thread), so a call that reads a stale plan, buffer or slot of an earlier one shows.
 
 RING_TEST_DEVICE: "host" (default) or "cuda" (Numba device arrays: the simulator's or a
 GPU's); RING_TEST_PATH: the cuda device's path; RING_TEST_EXAMPLES: how many programs
