@@ -34,13 +34,16 @@ $(VENV)/.installed: pyproject.toml
 check: $(VENV)/.installed
 	$(NO_GPU) $(PY) -m pytest -m "not mpi" -q
 
-# everything, what CI runs: every test but the fault tests as one plain pytest run, then the
-# fault tests on three pytest-xdist workers (jobs that mostly wait out a dead peer's timeout,
-# napping: three at once cost little more than one; beside the rest, starved of the cores,
-# a survivor could miss its 2 s timeout)
+# everything, what CI runs: every test but the fault tests on TEST_WORKERS pytest-xdist
+# workers (two: a multi-rank job beside another test keeps both of the CI machine's cores
+# busy, 15 min where one after another took 19), then the fault tests on three (jobs that
+# mostly wait out a dead peer's timeout, napping: three at once cost little more than one;
+# beside the rest, starved of the cores, a survivor could miss its 2 s timeout)
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed
 	mkdir -p build
-	$(NO_GPU) $(PY) -m pytest --ignore=tests/test_faults.py --junitxml=build/junit.xml; rest=$$?; \
+	$(NO_GPU) $(PY) -m pytest --ignore=tests/test_faults.py -n $(TEST_WORKERS) \
+	    --junitxml=build/junit.xml; rest=$$?; \
 	$(NO_GPU) $(PY) -m pytest tests/test_faults.py -n 3 -p no:cacheprovider \
 	    --junitxml=build/junit-faults.xml; fault=$$?; [ $$rest -eq 0 ] && [ $$fault -eq 0 ]
 
