@@ -2333,8 +2333,8 @@ SINCE = {
         "views of one array in place (the harness's places) are looked up apart first"),
     "learnt-allreduce-views-apart-as-guessed": (
         "ring/host/repeated.py",
-        "        if k[3] == 1 and out is not x and _address(out) != _address(x):  # (_kind's",
-        "        if False:  # (_kind's",
+        "        return k[:3] + (2 if at else 1,) + k[4:], None, 0",
+        "        return k, None, 0",
         "an all-reduce by views of one array apart is kept in place, as guessed: never fast"),
     "learnt-apart-kept-as-guessed": (
         "ring/host/repeated.py",

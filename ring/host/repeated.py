@@ -401,11 +401,12 @@ def learnt_key(c, x, out, k, rank: int):
         return None
     collective = c.collective
     if collective is Collective.ALLREDUCE:  # out's memory looked at once, here
-        if k[3] == 2 and np.may_share_memory(x, out):  # another view of x: in place
-            return (in_place(k), None, 0) if _address(out) == _address(x) else None
-        if k[3] == 1 and out is not x and _address(out) != _address(x):  # (_kind's guess)
-            return None if np.may_share_memory(x, out) else (other(k), None, 0)
-        return k, None, 0
+        if out is None or out is x:
+            return k, None, 0
+        at = _address(out) - _address(x)  # the kind that holds, whatever _kind guessed
+        if at and np.may_share_memory(x, out):
+            return None
+        return k[:3] + (2 if at else 1,) + k[4:], None, 0
     reads = collective is not Collective.SCATTER or rank == c.root  # x is read
     if out is None or collective is Collective.BROADCAST or c.result is None or not reads:
         return k, compiled_round.ANY, 0
