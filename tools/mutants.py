@@ -2336,6 +2336,16 @@ SINCE = {
         "        return k[:3] + (2 if at else 1,) + k[4:], None, 0",
         "        return k, None, 0",
         "an all-reduce by views of one array apart is kept in place, as guessed: never fast"),
+    "learnt-allreduce-overlap-kept": (
+        "ring/host/repeated.py",
+        "        if at and np.may_share_memory(x, out):",
+        "        if False:",
+        "an all-reduce whose out overlaps x elsewhere is kept as apart"),
+    "learnt-allreduce-kind-swapped": (
+        "ring/host/repeated.py",
+        "        return k[:3] + (2 if at else 1,) + k[4:], None, 0",
+        "        return k[:3] + (1 if at else 2,) + k[4:], None, 0",
+        "an all-reduce is kept by the other kind than out's address shows"),
     "learnt-apart-kept-as-guessed": (
         "ring/host/repeated.py",
         "    return (other(k) if k[3] == 1 else k), compiled_round.OWN, 0",
@@ -2818,6 +2828,9 @@ OWN_TESTS = {
        for n in ("cma-whole-reads-nothing", "cma-whole-closes-agreement-round",
                  "cma-kept-waiting-taken-for-done", "cma-kept-round-unadvanced",
                  "cma-kept-parts-none")},
+    # the twenty-ninth campaign
+    **{n: "tests/test_signature.py " + _RANKS3
+       for n in ("learnt-allreduce-overlap-kept", "learnt-allreduce-kind-swapped")},
 }
 
 
