@@ -2336,11 +2336,6 @@ SINCE = {
         "        return k[:3] + (2 if at else 1,) + k[4:], None, 0",
         "        return k, None, 0",
         "an all-reduce by views of one array apart is kept in place, as guessed: never fast"),
-    "learnt-allreduce-overlap-kept": (
-        "ring/host/repeated.py",
-        "        if at and np.may_share_memory(x, out):",
-        "        if False:",
-        "an all-reduce whose out overlaps x elsewhere is kept as apart"),
     "learnt-allreduce-kind-swapped": (
         "ring/host/repeated.py",
         "        return k[:3] + (2 if at else 1,) + k[4:], None, 0",
@@ -2830,7 +2825,7 @@ OWN_TESTS = {
                  "cma-kept-parts-none")},
     # the twenty-ninth campaign
     **{n: "tests/test_signature.py " + _RANKS3
-       for n in ("learnt-allreduce-overlap-kept", "learnt-allreduce-kind-swapped")},
+       for n in ("learnt-allreduce-kind-swapped",)},
 }
 
 

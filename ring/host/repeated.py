@@ -396,16 +396,16 @@ def learnt_key(c, x, out, k, rank: int):
     """Where a oneshot call `c` (call.Call, just run on the full path by rank `rank`) is
     kept: (key, memory, delta), memory and delta what out's memory must be on later calls
     (compiled_round's ANY / OWN / SAME; None: by the key's kind, the all-reduce's), or None
-    where it is not kept (an out that overlaps x without being in place)."""
+    where there is no key (the call's arrays are not the fast path's)."""
     if k is None:
         return None
     collective = c.collective
     if collective is Collective.ALLREDUCE:  # out's memory looked at once, here
         if out is None or out is x:
             return k, None, 0
-        at = _address(out) - _address(x)  # the kind that holds, whatever _kind guessed
-        if at and np.may_share_memory(x, out):
-            return None
+        # the kind that holds, whatever _kind guessed (an out that overlaps x elsewhere
+        # never gets here: call.in_place_position refused it)
+        at = _address(out) - _address(x)
         return k[:3] + (2 if at else 1,) + k[4:], None, 0
     reads = collective is not Collective.SCATTER or rank == c.root  # x is read
     if out is None or collective is Collective.BROADCAST or c.result is None or not reads:
