@@ -27,7 +27,6 @@ import contextlib
 import sys
 import time
 
-import numpy as np
 
 import mlp
 from ring.buckets import GradientBuckets

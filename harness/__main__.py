@@ -19,7 +19,6 @@ import os
 import sys
 from dataclasses import asdict
 
-import numpy as np
 from mpi4py import MPI
 
 from ring.options import ALGORITHMS

@@ -446,7 +446,6 @@ def test_captured_graph_replays_the_collective(path, called_before):
             o.copy_to_device(np.zeros(n, np.float32))
         graph.replay()
         g.synchronize()
-        from numba import cuda
         cuda.synchronize()
         for r in range(k):
             assert host(outs[r]).tobytes() == want[r].tobytes()

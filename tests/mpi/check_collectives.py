@@ -18,7 +18,7 @@ from ring.options import COMPRESSIONS
 
 from .. import reference
 from ..inputs import CROSS_CASES, CROSS_SECTION, DTYPE_NAMES, REDUCIBLE_NAMES, make, same_bits
-from .conftest import CHUNK, NO_RULES, TIMEOUT, arguments, assert_ran, emulated_nodes, last_call, same_everywhere, two_level_nodes
+from .conftest import NO_RULES, TIMEOUT, arguments, assert_ran, emulated_nodes, last_call, same_everywhere, two_level_nodes
 
 OPS = ["sum", "prod", "min", "max", "avg"]
 TWO_LEVEL = ("allreduce", "reduce_scatter", "allgather")  # "auto" takes two-level for these
@@ -384,7 +384,6 @@ def test_every_allreduce_algorithm(comm, world, algorithm, dtype, op, monkeypatc
     out, every count; where the layout has no shared memory, a clear refusal. (cma: in
     one phase, then in two from 16 bytes on at 2 ranks, as a large call's from
     HALVES_BYTES and its multiples.)"""
-    k, r = comm.size, comm.rank
     if algorithm == "cma" and _runs_here(algorithm):
         from ring.algorithms import cma
         monkeypatch.setattr(cma, "HALVES_BYTES", 1)

@@ -16,11 +16,8 @@ import pytest
 from hypothesis import given, strategies as st
 from numba import cuda
 
-from mpi4py import MPI
-
 import ring
 import ringtypes
-from ring.cuda import twoshot_kernel
 from ring.cuda.arrays import SIMULATED, storage_of
 
 from .. import reference

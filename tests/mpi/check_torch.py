@@ -7,7 +7,6 @@ import os
 import tempfile
 import warnings
 
-import numpy as np
 import pytest
 from mpi4py import MPI
 
