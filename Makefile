@@ -42,7 +42,7 @@ check: $(VENV)/.installed
 
 # everything, what CI runs: every test but the fault tests on TEST_WORKERS pytest-xdist
 # workers (two: a multi-rank job beside another test keeps both of the CI machine's cores
-# busy: 13.5-19.5 min in five runs; one after another took 19 in the last run before),
+# busy: 14 min at a2970d0, 16-19.5 before it cut each process's start-up: results/test-time.md),
 # then the fault tests on three (jobs that mostly wait out a dead peer's timeout, napping:
 # three at once cost little more than one; beside the rest, starved of the cores, a
 # survivor could miss its 2 s timeout)
