@@ -27,7 +27,6 @@ import contextlib
 import sys
 import time
 
-
 import mlp
 from ring.buckets import GradientBuckets
 

@@ -16,15 +16,15 @@ import importlib
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from .mpirun import ROOT
 
 # modules with a warm() of their own, in parts that take about as long to compile
 # (on this machine, cold: compiled_round 46 s, compiled_walk 15, topk 1; compiled_cma 46,
 # half 14, quantize 2)
 PARTS = (("ring.host.compiled_round", "ring.host.compiled_walk", "ring.training.topk"),
          ("ring.host.compiled_cma", "ring.host.half", "ring.training.quantize"))
+EVERY = tuple(m for part in PARTS for m in part)
 
 
 def _warm(modules) -> None:
@@ -34,7 +34,7 @@ def _warm(modules) -> None:
 
 def warm() -> None:
     if os.environ.get("PYTEST_XDIST_WORKER"):  # the controller has warmed the cache
-        _warm(m for part in PARTS for m in part)
+        _warm(EVERY)
         return
     others = [subprocess.Popen([sys.executable, "-m", "tests.warm", *part], cwd=ROOT)
               for part in PARTS[1:]]
@@ -45,4 +45,4 @@ def warm() -> None:
 
 
 if __name__ == "__main__":
-    _warm(sys.argv[1:] or [m for part in PARTS for m in part])
+    _warm(sys.argv[1:] or EVERY)

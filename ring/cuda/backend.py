@@ -18,7 +18,6 @@ import numpy as np
 from mpi4py import MPI
 from numba import cuda
 
-
 from ringtypes import Op
 from kernels.driver import event, fired
 from kernels import simulator
