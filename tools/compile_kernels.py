@@ -22,6 +22,7 @@ toolkit, or the pip wheels (`make build/cuda-compilers`):
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import os
 import re
@@ -114,7 +115,7 @@ def main() -> int:
                 print(f"sum float32: {len(ptx.splitlines())} lines of PTX, registers {regs}")
     print(f"compiled {done} variants of the ring kernel for sm_{cc[0]}{cc[1]}")
     print(f"compiled {ll_done} LL variants of the ring kernel for sm_{cc[0]}{cc[1]}")
-    print(f"compiled {library(cuda, cc) if mine() else 0} kernels of kernels/ for "
+    print(f"compiled {library(cuda, cc, mine)} kernels of kernels/ for "
           f"sm_{cc[0]}{cc[1]}")
     print(f"compiled {handoffs(cuda, cc) if mine() else 0} hand-off kernels for sm_{cc[0]}{cc[1]}")
     return 0
@@ -162,22 +163,36 @@ def ptxas() -> str | None:
     return found if found and os.path.exists(found) else shutil.which("ptxas")
 
 
+@functools.lru_cache(maxsize=4)
+def assemble(ptx: str, cc) -> tuple[int, str, bytes] | None:
+    """ptxas -v on the PTX, once for launchable and vector_loop_spills alike: (its exit
+    status, its report, the cubin); None without ptxas."""
+    exe = ptxas()
+    if exe is None:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        src, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        p = subprocess.run([exe, f"-arch=sm_{cc[0]}{cc[1]}", "-v", src, "-o", cubin],
+                           capture_output=True, text=True)
+        if p.returncode:
+            return p.returncode, p.stderr, b""
+        with open(cubin, "rb") as f:
+            return 0, p.stderr, f.read()
+
+
 def launchable(ptx: str, cc, what: str) -> None:
     """Assemble the ring kernel's PTX (when ptxas is here): a block of THREADS_GPU threads
     must fit a multiprocessor's registers, or every launch fails for resources."""
-    exe = ptxas()
-    if exe is None:
+    assembled = assemble(ptx, cc)
+    if assembled is None:
         return
-    with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "k.ptx")
-        with open(src, "w") as f:
-            f.write(ptx)
-        p = subprocess.run([exe, f"-arch=sm_{cc[0]}{cc[1]}", "-v", src, "-o",
-                            os.path.join(d, "k.cubin")], capture_output=True, text=True)
-    if p.returncode:
-        raise SystemExit(f"{what}: ptxas failed: {p.stderr[-500:]}")
-    regs = int(re.search(r"Used (\d+) registers", p.stderr).group(1))
-    spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)
+    rc, report, _ = assembled
+    if rc:
+        raise SystemExit(f"{what}: ptxas failed: {report[-500:]}")
+    regs = int(re.search(r"Used (\d+) registers", report).group(1))
+    spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
     spills = f", spills {spill.group(1)} / {spill.group(2)} bytes stored / loaded" \
         if spill and spill.group(1) != "0" else ""
     print(f"{what}: {regs} registers per thread, {regs * THREADS_GPU} per block of "
@@ -196,10 +211,9 @@ def vector_loop_spills(ptx: str, cc) -> list[int] | None:
     if not dump or not os.path.exists(dump):
         return None
     with tempfile.TemporaryDirectory() as d:
-        src, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
-        with open(src, "w") as f:
-            f.write(ptx)
-        subprocess.run([exe, f"-arch=sm_{cc[0]}{cc[1]}", src, "-o", cubin], check=True)
+        cubin = os.path.join(d, "k.cubin")
+        with open(cubin, "wb") as f:
+            f.write(assemble(ptx, cc)[2])
         env = dict(os.environ, PATH=os.path.dirname(exe) + os.pathsep + os.environ["PATH"])
         sass = subprocess.run([dump, "-sass", cubin], capture_output=True, text=True,
                               check=True, env=env).stdout
@@ -228,8 +242,10 @@ QUICK = {("sum", "float32"), ("avg", "bfloat16"), ("prod", "float16"), ("min", "
          ("max", "float64"), ("sum", "int64")}
 
 
-def library(cuda, cc) -> int:
-    """Compile the kernels of kernels/ (a cross-section of reduce's table); check the PTX."""
+def library(cuda, cc, mine) -> int:
+    """Compile the kernels of kernels/ (a cross-section of reduce's table); check the PTX.
+    mine(): whether the next piece of the work is this shard's (the one-shot's and
+    two-shot's kernels each a piece; the rest two)."""
     from types import SimpleNamespace
 
     import numpy as np
@@ -251,7 +267,9 @@ def library(cuda, cc) -> int:
             if b in ptx:
                 raise SystemExit(f"{what}: {b!r} in the PTX")
 
-    done = 0
+    done = shots(cuda, cc, mine) + (topk_kernels(cuda, cc) if mine() else 0)
+    if not mine():
+        return done
     for op, dtype, two, paired, k in ((Op.SUM, "float32", False, False, 2),
                                       (Op.AVG, "bfloat16", True, True, 4),
                                       (Op.PROD, "float16", False, True, 3),
@@ -279,7 +297,7 @@ def library(cuda, cc) -> int:
         # that ptxas would fuse with an add.f32 into one
         compile_(k, what, banned=("fma", "mul.f32"))
         done += 1
-    return done + shots(cuda, cc) + topk_kernels(cuda, cc)
+    return done
 
 
 def topk_kernels(cuda, cc) -> int:
@@ -303,7 +321,7 @@ def topk_kernels(cuda, cc) -> int:
     return len(cases)
 
 
-def shots(cuda, cc) -> int:
+def shots(cuda, cc, mine) -> int:
     """The one-shot and two-shot all-reduce kernels (ring/cuda/oneshot_kernel.py,
     twoshot_kernel.py) for a cross-section of op x dtype x K (the two-shot's reduce-scatter
     and all-gather for the first three), from their (function, signature): each compiles,
@@ -324,6 +342,8 @@ def shots(cuda, cc) -> int:
                                         (Op.MIN, "uint64", 2))):
         for name, make in [("one-shot", oneshot_source), ("two-shot", twoshot_source),
                            *(halves if i < 3 else [])]:
+            if not mine():
+                continue
             fn, sig = make(op, dtype, k)
             ptx, _ = cuda.compile_ptx(fn, sig, cc=cc,
                                       launch_bounds=BOUNDS if "two" in name else None)
