@@ -28,5 +28,7 @@ def pytest_sessionstart(session):
     prepare()
     if os.environ.get("RING_INNER_REPORT"):
         return  # an inner run: the outer one has done it
+    if session.config.getoption("collectonly"):
+        return  # runs nothing (tests/test_gpu_session.py collects each step's selection)
     from .warm import warm
     warm()

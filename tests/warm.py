@@ -32,8 +32,15 @@ def _warm(modules) -> None:
         importlib.import_module(name).warm()
 
 
+# what an MPI launcher sets in each rank's environment (MPICH's hydra, Open MPI, PMIx)
+LAUNCHED = ("PMI_RANK", "PMI_FD", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+
+
 def warm() -> None:
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # the controller has warmed the cache
+    # an xdist worker: the controller has warmed the cache; a rank of an inner suite run
+    # by hand under mpiexec (a deep run, a GPU session's step inner): a process started
+    # from it inherits the rank's launcher settings, and its MPI_Init fails on them
+    if os.environ.get("PYTEST_XDIST_WORKER") or any(v in os.environ for v in LAUNCHED):
         _warm(EVERY)
         return
     others = [subprocess.Popen([sys.executable, "-m", "tests.warm", *part], cwd=ROOT)
