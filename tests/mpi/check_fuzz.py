@@ -1,5 +1,6 @@
 """Property-based fuzzing of the host collectives against the exact reference, on real
-ranks (one machine, so "auto" is the flat ring and the chains).
+ranks: the flat ring, named (one machine; or, under RING_NODES, emulated nodes that its
+links cross through MPI, where "auto" would take the two-level ring).
 
 Every rank draws the same examples (inputs.drawn: RING_TEST_EXAMPLES, RING_TEST_SEED),
 builds a ring on the first k ranks of the job, runs the call and checks it; the verdict is
@@ -48,7 +49,7 @@ def run_one(coll, dtype, op, k, per, chunk, nslots, in_place, root) -> str:
         n = per * k if coll.divides else per
         inputs = [make(q, n, dtype, seed=7, op=op) for q in range(k)]
         with ring.Communicator(sub, "host", timeout=60, chunk_bytes=chunk, nslots=nslots,
-                               tuning=NO_RULES) as c:  # the flat ring, whatever the size
+                               algorithm="ring", tuning=NO_RULES) as c:
             x = inputs[r].copy()
             if coll is Collective.BROADCAST:
                 got = c.broadcast(x, root=root)
