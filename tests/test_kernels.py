@@ -520,3 +520,62 @@ def test_the_one_shot_kernel_keeps_to_its_calls_parity_of_the_inboxes():
     assert (sent[at:at + n] >> 32 == seq).all()
     assert (sent[at:at + n] & LOW).astype(np.uint32).tobytes() == x.tobytes()
     assert not sent[:at].any() and not sent[at + n:].any()
+
+
+WAITS = ["sync-wait_geq", "sync-wait_flag", "fenced-wait_geq"]
+
+
+def _waiting_pair(which: str):
+    """A kernel of one block of 64 threads: thread 32 waits (kernels/spin.py's `which`) for
+    word 0 to arrive, with a minute's timeout, and says it returned (seen[1] = 1); thread 0
+    (another warp) makes the word arrive, or with `raise_` raises the error word first and
+    makes it arrive only after thread 32 has returned. seen[0]: what the wait returned;
+    seen[2]: 1 where thread 0 found thread 32 still waiting after 20 s (then it raises the
+    error word, or makes the word arrive, to let it go)."""
+    from kernels.spin import fenced, now, pause, sync
+    kind, name = which.split("-")
+    wait = getattr(sync("gpu") if kind == "sync" else fenced("gpu"), name)
+    arrive = (1 << 32) | 5 if name == "wait_flag" else 1
+    want = 1  # wait_geq: counter >= 1; wait_flag: a flag of 1 in the word's high 32 bits
+
+    @cuda.jit(device=True)
+    def returned(seen):
+        start = now()
+        while cuda.atomic.add(seen, 1, 0) == 0:
+            if now() - start > 20_000_000_000:
+                seen[2] = 1
+                return False
+            pause()
+        return True
+
+    @cuda.jit
+    def pair(words, err, seen, raise_):
+        t = cuda.threadIdx.x
+        if t == 32:
+            seen[0] = wait(words, 0, want, 60_000_000_000, err)
+            cuda.atomic.max(seen, 1, 1)
+        elif t == 0:
+            if raise_:
+                cuda.atomic.max(err, 0, 1)
+                returned(seen)
+                cuda.atomic.max(words, 0, arrive)
+            else:
+                cuda.atomic.max(words, 0, arrive)
+                if not returned(seen):
+                    cuda.atomic.max(err, 0, 1)
+    return pair, arrive
+
+
+@pytest.mark.parametrize("which", WAITS)
+def test_a_device_wait_gives_up_once_another_thread_raises_the_error_word(which):
+    """kernels/spin.py: a wait returns once its word arrives, and as soon as the error word
+    is raised (another block failed), without waiting for its timeout or the word: the
+    caller then reads what it saw, not arrived. Two warps of one block (the simulator runs
+    blocks one after another)."""
+    pair, arrive = _waiting_pair(which)
+    for raise_, expect in ((False, arrive), (True, 0)):
+        words, err = cuda.to_device(np.zeros(2, np.int64)), cuda.to_device(np.zeros(4, np.int64))
+        seen = cuda.to_device(np.zeros(3, np.int64))
+        pair[1, 64](words, err, seen, raise_)
+        cuda.synchronize()
+        assert seen.copy_to_host().tolist() == [expect, 1, 0], (which, raise_)

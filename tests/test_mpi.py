@@ -24,11 +24,14 @@ def test_on_ranks(nprocs):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("nprocs", [3, 4])
-def test_fuzz(nprocs):
+@pytest.mark.parametrize("nprocs,nodes", [pytest.param(3, 1, id="3"), pytest.param(4, 1, id="4"),
+                                          pytest.param(4, 2, id="4-on-2-nodes")])
+def test_fuzz(nprocs, nodes):
     """Property-based: random (ranks <= nprocs, count, dtype, op, chunk, slots, in place,
-    collective), every rank drawing the same examples."""
-    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_fuzz.py", timeout=420, env=ENV)
+    collective), every rank drawing the same examples; on emulated nodes the flat ring's
+    links cross them through MPI."""
+    env = {**ENV, **({"RING_NODES": str(nodes)} if nodes > 1 else {})}
+    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_fuzz.py", timeout=420, env=env)
     assert_inner_passed(rc, out, reports, nprocs)
 
 

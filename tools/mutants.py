@@ -2386,6 +2386,61 @@ SINCE = {
         "        parts = ctx.scratch.get(PARTS, BYTES, self.parts) if self.parts else BYTES",
         "        parts = BYTES",
         "a kept fold reads its pieces into no room"),
+    # the thirtieth campaign: the two-shot kernel's records, tails and sequence numbers;
+    # the device-side waits; the emulated nodes' layout
+    "twoshot-record-ignores-peers-alignment": (
+        "ring/cuda/twoshot_kernel.py",
+        "ok[3], ok[4] = ok[3] & theirs, ok[4] & (theirs >> 1)",
+        "ok[3], ok[4] = ok[3], ok[4]",
+        "the two-shot reduces registered buffers in vectors where this rank's x and out are "
+        "16-byte aligned, whatever the peers' records say of theirs"),
+    "twoshot-record-ignores-peers-out": (
+        "ring/cuda/twoshot_kernel.py",
+        "            if flags[me][pay + 2] != ro:\n                ok[2] = 0\n",
+        "",
+        "the two-shot takes out in place where this rank's out is registered, whatever the "
+        "peers' records say"),
+    "twoshot-tail-written-own-only": (
+        "ring/cuda/twoshot_kernel.py",
+        "                    else:\n                        outs[p][e] = acc",
+        "                    elif p == me:\n                        outs[p][e] = acc",
+        "the two-shot all-reduce writes the elements of its block left after the vectors "
+        "into its own output area only, not the peers'"),
+    "twoshot-seq-not-kept": (
+        "ring/cuda/twoshot_kernel.py",
+        "            seqs[cuda.blockIdx.x] = seq",
+        "            seqs[cuda.blockIdx.x] = seqs[cuda.blockIdx.x]",
+        "the two-shot kernels never keep their blocks' sequence numbers: every call flags and "
+        "waits for the first call's numbers, which the peers' flags already carry"),
+    "twoshot-copy-vectors-past-the-end": (
+        "ring/cuda/twoshot_kernel.py",
+        "full = lo + (hi - lo) // L * L if vec else lo",
+        "full = lo + (hi - lo + L - 1) // L * L if vec else lo",
+        "the two-shot's copies move whole 16-byte vectors up to past the slice's end, where a "
+        "round's last few elements must go one at a time"),
+    "spin-flag-in-low-bits": (
+        "kernels/spin.py",
+        "        return (word >> 32) == flag",
+        "        return (word & 0xFFFFFFFF) == flag",
+        "an LL word's flag is looked for in its value's bits instead of the high 32"),
+    "spin-wait-ignores-error-word": (
+        "kernels/spin.py",
+        "                    if load(err, 0) != 0 or now() - start > timeout_ns:",
+        "                    if now() - start > timeout_ns:",
+        "a device-side wait (sync's) runs to its timeout though another block has raised the "
+        "error word"),
+    "spin-fenced-wait-ignores-error-word": (
+        "kernels/spin.py",
+        "        if read(err, 0) != 0 or now() - start > timeout_ns:",
+        "        if now() - start > timeout_ns:",
+        "the first hand-off's wait (RING_KERNEL_SYNC=fence) runs to its timeout though "
+        "another block has raised the error word"),
+    "topology-emulated-round-robin": (
+        "ring/topology.py",
+        "        color = shared.rank * min(n, shared.size) // shared.size",
+        "        color = shared.rank % min(n, shared.size)",
+        "RING_NODES deals a machine's ranks to emulated nodes round robin, not in runs of "
+        "consecutive ranks"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2826,6 +2881,18 @@ OWN_TESTS = {
     # the twenty-ninth campaign
     **{n: "tests/test_signature.py " + _RANKS3
        for n in ("learnt-allreduce-kind-swapped",)},
+    # the thirtieth campaign
+    **{n: "tests/test_algorithms.py " + _REGISTERED
+          + " tests/test_mpi.py::test_cuda_registered_buffers[3] " + _KERNEL_RANKS
+       for n in ("twoshot-record-ignores-peers-alignment", "twoshot-record-ignores-peers-out",
+                 "twoshot-tail-written-own-only", "twoshot-seq-not-kept",
+                 "twoshot-copy-vectors-past-the-end")},
+    "spin-flag-in-low-bits": "tests/test_kernels.py " + _KERNEL_RANKS,
+    "spin-wait-ignores-error-word": "tests/test_kernels.py " + _KERNEL,
+    "spin-fenced-wait-ignores-error-word": "tests/test_kernels.py "
+                                           "tests/test_mpi.py::test_cuda_kernel_path_fence",
+    "topology-emulated-round-robin": "tests/test_algorithms.py "
+                                     "tests/test_mpi.py::test_across_emulated_nodes",
 }
 
 
