@@ -30,8 +30,8 @@ def test_fuzz(nprocs, nodes):
     """Property-based: random (ranks <= nprocs, count, dtype, op, chunk, slots, in place,
     collective), every rank drawing the same examples; on emulated nodes the flat ring's
     links cross them through MPI."""
-    env = {**ENV, **({"RING_NODES": str(nodes)} if nodes > 1 else {})}
-    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_fuzz.py", timeout=420, env=env)
+    rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_fuzz.py", timeout=420,
+                                        env={**ENV, "RING_NODES": str(nodes)})
     assert_inner_passed(rc, out, reports, nprocs)
 
 

@@ -17,7 +17,7 @@ from ring.schedule import Collective
 
 from .. import reference
 from ..inputs import DTYPE_NAMES, REDUCIBLE_NAMES, drawn, make
-from .conftest import NO_RULES, last_call
+from .conftest import last_call
 
 WORLD = MPI.COMM_WORLD
 
@@ -49,7 +49,7 @@ def run_one(coll, dtype, op, k, per, chunk, nslots, in_place, root) -> str:
         n = per * k if coll.divides else per
         inputs = [make(q, n, dtype, seed=7, op=op) for q in range(k)]
         with ring.Communicator(sub, "host", timeout=60, chunk_bytes=chunk, nslots=nslots,
-                               algorithm="ring", tuning=NO_RULES) as c:
+                               algorithm="ring") as c:
             x = inputs[r].copy()
             if coll is Collective.BROADCAST:
                 got = c.broadcast(x, root=root)
