@@ -23,6 +23,7 @@ its tests there.
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 from numba import cuda, types
 
 from .launch import simulated
@@ -39,6 +40,60 @@ def aligned(*addresses: int) -> bool:
     """Whether every address is a multiple of 16 (the start of each array a kernel will
     read or write with vectors, at the element the vectors start from)."""
     return all(a % BYTES == 0 for a in addresses)
+
+
+# A GPU's vectors move as four 32-bit words whatever the element (a vector of 8 x 16 or
+# 16 x 8 bits NVVM splits into loads of 8 or 4 bytes, even bit cast from one of words), each
+# lane shifted out of its word (or two words: 8-byte lanes) and bit cast. The LLVM IR of
+# that arithmetic is built here, outside the GPU's branch below, so that it runs on the
+# host too: tests/test_vector_lanes.py compiles it for this CPU and checks every lane width
+# against NumPy's views (the simulator's load16 and store16 are NumPy views themselves).
+I32 = ir.IntType(32)
+WORDS = ir.VectorType(I32, 4)
+
+
+def _unpack(builder, words, elem, bits, u):
+    """Lane u (of `bits` bits, LLVM type elem) of the four words."""
+    whole = ir.IntType(bits)
+    if bits == 64:
+        lo, hi = (builder.zext(builder.extract_element(words, ir.Constant(I32, 2 * u + h)),
+                               whole) for h in (0, 1))
+        v = builder.or_(lo, builder.shl(hi, ir.Constant(whole, 32)))
+    else:
+        per = 32 // bits
+        w = builder.extract_element(words, ir.Constant(I32, u // per))
+        v = builder.trunc(builder.lshr(w, ir.Constant(I32, (u % per) * bits)), whole) \
+            if bits < 32 else w
+    return v if elem == whole else builder.bitcast(v, elem)
+
+
+def _pack(builder, lanes, elem, bits):
+    """The four words of the lanes (LLVM values of type elem, `bits` bits each)."""
+    whole = ir.IntType(bits)
+    ints = [v if elem == whole else builder.bitcast(v, whole) for v in lanes]
+    words = ir.Constant(WORDS, ir.Undefined)
+    if bits == 64:
+        for u, v in enumerate(ints):
+            for h in (0, 1):
+                part = builder.trunc(builder.lshr(v, ir.Constant(whole, 32 * h)), I32)
+                words = builder.insert_element(words, part, ir.Constant(I32, 2 * u + h))
+        return words
+    per = 32 // bits
+    for wi in range(4):
+        w = None
+        for j in range(per):
+            v = ints[wi * per + j]
+            v = builder.shl(builder.zext(v, I32), ir.Constant(I32, j * bits)) \
+                if bits < 32 else v
+            w = v if w is None else builder.or_(w, v)
+        words = builder.insert_element(words, w, ir.Constant(I32, wi))
+    return words
+
+
+def _multiple_of_16(builder, at):
+    """Whether the 64-bit integer `at` (an address) is a multiple of 16, as an LLVM i1."""
+    low = builder.and_(at, ir.Constant(ir.IntType(64), BYTES - 1))
+    return builder.icmp_unsigned("==", low, ir.Constant(ir.IntType(64), 0))
 
 
 if simulated():
@@ -72,15 +127,8 @@ if simulated():
     def store16(dst, i, src, s):
         _bytes(dst, i)[:] = src[s:s + BYTES // src.dtype.itemsize].view(np.uint8)
 else:
-    from llvmlite import ir
     from numba.cuda import cgutils
     from numba.cuda.extending import intrinsic
-
-    # moved as four 32-bit words whatever the element (a vector of 8 x 16 or 16 x 8 bits
-    # NVVM splits into loads of 8 or 4 bytes, even bit cast from one of words), each lane
-    # shifted out of its word (or two words: 8-byte lanes) and bit cast
-    I32 = ir.IntType(32)
-    WORDS = ir.VectorType(I32, 4)
 
     def _pointer(context, builder, aryty, ary, idx, idxty):
         arr = context.make_array(aryty)(context, builder, ary)
@@ -92,42 +140,6 @@ else:
         at = builder.add(context.cast(builder, start, startty, types.intp),
                          ir.Constant(ir.IntType(64), u))
         return _pointer(context, builder, aryty, ary, at, types.intp)
-
-    def _unpack(builder, words, elem, bits, u):
-        """Lane u (of `bits` bits, LLVM type elem) of the four words."""
-        whole = ir.IntType(bits)
-        if bits == 64:
-            lo, hi = (builder.zext(builder.extract_element(words, ir.Constant(I32, 2 * u + h)),
-                                   whole) for h in (0, 1))
-            v = builder.or_(lo, builder.shl(hi, ir.Constant(whole, 32)))
-        else:
-            per = 32 // bits
-            w = builder.extract_element(words, ir.Constant(I32, u // per))
-            v = builder.trunc(builder.lshr(w, ir.Constant(I32, (u % per) * bits)), whole) \
-                if bits < 32 else w
-        return v if elem == whole else builder.bitcast(v, elem)
-
-    def _pack(builder, lanes, elem, bits):
-        """The four words of the lanes (LLVM values of type elem, `bits` bits each)."""
-        whole = ir.IntType(bits)
-        ints = [v if elem == whole else builder.bitcast(v, whole) for v in lanes]
-        words = ir.Constant(WORDS, ir.Undefined)
-        if bits == 64:
-            for u, v in enumerate(ints):
-                for h in (0, 1):
-                    part = builder.trunc(builder.lshr(v, ir.Constant(whole, 32 * h)), I32)
-                    words = builder.insert_element(words, part, ir.Constant(I32, 2 * u + h))
-            return words
-        per = 32 // bits
-        for wi in range(4):
-            w = None
-            for j in range(per):
-                v = ints[wi * per + j]
-                v = builder.shl(builder.zext(v, I32), ir.Constant(I32, j * bits)) \
-                    if bits < 32 else v
-                w = v if w is None else builder.or_(w, v)
-            words = builder.insert_element(words, w, ir.Constant(I32, wi))
-        return words
 
     @intrinsic
     def _load16(typingctx, dst, d, src, i):
@@ -165,8 +177,7 @@ else:
         def codegen(context, builder, sig, args):
             at = builder.ptrtoint(_pointer(context, builder, sig.args[0], args[0], args[1],
                                            sig.args[1]), ir.IntType(64))
-            low = builder.and_(at, ir.Constant(ir.IntType(64), BYTES - 1))
-            return builder.icmp_unsigned("==", low, ir.Constant(ir.IntType(64), 0))
+            return _multiple_of_16(builder, at)
         return types.boolean(a, i), codegen
 
     @cuda.jit(device=True, inline=True)

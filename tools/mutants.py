@@ -2441,6 +2441,75 @@ SINCE = {
         "        color = shared.rank % min(n, shared.size)",
         "RING_NODES deals a machine's ranks to emulated nodes round robin, not in runs of "
         "consecutive ranks"),
+    # the thirty-first campaign: the GPU's 16-byte vectors' lanes (kernels/vector.py's IR,
+    # which only a GPU ran before tests/test_vector_lanes.py ran it on the host)
+    "vector-unpack-word-of-lane": (
+        "kernels/vector.py",
+        "        w = builder.extract_element(words, ir.Constant(I32, u // per))",
+        "        w = builder.extract_element(words, ir.Constant(I32, u % per))",
+        "load16 takes a lane narrower than 8 bytes from the wrong one of the vector's words"),
+    "vector-unpack-bits-of-lane": (
+        "kernels/vector.py",
+        "builder.lshr(w, ir.Constant(I32, (u % per) * bits))",
+        "builder.lshr(w, ir.Constant(I32, (u // per) * bits))",
+        "load16 shifts a lane narrower than 4 bytes out of the wrong bits of its word"),
+    "vector-unpack-64-halves-swapped": (
+        "kernels/vector.py",
+        "builder.extract_element(words, ir.Constant(I32, 2 * u + h)),",
+        "builder.extract_element(words, ir.Constant(I32, 2 * u + 1 - h)),",
+        "load16 puts an 8-byte lane's low word in its high half and its high word low"),
+    "vector-pack-64-halves-swapped": (
+        "kernels/vector.py",
+        "builder.lshr(v, ir.Constant(whole, 32 * h))",
+        "builder.lshr(v, ir.Constant(whole, 32 * (1 - h)))",
+        "store16 writes an 8-byte lane's high word first"),
+    "vector-pack-lanes-reversed-in-word": (
+        "kernels/vector.py",
+        "builder.shl(builder.zext(v, I32), ir.Constant(I32, j * bits))",
+        "builder.shl(builder.zext(v, I32), ir.Constant(I32, (per - 1 - j) * bits))",
+        "store16 packs the lanes of a word in big-endian order"),
+    "vector-pack-lanes-transposed": (
+        "kernels/vector.py",
+        "            v = ints[wi * per + j]",
+        "            v = ints[j * 4 + wi]",
+        "store16 deals lanes narrower than 4 bytes to the words round robin, not in runs"),
+    "vector-aligned16-eight-bytes": (
+        "kernels/vector.py",
+        "    low = builder.and_(at, ir.Constant(ir.IntType(64), BYTES - 1))",
+        "    low = builder.and_(at, ir.Constant(ir.IntType(64), BYTES // 2 - 1))",
+        "a GPU kernel's aligned16 takes an address 8-byte aligned for a vector's"),
+    # and the stream path's receiver, int8's shards
+    "ipc-receiver-reads-early": (
+        "ring/transport/ipc.py",
+        "        self.posted.wait_geq(stream, u + 1)",
+        "        self.posted.wait_geq(stream, u)",
+        "the stream path's receiver reads a slot once its predecessor has posted the chunk "
+        "before, not this one"),
+    "int8-compact-from-packed-offsets": (
+        "ring/training/int8_reduce.py",
+        "self.recv[q * self.msg:q * self.msg + mine])",
+        "self.recv[q * mine:(q + 1) * mine])",
+        "int8's all-to-all reads a short shard's K messages back to back from the received "
+        "slots, not each from the start of its slot"),
+    "int8-alltoall-residual-from-the-start": (
+        "ring/training/int8_reduce.py",
+        "None if self.residual is None else self.residual[lo:hi])",
+        "None if self.residual is None else self.residual[:hi - lo])",
+        "int8's all-to-all keeps every shard's rounding error in the residual's first "
+        "values: the shards' errors added up in one place, the others' lost"),
+    # and the MPI baseline's rooted calls in the harness
+    "mpi-broadcast-root-out-unfilled": (
+        "harness/impls.py",
+        "                if ho is not hx and at_root:\n                    ho[...] = hx\n",
+        "",
+        "the MPI baseline's out-of-place broadcast sends the root's out as it found it, not "
+        "x"),
+    "mpi-gather-in-place-sends-x": (
+        "harness/impls.py",
+        "c.Gather(MPI.IN_PLACE if in_place and at_root else hx,",
+        "c.Gather(hx,",
+        "the MPI baseline's in-place gather at the root passes its block as the send buffer "
+        "inside the receive buffer (MPI forbids the alias), not MPI_IN_PLACE"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2893,6 +2962,17 @@ OWN_TESTS = {
                                            "tests/test_mpi.py::test_cuda_kernel_path_fence",
     "topology-emulated-round-robin": "tests/test_algorithms.py "
                                      "tests/test_mpi.py::test_across_emulated_nodes",
+    # the thirty-first campaign: the tests that compile the vectors for a GPU, and the
+    # host's run of their lanes (a run against the first alone: --tests)
+    **{n: "tests/test_compile.py tests/test_vector_lanes.py"
+       for n in ("vector-unpack-word-of-lane", "vector-unpack-bits-of-lane",
+                 "vector-unpack-64-halves-swapped", "vector-pack-64-halves-swapped",
+                 "vector-pack-lanes-reversed-in-word", "vector-pack-lanes-transposed",
+                 "vector-aligned16-eight-bytes")},
+    "ipc-receiver-reads-early": "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2] "
+                                "tests/test_mpi.py::test_call_sequences[cuda-stream-3]",
+    **{n: _INT8 for n in ("int8-compact-from-packed-offsets",
+                          "int8-alltoall-residual-from-the-start")},
 }
 
 
