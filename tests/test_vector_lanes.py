@@ -16,7 +16,9 @@ from llvmlite import ir
 
 from kernels import vector
 
-# NumPy's dtype: the LLVM type Numba gives a local array's element of it (the lanes)
+# NumPy's dtype: the LLVM type Numba's CUDA target gives a local array's element of it
+# (the lanes), written out: that target is not importable under the simulator, and the
+# CPU target's data models, which are, have no float16
 LANES = {"int8": ir.IntType(8), "uint8": ir.IntType(8), "int16": ir.IntType(16),
          "uint16": ir.IntType(16), "float16": ir.HalfType(), "int32": ir.IntType(32),
          "uint32": ir.IntType(32), "float32": ir.FloatType(), "int64": ir.IntType(64),
