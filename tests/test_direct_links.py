@@ -17,6 +17,7 @@ walks the same steps through slots.
 
 import threading
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -173,12 +174,17 @@ class At:
     at = None
 
 
-def run_threads(collective, xs, outs, op, chunk_bytes, nslots, early, root=0):
-    k, dtype = len(xs), xs[0].dtype
+def run_threads(collective, xs, outs, op, chunk_bytes, nslots, early, root=0, wire=None,
+                from_out=None):
+    """Each rank's executor.run in a thread, through fake MPI ends. wire: a 16-bit type the
+    slots carry (float32 data); from_out: per rank, the blocks read from out
+    (executor.in_place)."""
+    k = len(xs)
+    carried = xs[0].dtype if wire is None else np.dtype(wire)
     count = sizes(collective, xs[0].size, k)[0]
-    plans = [plan(collective, k, r, count, dtype.itemsize, chunk_bytes, 1, root)
+    plans = [plan(collective, k, r, count, carried.itemsize, chunk_bytes, 1, root)
              for r in range(k)]
-    cap = max(plans[0].max_chunk, 1) * dtype.itemsize
+    cap = max(plans[0].max_chunk, 1) * carried.itemsize
     wires = [Wire() for _ in range(k)]  # wires[r]: r -> r + 1
     sends = [Send(wires[r], nslots, early, cap) for r in range(k)]
     recvs = [Recv(wires[r - 1], nslots, early, cap) for r in range(k)]
@@ -186,7 +192,9 @@ def run_threads(collective, xs, outs, op, chunk_bytes, nslots, early, root=0):
 
     def rank(r):
         try:
-            executor.run(plans[r], op, xs[r], outs[r], sends[r], recvs[r], At())
+            executor.run(plans[r], op, xs[r], outs[r], sends[r], recvs[r], At(),
+                         wire=None if wire is None else carried,
+                         from_out=() if from_out is None else from_out[r])
             results[r] = outs[r].copy()
             xs[r][...] = 0  # poison: the call has returned, the caller may reuse both
             outs[r][...] = 0
@@ -283,6 +291,47 @@ def test_every_collective_through_direct_links(mode, k, in_place, collective):
         np.testing.assert_array_equal(got[r], want[r], err_msg=f"rank {r}")
 
 
+@pytest.mark.usefixtures("direct_at_any_size")
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("wire", [np.float16, ml_dtypes.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_a_16_bit_wire_goes_through_slots_whatever_its_size(mode, wire, in_place):
+    """compression=: a float32 call whose slots carry float16 or bfloat16 never sends from
+    or receives into the arrays (they hold another type than the wire), even where its
+    chunks are past the threshold; it gives the simulator's bits of that wire."""
+    k, n = 3, 301
+    for op in (Op.SUM, Op.AVG):
+        xs = inputs(k, n, np.float32, 5 * k)
+        want = simulate.run(Collective.ALLREDUCE, [x.copy() for x in xs], op, 32, 2,
+                            wire=wire)
+        outs = xs if in_place else [np.full_like(x, 99) for x in xs]
+        got, sent, received = run_threads(Collective.ALLREDUCE, xs, outs, op, 32, 2,
+                                          mode == "early", wire=wire)
+        assert (sent, received) == (0, 0)
+        for r in range(k):
+            np.testing.assert_array_equal(got[r], want[r], err_msg=f"rank {r}")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("k", [3, 4, 5])
+def test_an_alltoall_in_place_through_slots_keeps_aside_what_it_would_overwrite(mode, k):
+    """Over shared memory (slots, no direct ends) an all-to-all in place walks from out
+    itself but for the blocks it would receive over before sending them
+    (schedule.alltoall_overwritten), which executor.in_place copies aside first: the
+    simulator's result out of place, bit for bit."""
+    n = 7 * k
+    xs = inputs(k, n, np.float32, 11 * k)
+    want = simulate.run(Collective.ALLTOALL, [x.copy() for x in xs], Op.SUM, 32, 2)
+    held, from_out = zip(*(executor.in_place(plan(Collective.ALLTOALL, k, r, n, 4, 32), xs[r])
+                           for r in range(k)))
+    assert all(len(f) < k for f in from_out)
+    got, sent, received = run_threads(Collective.ALLTOALL, list(held), xs, Op.SUM, 32, 2,
+                                      mode == "early", from_out=from_out)
+    assert (sent, received) == (0, 0)
+    for r in range(k):
+        np.testing.assert_array_equal(got[r], want[r], err_msg=f"rank {r}")
+
+
 def test_chunks_under_the_threshold_go_through_slots():
     xs = inputs(2, 301, np.float32, 1)
     outs = [np.empty_like(x) for x in xs]
@@ -323,3 +372,52 @@ def test_the_mpi_receiver_posts_into_an_array_only_past_its_gate():
     assert len(comm.posted) == 1  # still at unit 1: a's receive waits
     assert recv.wait(np.float32, unit=2) is None  # past it: posted, landed in a
     assert len(comm.posted) == 2 and np.shares_memory(comm.posted[1], a)
+
+
+class _Zeros:
+    """Both ends of one rank's ring, the peers standing in: every receive finds a chunk of
+    zeros, every send a free slot; each receive notes where the waiter says the walk is,
+    and the one numbered `fail` gives up as a receive past its deadline does."""
+
+    direct = False
+
+    def __init__(self, cap, waiter, fail):
+        self.cap, self.waiter, self.fail, self.seen = cap, waiter, fail, []
+
+    def begin(self, nchunks, into=None):
+        pass
+
+    def wait(self, dtype, unit=0):
+        self.seen.append(self.waiter.at)
+        if len(self.seen) == self.fail:
+            raise self.waiter.failure("waiting for data from rank 0")
+        return np.zeros(self.cap, dtype)
+
+    def release(self):
+        pass
+
+    def acquire(self, dtype):
+        return np.empty(self.cap, dtype)
+
+    def post(self, nbytes):
+        pass
+
+
+@pytest.mark.parametrize("collective", [Collective.ALLREDUCE, Collective.ALLGATHER], ids=str)
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_a_timeout_names_the_chunk_and_the_step_it_waited_in(collective, k):
+    """A host call that times out says where (ring/wait.py): the executor keeps the
+    waiter at (chunk, step of the plan) for every unit it walks, chunk-major; the first
+    receive of the second chunk gives up, and its error names chunk 1 and that step."""
+    p = plan(collective, k, 1, 40 * k, 4, 32)
+    recvs = [s for s, step in enumerate(p.steps) if step.recv]
+    assert p.nchunks > 1 and recvs
+    waiter = Waiter(10.0)
+    waiter.start("allreduce (call 3, rank 1)")
+    ends = _Zeros(p.max_chunk, waiter, fail=len(recvs) + 1)
+    x, out = np.ones(p.count // (k if collective is Collective.ALLGATHER else 1),
+                     np.float32), np.empty(p.count, np.float32)
+    with pytest.raises(TimeoutError, match=rf"rank 1\), chunk 1 step {recvs[0]}: waiting for "
+                                           r"data from rank 0: no progress within 10 s"):
+        executor.run(p, Op.SUM, x, out, ends, ends, waiter)
+    assert ends.seen == [(j, s) for j in (0, 1) for s in recvs][:len(recvs) + 1]

@@ -70,6 +70,8 @@ def test_a_sample_that_overestimates_falls_back_to_the_exact_threshold():
 
 def test_k_bounds_and_nan():
     assert topk.k_of(0, 0.01) == 0 and topk.k_of(10, 0.01) == 1 and topk.k_of(10, 1) == 10
+    # density x n to the nearest: 1.7 sends 2, 2.3 sends 2, 0.4 still one
+    assert [topk.k_of(n, 0.01) for n in (170, 230, 40)] == [2, 2, 1]
     v = np.array([1, np.nan, -3, 2], np.float32)
     assert topk.select(v, 2).tolist() == [1, 2]  # a NaN goes, as the dense sum keeps it
     assert topk.select(v, 0).tolist() == [] and topk.select(v, 9).tolist() == [0, 1, 2, 3]

@@ -2510,6 +2510,77 @@ SINCE = {
         "c.Gather(hx,",
         "the MPI baseline's in-place gather at the root passes its block as the send buffer "
         "inside the receive buffer (MPI forbids the alias), not MPI_IN_PLACE"),
+    # the thirty-second campaign: the host executor's direct links, top-k's selection and
+    # the state it keeps
+    "executor-gate-skips-first-block": (
+        "ring/host/executor.py",
+        "gate = {s.block: i for i, s in enumerate(plan.steps[:plan.size])}",
+        "gate = {s.block: i for i, s in enumerate(plan.steps[1:plan.size])}",
+        "an all-reduce in place through MPI posts the receive of the block it sends first "
+        "before it has read that block of x"),
+    "executor-gate-first-chunk-only": (
+        "ring/host/executor.py",
+        "into.append((view, j * n + gate[step.block]))",
+        "into.append((view, gate[step.block]))",
+        "an all-reduce in place through MPI posts every chunk's receive once the first "
+        "chunk of its block has been read from x, not that chunk"),
+    "executor-direct-with-a-wire": (
+        "ring/host/executor.py",
+        "    direct = wire is None and plan.max_chunk * itemsize >= DIRECT_MIN_BYTES",
+        "    direct = plan.max_chunk * itemsize >= DIRECT_MIN_BYTES",
+        "chunks of a 16-bit wire go through MPI straight from and into the float32 arrays"),
+    "executor-receives-over-x": (
+        "ring/host/executor.py",
+        "if not step.out or step.reduce or (gate is None and np.may_share_memory(view, x)):",
+        "if not step.out or step.reduce:",
+        "a call whose out overlaps x (not an all-reduce exactly in place) receives straight "
+        "into out over x it has yet to read"),
+    "executor-in-place-keeps-predecessors": (
+        "ring/host/executor.py",
+        "    kept = {(plan.rank + d) % k for d in alltoall_overwritten(k)}",
+        "    kept = {(plan.rank - d) % k for d in alltoall_overwritten(k)}",
+        "an all-to-all in place copies aside the blocks of the predecessors it is written "
+        "over from, not of the successors"),
+    "executor-timeout-names-the-unit": (
+        "ring/host/executor.py",
+        "            waiter.at = (j, i % len(plan.steps))",
+        "            waiter.at = (j, i)",
+        "a host timeout names the unit's index for its step (chunk 1 step 5 for step 1 of "
+        "4)"),
+    "topk-above-skips-nan": (
+        "ring/training/topk.py",
+        "        if not abs(v[i]) < t:  # (NaN too",
+        "        if abs(v[i]) >= t:  # (NaN too",
+        "top-k's candidate pass never takes a NaN, which the selection ranks largest"),
+    "topk-nan-not-largest": (
+        "ring/training/topk.py",
+        "    mag[np.isnan(mag)] = np.inf\n",
+        "",
+        "top-k ranks a NaN's magnitude where NumPy's partition and comparisons place it, "
+        "not as the largest"),
+    "topk-k-rounds-down": (
+        "ring/training/topk.py",
+        "min(n, max(1, int(round(n * density))))",
+        "min(n, max(1, int(n * density)))",
+        "a bucket's k is density x n rounded down, not to the nearest"),
+    "topk-density-clears-residual": (
+        "ring/training/topk.py",
+        "            self.k = k\n            self.message = zeros(2 * k, np.int32)",
+        "            self.k = k\n            if self.residual is not None:\n"
+        "                self.residual = zeros(self.flat.size, np.float32)\n"
+        "            self.message = zeros(2 * k, np.int32)",
+        "a new density (the sparsity's warm-up) drops what the ranks still owed"),
+    "topk-local-velocity-scales-gradient": (
+        "ring/training/topk.py",
+        "            self.velocity *= self.momentum\n            self.velocity += self.flat\n",
+        "            self.velocity += self.flat\n            self.velocity *= self.momentum\n",
+        "local momentum's velocity is m (u + g), not m u + g"),
+    "topk-op-change-unchecked": (
+        "ring/training/topk.py",
+        "            if self._avg is not None and avg != self._avg:",
+        "            if False:",
+        "global momentum takes a step of sum after avg (or avg after sum) with the other's "
+        "share of the momentum, silently"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -2973,6 +3044,18 @@ OWN_TESTS = {
                                 "tests/test_mpi.py::test_call_sequences[cuda-stream-3]",
     **{n: _INT8 for n in ("int8-compact-from-packed-offsets",
                           "int8-alltoall-residual-from-the-start")},
+    # the thirty-second campaign
+    **{n: "tests/test_direct_links.py" for n in (
+        "executor-gate-skips-first-block", "executor-gate-first-chunk-only",
+        "executor-receives-over-x")},
+    "executor-in-place-keeps-predecessors": "tests/test_direct_links.py " + _RANKS3,
+    "executor-direct-with-a-wire": "tests/test_direct_links.py "
+                                   "tests/test_mpi.py::test_across_emulated_nodes[4-2]",
+    "executor-timeout-names-the-unit": "tests/test_direct_links.py tests/test_faults.py",
+    **{n: "tests/test_topk.py" for n in (
+        "topk-above-skips-nan", "topk-nan-not-largest", "topk-k-rounds-down",
+        "topk-density-clears-residual", "topk-local-velocity-scales-gradient",
+        "topk-op-change-unchecked")},
 }
 
 

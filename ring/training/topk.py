@@ -73,8 +73,8 @@ def _device_zeros(n: int, dtype):
 
 
 def k_of(n: int, density: float) -> int:
-    """The values a bucket of n sends at `density` (0 < density <= 1): at least one
-    where n > 0."""
+    """The values a bucket of n sends at `density` (0 < density <= 1): density x n
+    rounded to the nearest, at least one where n > 0."""
     return 0 if n == 0 else min(n, max(1, int(round(n * density))))
 
 
