@@ -2,6 +2,7 @@
 driver (allocations that can be freed and made again at the same address)."""
 
 import pytest
+from numba import config
 
 from ring.transport.registry import Allocation, PeerMaps, Registry
 
@@ -131,3 +132,29 @@ def test_peer_maps_open_each_allocation_once_and_never_return_a_stale_one():
 def test_allocation_holds(size):
     a = Allocation(100, size, 1)
     assert a.holds(100, size) and not a.holds(100, size + 1) and not a.holds(99, 1)
+
+
+@pytest.mark.skipif(not config.ENABLE_CUDASIM, reason="simipc's memory: Numba's simulator")
+def test_register_refuses_where_two_ranks_share_one_process():
+    """A process cannot map its own memory through CUDA IPC: where two of the ranks that
+    register are one process (the same host and pid), register answers False (every rank
+    stages) and keeps nothing, though every buffer could be described and exported."""
+    import numpy as np
+    from mpi4py import MPI
+
+    from ring.cuda import registered
+    from ring.transport import simipc
+
+    class TwoRanksOneProcess:
+        size, rank = 2, 0
+
+        def allgather(self, mine):
+            return [mine, mine]
+
+    x = simipc.shared_array(MPI.COMM_SELF, 8, np.float32)
+    reg = registered.registry()
+    try:
+        assert registered.register(TwoRanksOneProcess(), reg, x.array, 0, None, None) is False
+        assert len(reg) == 0
+    finally:
+        x.free()

@@ -2581,6 +2581,57 @@ SINCE = {
         "            if False:",
         "global momentum takes a step of sum after avg (or avg after sum) with the other's "
         "share of the momentum, silently"),
+    # the thirty-third campaign: ring.Group's and the casts' checks and loops, the host's
+    # bfloat16 settle, registration's refusals and spans, the torch backend's lists and barrier
+    "group-devices-length-unchecked": (
+        "ring/cuda/group.py",
+        "if len(self.devices) != self.size or any(not 0 <= d < ndev for d in self.devices):",
+        "if any(not 0 <= d < ndev for d in self.devices):",
+        "ring.Group takes a devices list shorter or longer than its ranks"),
+    "group-slots-unchecked": (
+        "ring/cuda/group.py",
+        "        check_slots(chunk_bytes, nslots)\n        timeout = check_timeout(timeout)",
+        "        timeout = check_timeout(timeout)",
+        "ring.Group takes any chunk_bytes and nslots (one slot, a chunk of no bytes)"),
+    "cast-stride-doubled": (
+        "kernels/casts.py",
+        "            out[i] = fn(x[i])\n            i += s",
+        "            out[i] = fn(x[i])\n            i += 2 * s",
+        "the GPU's wire casts step twice the grid's size: past the first pass, every other "
+        "stride of elements is never cast"),
+    "scale-by-reciprocal": (
+        "kernels/casts.py",
+        "        a[i] = a[i] * factor  # (float32 x float32",
+        "        a[i] = a[i] / (np.float32(1) / factor)  # (float32 x float32",
+        "the GPU's scale divides by the factor's reciprocal: two roundings, not NumPy's one"),
+    "half-settle-overlap-one-loop": (
+        "ring/host/half.py",
+        "    if s.dtype == BF16 and (same or not np.may_share_memory(x, out)):",
+        "    if s.dtype == BF16:",
+        "the bfloat16 settle runs its one loop where out overlaps x elsewhere than exactly: a "
+        "later x read after out was written over it"),
+    "register-shared-process-taken": (
+        "ring/cuda/registered.py",
+        "len({p for _, p, _, _, _ in everyone}) < comm.size:",
+        "len({p for _, p, _, _, _ in everyone}) < 1:",
+        "register maps buffers where two ranks share a process (the process would map its "
+        "own memory through IPC)"),
+    "register-span-short": (
+        "ring/cuda/registered.py",
+        "    reg.add(alloc, ptr, ptr + nbytes, views)",
+        "    reg.add(alloc, ptr, ptr + nbytes - 1, views)",
+        "a registration covers its buffer less its last byte"),
+    "torch-reduce-scatter-list-reversed": (
+        "ring/training/torch.py",
+        "return self.reduce_scatter_single(outs[0], torch.cat([t.reshape(-1) for t in xs[0]]),",
+        "return self.reduce_scatter_single(outs[0], torch.cat([t.reshape(-1) for t in "
+        "reversed(xs[0])]),",
+        "the torch backend's reduce_scatter concatenates a rank's input list last first"),
+    "torch-barrier-noop": (
+        "ring/training/torch.py",
+        '        self._comms["host"].barrier()\n        return _done([])',
+        "        return _done([])",
+        "the torch backend's barrier returns at once, waiting for no rank"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -3056,6 +3107,15 @@ OWN_TESTS = {
         "topk-above-skips-nan", "topk-nan-not-largest", "topk-k-rounds-down",
         "topk-density-clears-residual", "topk-local-velocity-scales-gradient",
         "topk-op-change-unchecked")},
+    # the thirty-third campaign
+    **{n: "tests/test_group.py" for n in ("group-devices-length-unchecked",
+                                          "group-slots-unchecked")},
+    **{n: "tests/test_kernels.py tests/test_buckets.py" for n in ("cast-stride-doubled",
+                                                                   "scale-by-reciprocal")},
+    "half-settle-overlap-one-loop": "tests/test_half.py",
+    **{n: _REGISTERED for n in ("register-shared-process-taken", "register-span-short")},
+    **{n: "tests/test_torch.py" for n in ("torch-reduce-scatter-list-reversed",
+                                          "torch-barrier-noop")},
 }
 
 

@@ -5,6 +5,7 @@ DDP communication hook, and errors raised on every rank."""
 import contextlib
 import os
 import tempfile
+import time
 import warnings
 
 import pytest
@@ -155,6 +156,20 @@ def test_gathers_and_scatters_are_gloos(gloo, dtype):
     dist.all_to_all_single(ta, big, [6] * K, [6] * K)  # equal splits, written out
     same(ta, tb)
     dist.barrier()
+
+
+def test_barrier_lets_no_rank_past_until_every_rank_has_reached_it(gloo):
+    """dist.barrier(): the last rank, late by half a second, leaves a mark before its
+    barrier; every rank finds the mark after its own (one that went through at once would
+    look before it is there)."""
+    mark = os.path.join(W.bcast(tempfile.mkdtemp(prefix="ring-barrier-") if RANK == 0
+                                else None), "reached")
+    if RANK == K - 1:
+        time.sleep(0.5)
+        open(mark, "w").close()
+    dist.barrier()
+    assert os.path.exists(mark), f"rank {RANK} left the barrier before rank {K - 1} reached it"
+    W.Barrier()  # (MPI's: no rank goes on to the next test's calls before all have looked)
 
 
 def test_the_list_forms_all_to_all_and_all_reduce_coalesced(gloo):
