@@ -111,3 +111,21 @@ def test_a_closed_segments_memory_comes_back_zero_to_the_next():
     assert not second.mem.copy_to_host().any()
     second.close()
     third.close()
+
+
+def test_a_segments_slots_follow_its_header_one_after_another():
+    """The stream path's slots on a GPU (ipc.InEnd / OutEnd take them from the segment and
+    the neighbour's mapping alike): nslots views of slot_bytes each, from the byte after
+    the counters' header, one after another, none overlapping; region() covers them all."""
+    from kernels.arrays import address
+    from ring.transport import ipc
+    seg = ipc.Segment(3, 4096)
+    try:
+        base = address(seg.mem)
+        slots = seg.slots()
+        assert [s.size for s in slots] == [4096] * 3
+        assert [address(s) - base for s in slots] == [ipc.HEADER + i * 4096 for i in range(3)]
+        assert address(seg.region()) - base == ipc.HEADER and seg.region().size == 3 * 4096
+        assert seg.header().size * 8 == ipc.HEADER
+    finally:
+        seg.close()

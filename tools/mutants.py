@@ -76,7 +76,8 @@ MUTANTS = {
 # torch, the waits across nodes), each with the tests that cover its code (OWN_TESTS,
 # --own-tests): results/mutants-since.md. A planted fault a campaign found no test for
 # (empty-no-post, host-walk-ignores-divisor, still-any-registration, find-misaligned-offset,
-# sim-buffers-get-no-view, int8-alltoall-avg-twice: equivalent, see there) is not listed.
+# sim-buffers-get-no-view, int8-alltoall-avg-twice, cuda-deregister-keeps-launches:
+# equivalent, see there) is not listed.
 P, KP = "ring/cuda/persistent.py", "ring/cuda/kernel_path.py"
 SINCE = {
     "kernel-credit-early": (
@@ -2632,6 +2633,33 @@ SINCE = {
         '        self._comms["host"].barrier()\n        return _done([])',
         "        return _done([])",
         "the torch backend's barrier returns at once, waiting for no rank"),
+    # the thirty-fourth campaign: the IPC segments' layout and reuse, the cuda backend's
+    # block swaps (cuda-deregister-keeps-launches, equivalent: results/mutants-since.md)
+    "ipc-slots-overlap": (
+        "ring/transport/ipc.py",
+        "        return [self.mem[HEADER + i * b:HEADER + (i + 1) * b] "
+        "for i in range(self.nslots)]",
+        "        return [self.mem[HEADER + i * b // 2:HEADER + i * b // 2 + b]\n"
+        "                for i in range(self.nslots)]",
+        "a segment's slots start half a slot apart: each overlaps the next"),
+    "ipc-kernel-stride-overlaps": (
+        "ring/transport/ipc.py",
+        "KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED, KERNEL_TOTALS = 32, 48, 16, 32",
+        "KERNEL_BASE, KERNEL_STRIDE, KERNEL_ACKED, KERNEL_TOTALS = 32, 32, 16, 32",
+        "the persistent kernel's channels' counter lines 32 words apart: a channel's totals "
+        "are the next channel's POSTED counter"),
+    "ipc-spare-not-cleared": (
+        "ring/transport/ipc.py",
+        "SPARES = Spares(zeroed, clear)",
+        "SPARES = Spares(zeroed, lambda mem: None)",
+        "a closed communicator's segment comes back for the next one with its counters and "
+        "flags as they were"),
+    "cuda-swap-blocks-untransposed": (
+        "ring/cuda/backend.py",
+        "                          src[(i * cols + j) * b:(i * cols + j + 1) * b])",
+        "                          src[(j * rows + i) * b:(j * rows + i + 1) * b])",
+        "the cuda device's block swap (the two-level all-to-all's) copies each block to its "
+        "own place"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -3116,6 +3144,15 @@ OWN_TESTS = {
     **{n: _REGISTERED for n in ("register-shared-process-taken", "register-span-short")},
     **{n: "tests/test_torch.py" for n in ("torch-reduce-scatter-list-reversed",
                                           "torch-barrier-noop")},
+    # the thirty-fourth campaign
+    "ipc-slots-overlap": "tests/test_keep.py "
+                         "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2] "
+                         "tests/test_mpi.py::test_call_sequences[cuda-stream-3]",
+    "ipc-kernel-stride-overlaps": "tests/test_program.py " + _KERNEL_RANKS,
+    "ipc-spare-not-cleared": "tests/test_keep.py "
+                             "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2] "
+                             + _KERNEL_RANKS,
+    "cuda-swap-blocks-untransposed": "tests/test_mpi.py::test_cuda_device_across_emulated_nodes",
 }
 
 
