@@ -12,7 +12,9 @@ that is too loose shows as an error or a wrong result:
   it. Each rank poisons its arrays as soon as its call returns (the caller may reuse them).
 
 Results are compared bit for bit with the in-process simulator's (tests/simulate.py), which
-walks the same steps through slots.
+walks the same steps through slots. Beside them, the executor's other choices: what goes
+through slots whatever its size (a 16-bit wire), the in-place all-to-all's blocks kept
+aside over shared memory (executor.in_place), and the chunk and step a timeout names.
 """
 
 import threading

@@ -4,6 +4,7 @@ DDP communication hook, and errors raised on every rank."""
 
 import contextlib
 import os
+import shutil
 import tempfile
 import time
 import warnings
@@ -162,14 +163,17 @@ def test_barrier_lets_no_rank_past_until_every_rank_has_reached_it(gloo):
     """dist.barrier(): the last rank, late by half a second, leaves a mark before its
     barrier; every rank finds the mark after its own (one that went through at once would
     look before it is there)."""
-    mark = os.path.join(W.bcast(tempfile.mkdtemp(prefix="ring-barrier-") if RANK == 0
-                                else None), "reached")
+    where = W.bcast(tempfile.mkdtemp(prefix="ring-barrier-") if RANK == 0 else None)
+    mark = os.path.join(where, "reached")
     if RANK == K - 1:
         time.sleep(0.5)
         open(mark, "w").close()
     dist.barrier()
-    assert os.path.exists(mark), f"rank {RANK} left the barrier before rank {K - 1} reached it"
-    W.Barrier()  # (MPI's: no rank goes on to the next test's calls before all have looked)
+    found = os.path.exists(mark)
+    W.Barrier()  # (MPI's: every rank has looked before the mark goes)
+    if RANK == 0:
+        shutil.rmtree(where)
+    assert found, f"rank {RANK} left the barrier before rank {K - 1} reached it"
 
 
 def test_the_list_forms_all_to_all_and_all_reduce_coalesced(gloo):
