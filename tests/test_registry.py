@@ -2,9 +2,10 @@
 driver (allocations that can be freed and made again at the same address)."""
 
 import pytest
-from numba import config
 
 from ring.transport.registry import Allocation, PeerMaps, Registry
+
+from .gpu import SIMULATED
 
 
 class Driver:
@@ -134,7 +135,7 @@ def test_allocation_holds(size):
     assert a.holds(100, size) and not a.holds(100, size + 1) and not a.holds(99, 1)
 
 
-@pytest.mark.skipif(not config.ENABLE_CUDASIM, reason="simipc's memory: Numba's simulator")
+@pytest.mark.skipif(not SIMULATED, reason="simipc's memory: Numba's simulator")
 def test_register_refuses_where_two_ranks_share_one_process():
     """A process cannot map its own memory through CUDA IPC: where two of the ranks that
     register are one process (the same host and pid), register answers False (every rank
