@@ -38,6 +38,9 @@ def gloo():
     g = dist.new_group(backend="gloo")
     yield g
     dist.destroy_process_group()
+    W.Barrier()  # every rank has let go of the store before its folder goes
+    if RANK == 0:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def data(dtype, n=37, seed=0):

@@ -7,6 +7,7 @@ where torch's NCCL is 2.30 or later, else a distinct NCCL_HOSTID per rank (NCCL 
 the ranks for separate hosts and talks over sockets)."""
 
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -42,6 +43,9 @@ def groups():
                             rank=RANK, world_size=K)
     yield {"gloo": dist.new_group(backend="gloo"), "nccl": dist.new_group(backend="nccl")}
     dist.destroy_process_group()
+    W.Barrier()  # every rank has let go of the store before its folder goes
+    if RANK == 0:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def data(dtype, n=37, seed=0):
