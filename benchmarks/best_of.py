@@ -5,8 +5,9 @@ implementation's, as issue 16's acceptance reads them (best of interleaved runs)
 
 For every (collective, dtype, op, size, in place) the fastest time of each implementation
 over the files, and other / ring (above 1: ring is faster). Prints a table; the lowest
-ratio last. A row with wrong results (`wrong` above 0) or an error is no time: it is left
-out, and the files' count of such rows printed; if any, the exit status is 1.
+ratio last. A row with wrong results (`wrong` above 0) or no time is no figure: it is left
+out, and the files' count of such rows printed; if any, the exit status is 1. (`error` is
+a lossy wire's measured error, not a failure.)
 """
 
 import argparse
@@ -17,17 +18,18 @@ from collections import defaultdict
 
 def best(files, impl):
     """({key: the fastest time}, {key: how many runs timed it}, rows left out: wrong results
-    or an error); key: (collective, dtype, op, nbytes, in place)."""
+    or no time); key: (collective, dtype, op, nbytes, in place)."""
     times, bad = defaultdict(list), 0
     for f in files:
         for r in json.load(open(f))["results"]:
             if r["impl"] != impl or r.get("skipped"):
                 continue
-            if (r.get("wrong") or 0) > 0 or r.get("error") or r.get("time_us") is None:
+            t = r.get("time_us")
+            if (r.get("wrong") or 0) > 0 or t is None or t != t:  # (t != t: NaN)
                 bad += 1
                 continue
             key = (r["collective"], r.get("dtype"), r.get("op"), r["nbytes"], r["in_place"])
-            times[key].append(r["time_us"])
+            times[key].append(t)
     return {k: min(v) for k, v in times.items()}, {k: len(v) for k, v in times.items()}, bad
 
 
@@ -64,7 +66,7 @@ def main():
         print(f"# lowest ratio: {worst[0]:.2f} at {coll} {dtype} {op} {size(nbytes)}"
               f"{' in place' if in_place else ''}")
     if bad_mine or bad_other:
-        print(f"# left out, wrong results or an error: {bad_mine} rows of {a.impl}, "
+        print(f"# left out, wrong results or no time: {bad_mine} rows of {a.impl}, "
               f"{bad_other} of {a.against}: not figures to quote")
         return 1
     return 0

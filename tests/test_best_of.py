@@ -62,15 +62,22 @@ def test_points_that_differ_in_dtype_op_or_place_are_not_mixed(tmp_path):
     # the first point in (collective, dtype, op, size, in place) order)
 
 
-def test_a_row_with_wrong_results_or_an_error_is_no_time(tmp_path):
-    """The fastest ring row is wrong, MPI's fastest failed: neither counts, the others
+def test_a_row_with_wrong_results_or_no_time_is_no_figure(tmp_path):
+    """The fastest ring row is wrong, MPI's fastest has no time: neither counts, the others
     give the ratio, and the run says what it left out and exits 1."""
-    rc, out = run(tmp_path, [row("ring", 1.0, wrong=3), row("mpi", 1.0, error="timed out",
-                                                                 time_us=None)],
+    rc, out = run(tmp_path, [row("ring", 1.0, wrong=3), row("mpi", float("nan"))],
                   [row("ring", 10.0), row("mpi", 20.0)])
     assert rc == 1, out
     assert ratios(out) == {("float32", "sum", "False"): 2.0}
-    assert "left out, wrong results or an error: 1 rows of ring, 1 of mpi" in out
+    assert "left out, wrong results or no time: 1 rows of ring, 1 of mpi" in out
+
+
+def test_a_lossy_wires_measured_error_is_no_failure(tmp_path):
+    """`error` is a compressed wire's measured error (harness/sweep.py), a figure: its row
+    counts; and `wrong` -1 (not checked) is no wrong result."""
+    rc, out = run(tmp_path, [row("ring", 10.0, error=0.004, wrong=-1), row("mpi", 30.0)])
+    assert rc == 0, out
+    assert ratios(out) == {("float32", "sum", "False"): 3.0}
 
 
 def test_skipped_rows_and_unmatched_points_print_nothing(tmp_path):

@@ -230,6 +230,30 @@ def test_acceptance_updates_the_summary_keys(tmp_path):
     assert s["allreduce_k2_vs_nccl"]["256MB"] == 0.64 and s["git_commit"].startswith("39d2af7")
 
 
+def test_acceptance_holds_no_point_of_a_run_with_wrong_results(tmp_path):
+    """The H200 run with ring made 100x faster holds issue 52's points; one wrong result
+    anywhere in it (here MPI's, which no point reads) and every point fails, --update refused."""
+    data = json.loads(Path("results/h200/allreduce-2ranks-nccl230-mps.json").read_text())
+    for r in data["results"]:
+        if r["impl"] == "ring":
+            r["time_us"] /= 100
+    fast = tmp_path / "fast.json"
+    fast.write_text(json.dumps(data))
+    out = subprocess.run([sys.executable, "tools/acceptance.py", str(fast)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "52: ring vs NCCL, 8 B - 1 MiB: worst" in out and "HOLDS" in out, out
+    odd = next(r for r in data["results"] if r["impl"] == "mpi")
+    odd["wrong"] = 1
+    fast.write_text(json.dumps(data))
+    summary = tmp_path / "s.json"
+    summary.write_text("{}")
+    p = subprocess.run([sys.executable, "tools/acceptance.py", str(fast), "--update",
+                        str(summary)], capture_output=True, text=True)
+    assert p.returncode == 1 and "HOLDS" not in p.stdout, p.stdout
+    assert "FAILS (#wrong 1 in this run)" in p.stdout and "not updated" in p.stdout
+    assert summary.read_text() == "{}"
+
+
 def test_acceptance_reads_the_kept_calls_enqueue_from_profile_call(tmp_path):
     """benchmarks/profile_call.py's --json: enqueue_us_comm_k2 (issue 52: <= 5 us) from the
     run with the default launch and algorithm, the others' under suffixed keys, and a

@@ -13,6 +13,8 @@ The points (float32 sum, out of place, the same run's NCCL >= 2.30):
       processes and 0.95x at 4; at 256 MiB and 4 processes at least 0.75 of the 2N minimum
 Ratios are NCCL's time over ring's (the same as bus bandwidth over bus bandwidth, as both
 move the same size). A point whose sizes or implementations the files lack is "not run".
+A row with wrong results (#wrong above 0) is no time; a run that has any holds no point
+(each reads FAILS), and --update refuses it: nothing is written, exit status 1.
 
 It also takes benchmarks/profile_call.py's JSONs (--json: gpu-session's step profile) for
 issue 52's host cost: a kept 8-byte call's time to enqueue at K processes is
@@ -36,7 +38,8 @@ def load(path: str) -> dict:
     times: dict = {}
     for r in data["results"]:
         if r["collective"] != "allreduce" or r["dtype"] != "float32" or r["op"] != "sum" \
-                or r["in_place"] or r.get("skipped") or r["time_us"] != r["time_us"]:
+                or r["in_place"] or r.get("skipped") or r["time_us"] != r["time_us"] \
+                or r["wrong"] > 0:
             continue
         times[(r["impl"], r["nbytes"])] = r
     return {"ranks": data["meta"]["ranks"], "meta": data["meta"], "by": times,
@@ -76,13 +79,20 @@ def ratios(run: dict, impl: str, lo: int, hi: int) -> dict[int, float]:
             for (i, n) in by if i == impl and lo <= n <= hi and ("nccl", n) in by}
 
 
-def point(label: str, got: dict[int, float], need: float) -> tuple[str, bool | None]:
+def verdict(ok: bool, wrong: int) -> str:
+    """HOLDS only where the run had no wrong results."""
+    return "HOLDS" if ok and not wrong else f"FAILS (#wrong {wrong} in this run)" if ok \
+        else "FAILS"
+
+
+def point(label: str, got: dict[int, float], need: float,
+          wrong: int = 0) -> tuple[str, bool | None]:
     if not got:
         return f"{label}: not run", None
     worst = min(got, key=got.get)
     ok = got[worst] >= need
     return (f"{label}: worst {got[worst]:.2f}x at {size(worst)} (need {need}x) "
-            f"{'HOLDS' if ok else 'FAILS'}"), ok
+            f"{verdict(ok, wrong)}"), ok and not wrong
 
 
 def size(n: int) -> str:
@@ -103,7 +113,7 @@ def check(runs: list[dict]) -> tuple[list[str], dict]:
                 ("53: ring vs NCCL, 8 MiB - 256 MiB", "ring", 8 * MIB, 256 * MIB, 1.3),
                 ("53: the ring alone vs NCCL, 32 MiB - 256 MiB", "ring-flat", 32 * MIB,
                  256 * MIB, 1.0 if k == 2 else 0.95)):
-            text, _ = point(label, ratios(run, impl, lo, hi), need)
+            text, _ = point(label, ratios(run, impl, lo, hi), need, run["wrong"])
             lines.append(text)
         by = run["by"]
         small = by.get(("ring", 8))
@@ -118,7 +128,7 @@ def check(runs: list[dict]) -> tuple[list[str], dict]:
             if k == 2 and not blocking:
                 ok = small["time_us"] <= 12
                 lines.append(f"52: ring's 8 B at 2 processes {small['time_us']:.1f} us "
-                             f"(need <= 12) {'HOLDS' if ok else 'FAILS'}")
+                             f"(need <= 12) {verdict(ok, run['wrong'])}")
             elif k == 2:
                 lines.append(f"ring's 8 B at 2 processes, blocking calls: "
                              f"{small['time_us']:.1f} us (reported)")
@@ -134,7 +144,7 @@ def check(runs: list[dict]) -> tuple[list[str], dict]:
                 ok = top["vs_min"] >= 0.75
                 lines.append(f"53: 256 MiB at 4 processes, {top['vs_min']:.2f} of the 2N "
                              f"minimum ({top.get('algo')}; need 0.75) "
-                             f"{'HOLDS' if ok else 'FAILS'}")
+                             f"{verdict(ok, run['wrong'])}")
     return lines, keys
 
 
@@ -157,6 +167,10 @@ def main(argv=None) -> int:
     lines += more
     keys.update(found)
     print("\n".join(lines))
+    wrong = sum(r["wrong"] for r in runs)
+    if a.update and wrong:
+        print(f"{a.update}: not updated: {wrong} wrong results in these runs")
+        return 1
     if a.update:
         meta = (runs or profiles)[0]["meta"]
         with open(a.update) as f:
