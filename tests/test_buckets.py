@@ -91,6 +91,9 @@ def test_unused_gradients_count_as_zeros_and_the_next_step_starts_clean():
     with pytest.raises(ValueError, match="twice"):
         b.ready(1)
         b.ready(1)
+    for wrong in (-1, 3):  # not the last gradient, nor past it
+        with pytest.raises(IndexError, match=r"ready\(%d\): gradients are numbered 0 to 2" % wrong):
+            b.ready(wrong)
 
 
 @pytest.mark.parametrize("as_view", [False, True])

@@ -409,6 +409,8 @@ class GradientBuckets:
     def ready(self, i: int) -> None:
         """Gradient i holds its value: pack it; start every bucket that is complete and
         whose predecessors have started. (Inside no_sync(): nothing but the check.)"""
+        if not 0 <= i < len(self._marked):  # (a negative i would mark another gradient)
+            raise IndexError(f"ready({i}): gradients are numbered 0 to {len(self._marked) - 1}")
         if self._marked[i]:
             raise ValueError(f"gradient {i} was marked ready twice in one step")
         self._marked[i] = True
