@@ -307,6 +307,23 @@ def test_pack_unpack_list(name):
         kernels.pack(dev(storage(np.zeros(3, t))), [dev(storage(arrs[0]))])
 
 
+def test_pack_takes_a_buffer_that_fits_exactly_and_refuses_one_element_short():
+    """The bucket's size check at its edge: arrays of 5 and 3 elements pack into 8 and come
+    back; with 7, pack and unpack both refuse, naming the sizes, and write nothing."""
+    arrs = [np.arange(5, dtype=np.float32), np.arange(10, 13, dtype=np.float32)]
+    buf = dev(np.zeros(8, np.float32))
+    kernels.pack(buf, [dev(a) for a in arrs])
+    assert (host(buf) == np.concatenate(arrs)).all()
+    back = [dev(np.zeros_like(a)) for a in arrs]
+    kernels.unpack(buf, back)
+    assert all((host(d) == a).all() for d, a in zip(back, arrs))
+    short = dev(np.full(7, -1, np.float32))
+    for fn in (kernels.pack, kernels.unpack):
+        with pytest.raises(ValueError, match="the arrays hold 8 elements, the buffer 7"):
+            fn(short, [dev(a) for a in arrs])
+    assert (host(short) == -1).all()
+
+
 def test_pack_unpack_strided():
     m = np.arange(6 * 9, dtype=np.float64).reshape(6, 9)
     d = dev(m)

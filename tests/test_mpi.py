@@ -146,7 +146,7 @@ def test_cuda_kernel_path(nprocs):
     select = (f"({first}) or scatter_and_allgather or in_place or two_slots or async_op or "
               f"kernel_launch or kept_signature or compiled_round or left_running or "
               f"ordered_after or blocking_calls or bad_stream or kept_call_beside or "
-              f"another_stream" +
+              f"another_stream or inbox_holds" +
               (f" or ({shots})" if nprocs > 1 else ""))
     rc, out, reports = pytest_under_mpi(nprocs, "tests/mpi/check_cuda.py", timeout=420,
                                         env=env, extra=["-k", select])

@@ -76,8 +76,8 @@ MUTANTS = {
 # torch, the waits across nodes), each with the tests that cover its code (OWN_TESTS,
 # --own-tests): results/mutants-since.md. A planted fault a campaign found no test for
 # (empty-no-post, host-walk-ignores-divisor, still-any-registration, find-misaligned-offset,
-# sim-buffers-get-no-view, int8-alltoall-avg-twice, cuda-deregister-keeps-launches:
-# equivalent, see there) is not listed.
+# sim-buffers-get-no-view (planted three times: look here first), int8-alltoall-avg-twice,
+# cuda-deregister-keeps-launches: equivalent, see there) is not listed.
 P, KP = "ring/cuda/persistent.py", "ring/cuda/kernel_path.py"
 SINCE = {
     "kernel-credit-early": (
@@ -2660,6 +2660,29 @@ SINCE = {
         "                          src[(j * rows + i) * b:(j * rows + i + 1) * b])",
         "the cuda device's block swap (the two-level all-to-all's) copies each block to its "
         "own place"),
+    # the thirty-fifth campaign
+    "pack-one-short-accepted": (
+        "kernels/pack.py", "    if total > buf.size:", "    if total > buf.size + 1:",
+        "the GPU's pack takes a bucket one element short of its arrays (the last element is "
+        "written past the buffer's end)"),
+    "shm-ack-one-early": (
+        "ring/transport/shm.py", "        self.acked[0] = self.received",
+        "        self.acked[0] = self.received + 1",
+        "the shared-memory receiver frees a slot one chunk early: the sender may overwrite "
+        "the chunk it reads next"),
+    "buckets-unready-bucket-never-starts": (
+        "ring/training/buckets.py",
+        "                zero(self._flats[b][off:off + self._views[i].size])\n"
+        "                self._pending[b] -= 1\n",
+        "                zero(self._flats[b][off:off + self._views[i].size])\n",
+        "a bucket with a gradient never marked ready is never started by wait(): its "
+        "gradients keep this rank's values"),
+    "oneshot-inbox-one-over": (
+        "ring/cuda/oneshot_kernel.py",
+        "    return count * words_per_element(itemsize) <= WORDS",
+        "    return count * words_per_element(itemsize) <= WORDS + words_per_element(itemsize)",
+        "the one-shot kernel takes a call one element longer than a sender's place in the "
+        "inbox: its last element lands in the next sender's place"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -3153,6 +3176,11 @@ OWN_TESTS = {
                              "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2] "
                              + _KERNEL_RANKS,
     "cuda-swap-blocks-untransposed": "tests/test_mpi.py::test_cuda_device_across_emulated_nodes",
+    # the thirty-fifth campaign
+    "pack-one-short-accepted": "tests/test_kernels.py tests/test_buckets.py",
+    "shm-ack-one-early": _HOST,
+    "buckets-unready-bucket-never-starts": "tests/test_buckets.py " + _RANKS3,
+    "oneshot-inbox-one-over": _KERNEL_RANKS + " tests/test_mpi.py::test_cuda_kernel_path_simple",
 }
 
 

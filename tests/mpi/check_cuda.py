@@ -763,6 +763,32 @@ def test_every_allreduce_algorithm_runs_each_op_on_one_buffer(gcomm, world, algo
         assert _host(got, np.float32).tobytes() == want.tobytes(), (algorithm, op)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_one_shot_kernel_takes_what_its_inbox_holds_and_no_more(gcomm, monkeypatch, dtype):
+    """A sender's place in the one-shot kernel's inbox holds oneshot_kernel.WORDS words (an
+    element of 8 bytes takes two): on the kernel path a call that fills it goes through the
+    kernel, one element more through the host-driven oneshot; both bit for bit the fold in
+    rank order, three calls each (both parities of the inbox, then the first again)."""
+    from ring.cuda import oneshot_kernel
+    k, r = gcomm.size, gcomm.rank
+    full = oneshot_kernel.WORDS // oneshot_kernel.words_per_element(np.dtype(dtype).itemsize)
+    bound, bind = [], oneshot_kernel.OneShot.bind
+
+    def binding(self, op, dtype_name, x, out, n, *rest):
+        bound.append(n)
+        return bind(self, op, dtype_name, x, out, n, *rest)
+    monkeypatch.setattr(oneshot_kernel.OneShot, "bind", binding)
+    for n in (full, full + 1):
+        for call in range(3):
+            inputs = [make(q, n, dtype, seed=call) for q in range(k)]
+            got = gcomm.allreduce(_gpu(inputs[r]), algorithm="oneshot")
+            assert_ran("oneshot", "allreduce")
+            want = reference.in_rank_order(inputs, "sum")
+            assert _host(got, inputs[0].dtype).tobytes() == want.tobytes(), (n, call)
+    assert (full in bound) == (PATH == "kernel" and k > 1), bound
+    assert full + 1 not in bound, bound
+
+
 @pytest.mark.parametrize("check", [True, False])
 def test_algorithms_taking_turns_reuse_their_areas_safely(world, check):
     """Calls alternate between the algorithms, so each parity of the GPU areas is written
