@@ -51,9 +51,19 @@ def _offsets(sizes: tuple[int, ...]):
     return cuda.to_device(np.cumsum((0,) + sizes[:-1], dtype=np.int64))
 
 
+def _one_dtype(what: str, buf, arrays) -> None:
+    """Pure data movement: every array of the buffer's dtype (a GPU's compiled kernel refuses
+    another one, the simulator would convert it: neither says why)."""
+    for i, a in enumerate(arrays):
+        if np.dtype(a.dtype) != np.dtype(buf.dtype):
+            raise TypeError(f"{what}: array {i} is {np.dtype(a.dtype)}, the buffer "
+                            f"{np.dtype(buf.dtype)}: one dtype (bfloat16 as uint16)")
+
+
 def _run_list(buf, arrays, into: bool, stream):
     if not arrays:
         return
+    _one_dtype("pack" if into else "unpack", buf, arrays)
     flat = tuple(a.reshape(a.size) for a in arrays)
     total = sum(a.size for a in flat)
     if total > buf.size:
@@ -92,11 +102,23 @@ def _strided_kernel(dtype: np.dtype, into: bool):
     return cuda.jit(types.void(t[::1], types.Array(t, 2, "A")))(_strided(into))
 
 
+def _check_strided(what: str, buf, view) -> None:
+    """A 2-D view of the buffer's dtype that the buffer holds (a GPU's kernel checks no
+    index: a short buffer would be written past its end)."""
+    if len(view.shape) != 2:
+        raise ValueError(f"{what}: a 2-D view, got {len(view.shape)}-D")
+    _one_dtype(what, buf, [view])
+    if view.size > buf.size:
+        raise ValueError(f"{what}: the view holds {view.size} elements, the buffer {buf.size}")
+
+
 def pack_strided(buf, view, *, stream=0):
+    _check_strided("pack_strided", buf, view)
     blocks, threads = grid(view.size)
     _strided_kernel(np.dtype(buf.dtype), True)[blocks, threads, stream](buf, view)
 
 
 def unpack_strided(buf, view, *, stream=0):
+    _check_strided("unpack_strided", buf, view)
     blocks, threads = grid(view.size)
     _strided_kernel(np.dtype(buf.dtype), False)[blocks, threads, stream](buf, view)

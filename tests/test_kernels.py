@@ -338,6 +338,29 @@ def test_pack_unpack_strided():
     assert (host(z) == want).all()
 
 
+def test_pack_refuses_another_dtype_and_a_strided_view_its_buffer_cannot_hold():
+    """Pure data movement in one dtype: an array or view of another is refused by name (a
+    GPU's compiled kernel would refuse it without saying why, the simulator convert it);
+    a strided view larger than its buffer, or not 2-D, too (a GPU's kernel checks no
+    index). Nothing is written."""
+    buf = dev(np.full(12, -1, np.float32))
+    for fn in (kernels.pack, kernels.unpack):
+        with pytest.raises(TypeError, match="array 1 is float64, the buffer float32"):
+            fn(buf, [dev(np.ones(3, np.float32)), dev(np.ones(3, np.float64))])
+    m = dev(np.arange(20, dtype=np.float32).reshape(4, 5))
+    for fn in (kernels.pack_strided, kernels.unpack_strided):
+        name = fn.__name__
+        with pytest.raises(TypeError, match="array 0 is int32, the buffer float32"):
+            fn(buf, dev(np.zeros((2, 2), np.int32)))
+        with pytest.raises(ValueError, match=f"{name}: the view holds 15 elements, the buffer 12"):
+            fn(buf, m[1:4, :])
+        with pytest.raises(ValueError, match=f"{name}: a 2-D view, got 1-D"):
+            fn(buf, m[0, :])
+    assert (host(buf) == -1).all() and (host(m) == np.arange(20).reshape(4, 5)).all()
+    kernels.pack_strided(buf, m[1:4, :4])  # 12: fits exactly
+    assert (host(buf) == np.arange(20, dtype=np.float32).reshape(4, 5)[1:4, :4].ravel()).all()
+
+
 @pytest.mark.parametrize("mode", ["fence", "acqrel", "ll"])
 def test_every_hand_off_carries_its_values_there_and_back(mode):
     """kernels/handoff.py's ping-pong (the hand-off microbenchmark): every value arrives
