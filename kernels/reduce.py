@@ -194,9 +194,19 @@ def fold_kernel_for(op: Op, dtype_name: str, k: int):
     return cuda.jit(sig)(_fold(mid, last, k))
 
 
-def _as_device(a, kd: KernelDtype):
+def _as_device(a, kd: KernelDtype, what: str):
+    """a as a device array of kd's storage: of that dtype, or of kd's own (float16 as
+    uint16 bits); another dtype is refused (its bits would be read as kd's: int32 as
+    float32, say, and the sum silently wrong)."""
     a = as_device(a)
-    return a.view(kd.storage) if a.dtype != kd.storage else a
+    if a.dtype == kd.storage:
+        return a
+    if np.dtype(a.dtype).name != kd.name:
+        storage = np.dtype(kd.storage).name
+        takes = kd.name if storage == kd.name else f"{kd.name}, or its bits as {storage}"
+        raise TypeError(f"{what}: an array of {np.dtype(a.dtype).name} in a call on "
+                        f"{kd.name} (it takes {takes})")
+    return a.view(kd.storage)
 
 
 def _aligned4(*arrays) -> bool:
@@ -208,7 +218,7 @@ def launch_args(op, out, a, b, out2=None, nranks: int = 1, dtype=None):
     op = op if isinstance(op, Op) else Op(op)
     kd = kernel_dtype(dtype if dtype is not None else out.dtype)
     outs = (out,) if out2 is None else (out, out2)
-    arrays = [_as_device(x, kd) for x in (*outs, a, b)]
+    arrays = [_as_device(x, kd, "reduce_copy") for x in (*outs, a, b)]
     n = arrays[0].size
     if any(x.size != n for x in arrays):
         raise ValueError(f"reduce_copy: arrays differ in length: {[x.size for x in arrays]}")
@@ -238,8 +248,8 @@ def fold_args(out, parts, op=Op.SUM, *, nranks: int | None = None, dtype=None):
         raise ValueError(f"fold: at least two parts, got {len(parts)}")
     op = op if isinstance(op, Op) else Op(op)
     kd = kernel_dtype(dtype if dtype is not None else out.dtype)
-    out = _as_device(out, kd)
-    parts = tuple(_as_device(p, kd) for p in parts)
+    out = _as_device(out, kd, "fold")
+    parts = tuple(_as_device(p, kd, "fold") for p in parts)
     if any(p.size != out.size for p in parts):
         raise ValueError(f"fold: arrays differ in length: {[out.size] + [p.size for p in parts]}")
     if out.size == 0:

@@ -123,6 +123,29 @@ def test_arrays_of_different_lengths_are_refused():
         kernels.fold(out, [a, b])
 
 
+def test_arrays_of_another_dtype_are_refused_and_16_bit_floats_may_come_as_bits():
+    """reduce_copy and fold take arrays of the call's dtype or of its storage (float16 as
+    uint16 bits): an int32 input to a float32 sum is refused by name, not read as float32
+    bits (a silently wrong sum, the GPU's and the simulator's alike)."""
+    out, b = dev(np.zeros(4, np.float32)), dev(np.ones(4, np.float32))
+    ints = dev(np.arange(4, dtype=np.int32))
+    with pytest.raises(TypeError, match=r"reduce_copy: an array of int32 in a call on float32 "
+                                        r"\(it takes float32\)"):
+        kernels.reduce_copy(out, ints, b)
+    with pytest.raises(TypeError, match="fold: an array of int32 in a call on float32"):
+        kernels.fold(out, [b, ints])
+    with pytest.raises(TypeError, match=r"an array of int16 in a call on float16 \(it takes "
+                                        r"float16, or its bits as uint16\)"):
+        kernels.reduce_copy(dev(np.zeros(4, np.float16)), dev(np.ones(4, np.int16)),
+                            dev(np.ones(4, np.float16)))
+    h = dev(np.full(4, 1.5, np.float16))
+    bits = dev(np.full(4, 2.0, np.float16).view(np.uint16))
+    o = dev(np.zeros(4, np.float16))
+    kernels.reduce_copy(o, h, bits)
+    assert (host(o) == 3.5).all()
+    assert (host(out) == 0).all()
+
+
 @pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
 def test_nan_and_inf(name):
     t = host_dtype(name)
