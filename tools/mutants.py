@@ -2683,6 +2683,29 @@ SINCE = {
         "    return count * words_per_element(itemsize) <= WORDS + words_per_element(itemsize)",
         "the one-shot kernel takes a call one element longer than a sender's place in the "
         "inbox: its last element lands in the next sender's place"),
+    # the thirty-sixth campaign
+    "reduce-copy-views-any-dtype": (
+        "kernels/reduce.py", "    if np.dtype(a.dtype).name != kd.name:", "    if False:",
+        "reduce_copy and fold read an array of any dtype as the call's bits (an int32 input "
+        "to a float32 sum)"),
+    "pack-strided-unbounded": (
+        "kernels/pack.py", "    if view.size > buf.size:",
+        "    if view.size > buf.size + view.shape[1]:",
+        "pack_strided takes a view a row longer than its buffer (a GPU's kernel writes past "
+        "the buffer's end)"),
+    "buckets-ready-negative-taken": (
+        "ring/training/buckets.py", "        if not 0 <= i < len(self._marked):",
+        "        if i >= len(self._marked):",
+        "GradientBuckets.ready(-1) marks the last gradient"),
+    "twoshot-halves-one-rank-no-copy": (
+        "ring/algorithms/twoshot.py",
+        "                if not c.in_place:\n                    ctx.backend.copy(c.out, c.x)\n",
+        "                if False:\n                    ctx.backend.copy(c.out, c.x)\n",
+        "the cuda device's twoshot reduce-scatter / all-gather on one rank leaves out unwritten"),
+    "oneshot-kernel-seqs-one-block": (
+        "ring/cuda/oneshot_kernel.py", "            seqs[b] = seq", "            seqs[0] = seq",
+        "the one-shot kernel's blocks all write their sequence number into block 0's: block "
+        "0's goes back, the others' never move on (a stale word carries the call's flag)"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -3181,6 +3204,14 @@ OWN_TESTS = {
     "shm-ack-one-early": _HOST,
     "buckets-unready-bucket-never-starts": "tests/test_buckets.py " + _RANKS3,
     "oneshot-inbox-one-over": _KERNEL_RANKS + " tests/test_mpi.py::test_cuda_kernel_path_simple",
+    # the thirty-sixth campaign
+    "reduce-copy-views-any-dtype": "tests/test_kernels.py",
+    "pack-strided-unbounded": "tests/test_kernels.py tests/test_buckets.py",
+    "buckets-ready-negative-taken": "tests/test_buckets.py",
+    "twoshot-halves-one-rank-no-copy": "tests/test_mpi.py::test_cuda_kernel_path[1] "
+                                       "tests/test_mpi.py::test_cuda_registered_buffers[1]",
+    "oneshot-kernel-seqs-one-block": _KERNEL_RANKS
+                                     + " tests/test_mpi.py::test_cuda_kernel_path_simple",
 }
 
 
