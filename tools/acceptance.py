@@ -81,8 +81,9 @@ def ratios(run: dict, impl: str, lo: int, hi: int) -> dict[int, float]:
 
 def verdict(ok: bool, wrong: int) -> str:
     """HOLDS only where the run had no wrong results."""
-    return "HOLDS" if ok and not wrong else f"FAILS (#wrong {wrong} in this run)" if ok \
-        else "FAILS"
+    if not ok:
+        return "FAILS"
+    return f"FAILS (#wrong {wrong} in this run)" if wrong else "HOLDS"
 
 
 def point(label: str, got: dict[int, float], need: float,

@@ -4,8 +4,6 @@ DDP communication hook, and errors raised on every rank."""
 
 import contextlib
 import os
-import shutil
-import tempfile
 import time
 import warnings
 
@@ -20,6 +18,7 @@ import ring  # noqa: E402
 from ring import MismatchError  # noqa: E402
 
 from ..gpu import CUDA_OR_SIM  # noqa: E402
+from .conftest import shared_folder  # noqa: E402
 
 W = MPI.COMM_WORLD
 K, RANK = W.size, W.rank
@@ -32,15 +31,12 @@ DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int
 @pytest.fixture(scope="module")
 def gloo():
     """The default group on ring; a gloo group over the same ranks to compare with."""
-    where = W.bcast(tempfile.mkdtemp(prefix="ring-torch-") if RANK == 0 else None)
-    dist.init_process_group("ring", init_method=f"file://{os.path.join(where, 'store')}",
-                            rank=RANK, world_size=K)
-    g = dist.new_group(backend="gloo")
-    yield g
-    dist.destroy_process_group()
-    W.Barrier()  # every rank has let go of the store before its folder goes
-    if RANK == 0:
-        shutil.rmtree(where, ignore_errors=True)
+    with shared_folder(W, "ring-torch-") as where:
+        dist.init_process_group("ring", init_method=f"file://{os.path.join(where, 'store')}",
+                                rank=RANK, world_size=K)
+        g = dist.new_group(backend="gloo")
+        yield g
+        dist.destroy_process_group()
 
 
 def data(dtype, n=37, seed=0):
@@ -166,16 +162,13 @@ def test_barrier_lets_no_rank_past_until_every_rank_has_reached_it(gloo):
     """dist.barrier(): the last rank, late by half a second, leaves a mark before its
     barrier; every rank finds the mark after its own (one that went through at once would
     look before it is there)."""
-    where = W.bcast(tempfile.mkdtemp(prefix="ring-barrier-") if RANK == 0 else None)
-    mark = os.path.join(where, "reached")
-    if RANK == K - 1:
-        time.sleep(0.5)
-        open(mark, "w").close()
-    dist.barrier()
-    found = os.path.exists(mark)
-    W.Barrier()  # (MPI's: every rank has looked before the mark goes)
-    if RANK == 0:
-        shutil.rmtree(where)
+    with shared_folder(W, "ring-barrier-") as where:  # (its MPI barrier: every rank has
+        mark = os.path.join(where, "reached")          # looked before the mark goes)
+        if RANK == K - 1:
+            time.sleep(0.5)
+            open(mark, "w").close()
+        dist.barrier()
+        found = os.path.exists(mark)
     assert found, f"rank {RANK} left the barrier before rank {K - 1} reached it"
 
 

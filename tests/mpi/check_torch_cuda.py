@@ -7,8 +7,6 @@ where torch's NCCL is 2.30 or later, else a distinct NCCL_HOSTID per rank (NCCL 
 the ranks for separate hosts and talks over sockets)."""
 
 import os
-import shutil
-import tempfile
 
 import pytest
 from mpi4py import MPI
@@ -19,6 +17,8 @@ if not torch.cuda.is_available():
 import torch.distributed as dist  # noqa: E402
 
 import ring.torch  # noqa: E402,F401  (registers the backend)
+
+from .conftest import shared_folder  # noqa: E402
 
 W = MPI.COMM_WORLD
 K, RANK = W.size, W.rank
@@ -38,14 +38,11 @@ else:
 def groups():
     """The default group on ring; gloo and NCCL groups over the same ranks."""
     torch.cuda.set_device(DEV)
-    where = W.bcast(tempfile.mkdtemp(prefix="ring-torch-cuda-") if RANK == 0 else None)
-    dist.init_process_group("ring", init_method=f"file://{os.path.join(where, 'store')}",
-                            rank=RANK, world_size=K)
-    yield {"gloo": dist.new_group(backend="gloo"), "nccl": dist.new_group(backend="nccl")}
-    dist.destroy_process_group()
-    W.Barrier()  # every rank has let go of the store before its folder goes
-    if RANK == 0:
-        shutil.rmtree(where, ignore_errors=True)
+    with shared_folder(W, "ring-torch-cuda-") as where:
+        dist.init_process_group("ring", init_method=f"file://{os.path.join(where, 'store')}",
+                                rank=RANK, world_size=K)
+        yield {"gloo": dist.new_group(backend="gloo"), "nccl": dist.new_group(backend="nccl")}
+        dist.destroy_process_group()
 
 
 def data(dtype, n=37, seed=0):

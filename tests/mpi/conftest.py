@@ -3,6 +3,9 @@
 import json
 import logging
 import os
+import shutil
+import tempfile
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -69,6 +72,18 @@ def pytest_unconfigure(config):
         sys.stdout.flush()
         sys.stderr.flush()
         MPI.COMM_WORLD.Abort(_status["exit"])
+
+
+@contextmanager
+def shared_folder(comm, prefix: str):
+    """A temporary folder that rank 0 of comm makes and every rank is told; once every rank
+    has left the block, it goes (not after an error: a rank that raised may leave the others
+    short of the barrier)."""
+    where = comm.bcast(tempfile.mkdtemp(prefix=prefix) if comm.rank == 0 else None)
+    yield where
+    comm.Barrier()
+    if comm.rank == 0:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def same_everywhere(world, a: np.ndarray) -> bool:
