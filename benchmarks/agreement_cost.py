@@ -14,12 +14,13 @@ import numpy as np
 from mpi4py import MPI
 
 import ring
+from harness.sizes import at_least
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--blocks", type=int, default=15)
-    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--blocks", type=at_least(1), default=15)
+    ap.add_argument("--calls", type=at_least(1), default=2000)
     ap.add_argument("--algorithms", default="", help="comma list: rows for each (check on, off)")
     ap.add_argument("--bytes", type=int, default=8, help="float32 bytes per call (a multiple of 4)")
     a = ap.parse_args()

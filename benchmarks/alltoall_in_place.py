@@ -15,13 +15,14 @@ import numpy as np
 from mpi4py import MPI
 
 import ring
+from harness.sizes import at_least
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=float, default=16, help="MB of float32 per rank")
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--calls", type=int, default=3)
+    ap.add_argument("--rounds", type=at_least(1), default=7)
+    ap.add_argument("--calls", type=at_least(1), default=3)
     a = ap.parse_args()
     world = MPI.COMM_WORLD
     k = world.size

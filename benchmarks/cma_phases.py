@@ -24,6 +24,7 @@ from mpi4py import MPI
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # noqa: E402 (harness)
 import ring  # noqa: E402
+from harness.sizes import at_least  # noqa: E402
 from harness import meta  # noqa: E402
 from ring.algorithms import cma  # noqa: E402
 
@@ -32,7 +33,7 @@ MODES = (("one phase", 1 << 62, "cma"), ("two phases", 1, "cma"), ("flat ring", 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=at_least(1), default=5)
     ap.add_argument("--in-place", action="store_true")
     ap.add_argument("--collective", choices=("allreduce", "reduce"), default="allreduce")
     ap.add_argument("--json")

@@ -43,7 +43,7 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import ring  # noqa: E402
-from harness.sizes import parse_size  # noqa: E402
+from harness.sizes import at_least, parse_size  # noqa: E402
 from ring.buckets import GradientBuckets  # noqa: E402
 from ring.training.int8_reduce import choose  # noqa: E402
 
@@ -93,7 +93,7 @@ def node_major(world: MPI.Comm) -> MPI.Comm:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1M,16M,64M")
-    ap.add_argument("--reps", type=int, default=8)
+    ap.add_argument("--reps", type=at_least(1), default=8)
     ap.add_argument("--device", default="host", choices=["host", "cuda"])
     ap.add_argument("--chunk-bytes", help="the communicator's chunk_bytes (default: its own)")
     ap.add_argument("--slots", type=int, help="the communicator's nslots (default: its own)")

@@ -22,6 +22,7 @@ from mpi4py import MPI
 from numba import njit
 
 import ring
+from harness.sizes import at_least
 from ring.host import compiled_cma, compiled_round, repeated, repeated_cma
 from ring.schedule import Collective
 
@@ -35,7 +36,7 @@ def nothing(plan, x, out, number, seq, spins, yields, memory):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--count", type=int, default=2, help="float32 elements a rank")
-    ap.add_argument("--calls", type=int, default=200_000)
+    ap.add_argument("--calls", type=at_least(1), default=200_000)
     args = ap.parse_args()
     comm = ring.Communicator(device="host")
     k, r, n = comm.size, comm.rank, args.count

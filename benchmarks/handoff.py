@@ -10,13 +10,14 @@ import json
 import sys
 
 from harness.meta import describe
+from harness.sizes import at_least
 from kernels.handoff import MODES, measure
 from kernels.launch import simulated
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trips", type=int, default=2000)
+    ap.add_argument("--trips", type=at_least(1), default=2000)
     ap.add_argument("--threads", type=int, default=512,
                     help="threads per block with two blocks (barriers when > 32)")
     ap.add_argument("--json")

@@ -18,6 +18,7 @@ import numpy as np
 from mpi4py import MPI
 
 import ring
+from harness.sizes import at_least
 from ring.options import DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS
 from ring.transport.mpi import MpiRecv, MpiSend
 
@@ -36,8 +37,8 @@ def main():
     ap.add_argument("--chunks", default=str(DEFAULT_CHUNK_BYTES["host"]),
                     help="comma list of chunk_bytes to try (default: the library default)")
     ap.add_argument("--slots", type=int, default=DEFAULT_SLOTS)
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--rounds", type=at_least(1), default=7)
+    ap.add_argument("--iters", type=at_least(1), default=5)
     ap.add_argument("--in-place", action="store_true", help="out is x (MPI: MPI.IN_PLACE)")
     ap.add_argument("--staged", action="store_true")
     a = ap.parse_args()

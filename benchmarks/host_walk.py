@@ -19,14 +19,14 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import ring  # noqa: E402
-from harness.sizes import human, parse_size  # noqa: E402
+from harness.sizes import at_least, human, parse_size  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1M,2M,8M,16M")
     ap.add_argument("--chunks", default="64K,256K,1M")
-    ap.add_argument("--blocks", type=int, default=7)
+    ap.add_argument("--blocks", type=at_least(1), default=7)
     ap.add_argument("--json")
     a = ap.parse_args()
     world = MPI.COMM_WORLD

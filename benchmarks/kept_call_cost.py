@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 
 import ring  # noqa: E402
+from harness.sizes import at_least  # noqa: E402
 from kernels import bound_launch  # noqa: E402
 from ring.host import repeated  # noqa: E402
 from ring.schedule import Collective  # noqa: E402
@@ -95,7 +96,7 @@ def measure(c, algorithm: str, calls: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--algorithm", default="ring,oneshot,twoshot")
-    ap.add_argument("--calls", type=int, default=3000)
+    ap.add_argument("--calls", type=at_least(1), default=3000)
     ap.add_argument("--json")
     a = ap.parse_args()
     rows = []

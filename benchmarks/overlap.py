@@ -28,19 +28,20 @@ from mpi4py import MPI  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import ring  # noqa: E402
+from harness.sizes import at_least  # noqa: E402
 from ring.buckets import GradientBuckets  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--layers", type=at_least(1), default=8)
     ap.add_argument("--grad-mb", type=float, default=4.0, help="gradient per layer (float32)")
     ap.add_argument("--compute", type=int, default=384, help="n of the n x n product per layer")
     ap.add_argument("--sleep-ms", type=float, default=0.0,
                     help="instead of the products, sleep this long per layer: compute done "
                          "elsewhere (an accelerator), the host's cores free meanwhile")
     ap.add_argument("--bucket-mb", type=float, default=8.0)
-    ap.add_argument("--steps", type=int, default=15)
+    ap.add_argument("--steps", type=at_least(1), default=15)
     ap.add_argument("--json")
     a = ap.parse_args()
     world = MPI.COMM_WORLD

@@ -31,6 +31,7 @@ import numpy as np
 from numba import cuda
 
 import ring
+from harness.sizes import at_least
 from kernels.bound_launch import BoundLaunch, launcher
 
 
@@ -38,13 +39,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--group", type=int, default=0, help="ranks of a ring.Group (else: Communicator)")
     ap.add_argument("--device", default="cuda")
-    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--calls", type=at_least(1), default=200)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--count", type=int, default=2, help="float32 elements per call")
     ap.add_argument("--algorithm", default="auto", help="Communicator's algorithm")
     ap.add_argument("--path", default="stream", help="data path: stream, copy or kernel")
     ap.add_argument("--blocking", action="store_true", help="Communicator(blocking=True)")
-    ap.add_argument("--burst", type=int, default=200, help="calls a burst, for the enqueue time")
+    ap.add_argument("--burst", type=at_least(1), default=200,
+                    help="calls a burst, for the enqueue time")
     ap.add_argument("--no-launch", action="store_true",
                     help="after the warm-up, bound launches do nothing: the host's work alone")
     ap.add_argument("--json", help="rank 0 writes the figures and the run's meta here")

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import mlp  # noqa: E402
 
 import ring  # noqa: E402
+from harness.sizes import at_least  # noqa: E402
 from ring.buckets import GradientBuckets  # noqa: E402
 
 
@@ -124,8 +125,8 @@ def loss(params, x, y) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--steps", type=at_least(1), default=200)
+    ap.add_argument("--batch", type=at_least(1), default=64)
     ap.add_argument("--bucket-bytes", type=int, default=16 << 10)
     ap.add_argument("--densities", default="0.1,0.01,0.001")
     ap.add_argument("--momentum", type=float, default=0.9, help="SGD's (the examples': 0.9)")

@@ -25,6 +25,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import ring  # noqa: E402
+from harness.sizes import at_least  # noqa: E402
 import ring.torch  # noqa: E402
 
 
@@ -36,10 +37,10 @@ HOOK_NAMES = {"allreduce": "ring hook over gloo", "bf16": "ring bf16 hook",
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--layers", type=int, default=8)
-    ap.add_argument("--width", type=int, default=1024)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--layers", type=at_least(1), default=8)
+    ap.add_argument("--width", type=at_least(1), default=1024)
+    ap.add_argument("--batch", type=at_least(1), default=32)
+    ap.add_argument("--steps", type=at_least(1), default=20)
     ap.add_argument("--hooks", default="allreduce",
                     help="ring's DDP hooks to time over gloo: allreduce,bf16,fp16,topk")
     ap.add_argument("--density", type=float, default=0.01, help="the topk hook's")

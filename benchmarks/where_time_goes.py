@@ -21,6 +21,7 @@ import numpy as np
 from numba import cuda
 
 import ring
+from harness.sizes import at_least
 import ring.cuda.enqueue as enq
 import sys
 
@@ -95,9 +96,9 @@ def one(k, nbytes, chunk, path, reps):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--ranks", type=at_least(1), default=4)
     ap.add_argument("--mib", type=int, default=256)
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=at_least(1), default=3)
     ap.add_argument("--json")
     a = ap.parse_args()
     rows = [one(a.ranks, a.mib << 20, chunk, path, a.reps)

@@ -27,7 +27,7 @@ from ringtypes import DATA_ONLY, DTYPES, FLOATING, parse_dtype
 from . import buffers, meta, roofline, table
 from .collectives import ALIASES, COLLECTIVES
 from .impls import IMPLS, Ring
-from .sizes import parse_size, parse_sizes, sizes, with_also
+from .sizes import at_least, parse_size, parse_sizes, sizes, with_also
 from .sweep import run_case
 
 DTYPE_ALIASES = {"float": "float32", "half": "float16", "double": "float64", "int": "int32",
@@ -54,8 +54,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-i", "--stepbytes", type=parse_size, default=parse_size("1M"))
     p.add_argument("-a", "--also", metavar="SIZES", type=parse_sizes,
                    help="sizes to measure besides the -b/-e/-f grid, a comma list (64M,1G)")
-    p.add_argument("-n", "--iters", type=int, default=20)
-    p.add_argument("-w", "--warmup_iters", type=int, default=5)
+    p.add_argument("-n", "--iters", type=at_least(1), default=20)
+    p.add_argument("-w", "--warmup_iters", type=at_least(0), default=5)
     p.add_argument("-c", "--check", type=int, default=1)
     p.add_argument("-d", "--datatype", default="float32", help="a dtype, or 'all'")
     p.add_argument("-o", "--op", default="sum", help="sum, prod, min, max, avg, or 'all'")
@@ -100,6 +100,11 @@ def main(argv=None) -> int:
         from . import tune
         return tune.main(argv[1:])
     args = parser().parse_args(argv)
+    try:
+        grid = with_also(sizes(args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes),
+                         args.also)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     if args.plot and not args.json:
         raise SystemExit("--plot draws from the results file: give --json too")
     if args.plot:
@@ -212,8 +217,7 @@ def main(argv=None) -> int:
         for op in ops:
             if op == "avg" and dtype not in FLOATING:
                 continue
-            for nbytes in with_also(sizes(args.minbytes, args.maxbytes, args.stepfactor,
-                                          args.stepbytes), args.also):
+            for nbytes in grid:
                 if rank0:
                     print(f"[{coll.name} {dt} {op} {nbytes} B]", file=sys.stderr, flush=True)
                 case = {}

@@ -1,6 +1,10 @@
-"""Message sizes as nccl-tests reads and steps them: 8, 1K, 64M, 1G; -f factor or -i step."""
+"""Message sizes as nccl-tests reads and steps them: 8, 1K, 64M, 1G; -f factor or -i step;
+and the counts the command lines take (-n calls, --rounds), none below what makes a figure."""
 
 from __future__ import annotations
+
+import argparse
+import math
 
 
 def parse_size(text: str) -> int:
@@ -10,14 +14,41 @@ def parse_size(text: str) -> int:
 
 
 def sizes(begin: int, end: int, factor: float, step: int) -> list[int]:
+    """-b begin to -e end, times -f factor where it is above 1, else plus -i step. A grid
+    that would run nothing or never end is a ValueError saying why (nccl-tests refuses -b
+    above -e too); a factor too small to move a size by a byte steps it by one."""
+    if begin < 0:
+        raise ValueError(f"-b {begin}: sizes are 0 bytes or more")
+    if end < begin:
+        raise ValueError(f"-e {end} is below -b {begin}: nothing to run")
+    if not math.isfinite(factor):
+        raise ValueError(f"-f {factor}: a finite factor")
+    if end > begin:
+        if factor <= 1 and step <= 0:
+            raise ValueError(f"-f {factor:g} -i {step}: no step from -b {begin} to -e {end}: "
+                             "a factor above 1, or a step above 0")
+        if factor > 1 and begin == 0:
+            raise ValueError(f"-b 0 times -f {factor:g} stays 0: start at 1 byte or more, "
+                             "or step with -i")
     out, s = [], begin
     while s <= end:
         out.append(s)
-        s = s * factor if factor > 1 else s + step
-        s = int(s)
-        if step == 0 and factor <= 1:
+        if s == end:
             break
+        s = max(int(s * factor), s + 1) if factor > 1 else s + step
     return out
+
+
+def at_least(low: int):
+    """An argparse type: an integer, low or more (-n 0 would print the mean time of no call,
+    --rounds 0 a best of none); below it, argparse's error names the flag and both numbers."""
+    def parse(text: str) -> int:
+        n = int(text)
+        if n < low:
+            raise argparse.ArgumentTypeError(f"at least {low}, got {n}")
+        return n
+    parse.__name__ = f"integer (at least {low})"  # what argparse calls a word like "two"
+    return parse
 
 
 def parse_sizes(text: str) -> list[int]:

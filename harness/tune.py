@@ -41,7 +41,7 @@ from ring.algorithms import BY_NAME
 from . import buffers, meta
 from .collectives import COLLECTIVES
 from .model import fit
-from .sizes import parse_size, sizes
+from .sizes import at_least, parse_size, sizes
 
 ALL = tuple(BY_NAME)  # every algorithm; those that cannot run here are left out
 
@@ -166,7 +166,7 @@ def main(argv) -> int:
     p.add_argument("-b", "--minbytes", type=parse_size, default=8)
     p.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("64M"))
     p.add_argument("-f", "--stepfactor", type=float, default=4)
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=at_least(1), default=5)
     p.add_argument("--algos", default=",".join(ALL))
     p.add_argument("--device", choices=("host", "cuda"), default="host")
     p.add_argument("--collective", choices=sorted(COLLECTIVES), default="allreduce")
@@ -178,6 +178,10 @@ def main(argv) -> int:
     p.add_argument("-I", "--in-place", action="store_true",
                    help="the calls in place, for rules that decide the in-place calls")
     args = p.parse_args(argv)
+    try:
+        grid = sizes(args.minbytes, args.maxbytes, args.stepfactor, 0)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     if args.in_place and COLLECTIVES[args.collective].rooted:
         raise SystemExit(f"-I: {args.collective} has a root, whose in place is its own "
                          "business: no rule can depend on it")
@@ -188,8 +192,8 @@ def main(argv) -> int:
     bufs = buffers.for_rank(args.device, world)
     with ring.Communicator(world, device=args.device) as comm:
         nodes = comm.nodes
-        best = measure(world, comm, algos, sizes(args.minbytes, args.maxbytes, args.stepfactor, 0),
-                       args.rounds, bufs, args.collective, args.register, args.in_place)
+        best = measure(world, comm, algos, grid, args.rounds, bufs, args.collective,
+                       args.register, args.in_place)
     if world.rank != 0:
         return 0
     # on the cuda device, where registration decides the two-shot's bytes, each rule says

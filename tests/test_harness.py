@@ -1,6 +1,7 @@
 """The harness: pure parts here, then whole sweeps under mpiexec."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,50 @@ def test_sizes_parse_like_nccl_tests():
     assert parse_size("1G") == 1 << 30 and parse_size("1.5K") == 1536 and parse_size("4kb") == 4096
     assert sizes(8, 1024, 4, 0) == [8, 32, 128, 512]
     assert sizes(100, 400, 1, 100) == [100, 200, 300, 400]  # -i step when -f is 1
+
+
+@pytest.mark.parametrize("begin,end,factor,step,why", [
+    (1024, 512, 2, 0, "-e 512 is below -b 1024"),
+    (-8, 64, 2, 0, "-b -8: sizes are 0 bytes or more"),
+    (8, 64, 1, 0, "no step from -b 8 to -e 64"),
+    (8, 64, 1, -8, "no step from -b 8 to -e 64"),
+    (8, 64, 0.5, 0, "no step from -b 8 to -e 64"),
+    (0, 64, 2, 0, "-b 0 times -f 2 stays 0"),
+    (8, 64, float("inf"), 0, "-f inf: a finite factor"),
+    (8, 64, float("nan"), 8, "-f nan: a finite factor")])
+def test_a_grid_that_is_empty_or_never_ends_is_refused(begin, end, factor, step, why):
+    """nccl-tests refuses -b above -e; a grid with no step (or 0 times a factor) would run
+    forever, one below 0 would allocate a negative size: each is a ValueError saying which."""
+    with pytest.raises(ValueError, match=re.escape(why)):
+        sizes(begin, end, factor, step)
+
+
+def test_a_grid_steps_on_whatever_the_factor():
+    """a factor too small to move a size by a byte still steps it by one: the grid ends."""
+    assert sizes(8, 12, 1.01, 0) == [8, 9, 10, 11, 12]
+    assert sizes(8, 8, 1, 0) == [8] and sizes(0, 0, 2, 0) == [0]
+    assert sizes(0, 64, 1, 32) == [0, 32, 64]
+
+
+@pytest.mark.parametrize("argv,why", [
+    (["allreduce", "-n", "0"], "argument -n/--iters: at least 1, got 0"),
+    (["allreduce", "-n", "-3"], "argument -n/--iters: at least 1, got -3"),
+    (["allreduce", "-w", "-1"], "argument -w/--warmup_iters: at least 0, got -1"),
+    (["allreduce", "-n", "two"], "argument -n/--iters: invalid integer (at least 1) value"),
+    (["allreduce", "-b", "1K", "-e", "512"], "-e 512 is below -b 1024"),
+    (["allreduce", "-b", "8", "-e", "64", "-f", "1", "-i", "-8"], "no step from -b 8"),
+    (["tune", "--rounds", "0", "--out", "t.json"], "argument --rounds: at least 1, got 0"),
+    (["tune", "-b", "8", "-e", "64", "-f", "1", "--out", "t.json"], "no step from -b 8")])
+def test_counts_and_grids_that_cannot_give_a_figure_are_refused(argv, why, tmp_path,
+                                                                 monkeypatch, capsys):
+    """-n 0 printed a time for no call (the mean of none), -b above -e ran nothing without
+    a word, -i -8 never ended: each is refused before any rank starts, with the reason."""
+    from harness.__main__ import main
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code != 0 and why in f"{e.value.code} {capsys.readouterr().err}"
+    assert not (tmp_path / "t.json").exists()
 
 
 def test_also_adds_the_sizes_a_grid_steps_over():
