@@ -35,7 +35,7 @@ from itertools import combinations
 import numpy as np
 
 from .collectives import COLLECTIVES
-from .sizes import parse_size
+from .sizes import at_least, parse_size
 
 
 def steps(collective: str, k: int) -> int:
@@ -189,6 +189,10 @@ def report(path, min_bytes: int, max_bytes: int, predict: int | None, ranks: int
            link: float | None, tolerance: float = 0.15, segments: int = 1) -> str:
     """path: a sweep's JSON, or a list of them (their best times, best_of); or a tuning
     table (`harness tune --out`), each of its layouts in turn."""
+    if ranks is not None and ranks < 2:
+        raise ValueError(f"a prediction is for 2 ranks or more, got {ranks}")
+    if link is not None and not (math.isfinite(link) and link > 0):
+        raise ValueError(f"a prediction's link rate is above 0 GB/s, got {link}")
     paths = [path] if isinstance(path, str) else list(path)
     if len(paths) == 1:
         with open(paths[0]) as f:
@@ -245,8 +249,8 @@ def _report(data: dict, path: str, min_bytes: int, max_bytes: int, predict: int 
             mark = "" if ins else "  (outside the fit window)"
             lines.append(f"  {int(s):>12} {t:>12.1f} {p:>12.1f} {e:>+8.1%}{mark}")
         if predict is not None:
-            k2 = ranks or k
-            b2 = link if link else bus
+            k2 = k if ranks is None else ranks
+            b2 = bus if link is None else link
             t2 = steps(coll, k2) * (a / n_steps) + factor(coll, k2) * predict / (b2 * 1e3)
             lines.append(f"  prediction (model, not a measurement): {predict} B on {k2} ranks at "
                          f"{b2:.1f} GB/s per link -> {t2:.1f} us, algbw "
@@ -258,6 +262,14 @@ def _report(data: dict, path: str, min_bytes: int, max_bytes: int, predict: int 
     return "\n".join(lines)
 
 
+def _rate(text: str) -> float:
+    """--link-GBps: a rate above 0 (at 0 or below the prediction has no meaning)."""
+    v = float(text)
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"a rate above 0, got {text}")
+    return v
+
+
 def main(argv) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness model")
     ap.add_argument("file", nargs="+", help="a sweep's JSON; several: each point's best time; "
@@ -265,8 +277,9 @@ def main(argv) -> int:
     ap.add_argument("--min-bytes", type=parse_size, default=0)
     ap.add_argument("--max-bytes", type=parse_size, default=1 << 62)
     ap.add_argument("--predict", type=parse_size, help="a message size to predict")
-    ap.add_argument("--ranks", type=int, help="rank count for the prediction")
-    ap.add_argument("--link-GBps", dest="link", type=float, help="link bandwidth for the prediction")
+    ap.add_argument("--ranks", type=at_least(2), help="rank count for the prediction")
+    ap.add_argument("--link-GBps", dest="link", type=_rate,
+                    help="link bandwidth for the prediction")
     ap.add_argument("--segments", type=int, choices=(1, 2, 3, 4), default=1,
                     help="2-4: also fit a line per regime (call floor, caches, memory)")
     a = ap.parse_args(argv)

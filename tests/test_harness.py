@@ -272,6 +272,22 @@ def test_model_on_the_command_line(tmp_path, capsys):
     assert "prediction (model, not a measurement): 1048576 B on 2 ranks" in out
     with pytest.raises(SystemExit, match="4 ranks, not 2"):
         main(["model", str(runs[0]), str(runs[2])])
+    # a prediction for no ring, or at a link rate of 0 or below, is refused: --ranks 0 was
+    # read as "the sweep's", --link-GBps -5 predicted a negative time, 0 the sweep's rate
+    for flag, value, why in (("--ranks", "0", "at least 2, got 0"),
+                             ("--ranks", "1", "at least 2, got 1"),
+                             ("--link-GBps", "-5", "a rate above 0, got -5"),
+                             ("--link-GBps", "0", "a rate above 0, got 0"),
+                             ("--link-GBps", "nan", "a rate above 0, got nan")):
+        with pytest.raises(SystemExit) as e:
+            main(["model", str(runs[0]), "--predict", "1M", flag, value])
+        assert e.value.code != 0 and why in capsys.readouterr().err
+    for ranks, link in ((1, None), (2, 0.0), (2, -5.0)):
+        with pytest.raises(ValueError, match="prediction"):
+            report(str(runs[0]), 0, 1 << 62, 1 << 20, ranks, link)
+    assert main(["model", str(runs[0]), "--predict", "1M", "--ranks", "8",
+                 "--link-GBps", "450"]) == 0
+    assert "1048576 B on 8 ranks at 450.0 GB/s per link" in capsys.readouterr().out
 
 
 def test_model_reads_every_layout_of_a_tuning_table(tmp_path):
