@@ -404,6 +404,11 @@ def test_bad_calls_name_the_argument():
         g.allreduce([dev(np.ones(4))] * 2, outs=[dev(np.ones(3))] * 2)
     with pytest.raises(ValueError, match=r"outs: need one array per rank \(2\), got 1"):
         g.allreduce([dev(np.ones(4))] * 2, outs=[dev(np.ones(4))])
+    # capture names one of the eight collectives (a KeyError 'BOGUS' before; the barrier,
+    # which moves no data, has nothing to capture), before anything is captured
+    for bad in ("bogus", "barrier", 3, None):
+        with pytest.raises(ValueError, match=f"collective: one of 'allgather', .*, got {bad!r}"):
+            g.capture(bad, [dev(np.ones(4))] * 2, [dev(np.ones(4))] * 2)
     for devices in ([0], [0, 0, 0], [0, len(cuda.gpus)], [-1, 0]):
         with pytest.raises(ValueError, match=r"devices: need 2 device indices below \d+, got"):
             ring.Group(2, devices=devices)

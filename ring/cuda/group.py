@@ -146,7 +146,10 @@ class Group:
     def capture(self, collective: str, xs, outs, op="sum", *, dtype=None, root: int = 0):
         """Capture one collective on fixed buffers (outs required) as a CUDA graph; return
         it: graph.replay(stream) reruns the collective on those buffers, one launch."""
-        coll = Collective[collective.upper()]
+        coll = _CAPTURABLE.get(collective.lower() if isinstance(collective, str) else None)
+        if coll is None:
+            raise ValueError(f"collective: one of {', '.join(map(repr, sorted(_CAPTURABLE)))}, "
+                             f"got {collective!r}")
         if outs is None:
             raise ValueError("outs: a captured collective needs its output buffers fixed")
         origin = cuda.stream()
@@ -309,6 +312,10 @@ class Group:
         for s, ev in zip(self._streams, events):
             ev.record(s)
             ev.wait(target)
+
+
+# what capture() takes by name: every collective that moves data (the barrier has none)
+_CAPTURABLE = {c.name.lower(): c for c in Collective if c is not Collective.BARRIER}
 
 
 def _stream(stream):
