@@ -62,6 +62,20 @@ def test_only_cpu_and_cuda_tensors_are_taken():
     assert a.dtype.name == "bfloat16" and a.tolist() == [0, 1, 2, 3]
     a[0] = 7  # the same memory
     assert t[0].item() == 7 and as_tensor(a, t).dtype == torch.bfloat16
+    for dt in (torch.float8_e4m3fn, torch.float8_e5m2):  # as ml_dtypes', through uint8 bits
+        t = torch.arange(4).to(dt)
+        a = as_array(t)
+        assert a.dtype.name == str(dt).removeprefix("torch.") and a.tolist() == [0, 1, 2, 3]
+        a[1] = 3
+        assert t.tolist() == [0, 3, 2, 3] and as_tensor(a, t).dtype == dt
+    # a dtype NumPy lacks and ring does not carry: its bytes, under a dtype naming it, which
+    # ring's argument check refuses on every rank (torch's own TypeError was this rank's only)
+    for dt in (torch.float8_e4m3fnuz, torch.bits16):
+        t = torch.zeros(4, 3, dtype=dt).t()  # (a strided one too: still a view)
+        a = as_array(t)
+        assert a.dtype.names == (str(dt),) and a.shape == (3, 4)
+        assert a.__array_interface__["data"][0] == t.data_ptr()
+        assert a.strides == tuple(st * t.element_size() for st in t.stride())
     with pytest.raises(TypeError, match="tensors on meta are not supported"):
         as_array(torch.empty(3, device="meta"))
     with pytest.raises(TypeError, match="expected a torch.Tensor, got list"):

@@ -571,6 +571,39 @@ def test_a_bad_call_raises_on_every_rank_and_breaks_the_group(gloo, what):
         dist.all_reduce(torch.ones(4), group=g)
 
 
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2], ids=str)
+def test_float8_is_carried_and_not_reduced(gloo, dtype):
+    """CPU float8 tensors (through their bits, as ml_dtypes'): gathered and broadcast bit
+    for bit (gloo has no float8: the bits through MPI are the reference); an all-reduce is
+    refused on every rank, as ring refuses float8 arrays, and breaks that group only."""
+    x = data(torch.float32, n=6, seed=7).to(dtype)
+    bits = W.allgather(x.view(torch.uint8).numpy().copy())
+    out = torch.empty(6 * K, dtype=dtype)
+    dist.all_gather_into_tensor(out, x)
+    assert out.view(torch.uint8).tolist() == [b for r in bits for b in r.tolist()]
+    y = x.clone()
+    dist.broadcast(y, src=K - 1)
+    assert y.view(torch.uint8).tolist() == bits[K - 1].tolist()
+    g = dist.new_group(backend="ring")
+    with pytest.raises(TypeError, match=f"x: {dtype}".replace("torch.", "") + " is carried by "
+                       "the collectives that only move data"):
+        dist.all_reduce(x.clone(), group=g)
+
+
+def test_a_dtype_numpy_lacks_on_one_rank_is_refused_on_every_rank(gloo):
+    """A tensor of a dtype neither NumPy nor ring has (float8_e4m3fnuz) on rank 0 only: a
+    TypeError naming it there, a MismatchError on the others (torch's own TypeError, raised
+    before ring's agreement, left them waiting in the collective until the timeout)."""
+    g = dist.new_group(backend="ring")
+    x = torch.zeros(4, dtype=torch.float8_e4m3fnuz if RANK == 0 else torch.uint8)
+    with pytest.raises((TypeError, ValueError)) as info:
+        dist.broadcast(x, src=0, group=g)
+    if RANK == 0:
+        assert isinstance(info.value, TypeError) and "torch.float8_e4m3fnuz" in str(info.value)
+    else:
+        assert isinstance(info.value, MismatchError), repr(info.value)
+
+
 def test_wrong_lists_raise_on_every_rank_and_the_group_goes_on(gloo):
     """torch's argument lists, which ring's agreement does not see: checked on each rank
     and agreed on; the group stays usable, as gloo's does."""
