@@ -69,13 +69,11 @@ def train(comm, xp, x, y, batch: int, steps: int, overlap: bool, bucket_bytes: i
 
 def main() -> int:
     def extra(ap):
-        ap.add_argument("--bucket-bytes", type=int, default=16 << 10)
-        ap.add_argument("--accumulate", type=int, default=1,
+        ap.add_argument("--bucket-bytes", type=mlp.at_least_one, default=16 << 10)
+        ap.add_argument("--accumulate", type=mlp.at_least_one, default=1,
                         help="micro-batches per optimizer step (all-reduced once)")
     args, comm, xp = mlp.start(__doc__, extra)
     k = args.accumulate
-    if k < 1:
-        raise SystemExit(f"--accumulate: at least 1, got {k}")
     x, y = mlp.data(4 * args.batch * k)
     want = mlp.reference(x, y, args.batch * k, args.steps)
     times, diff, calls = {}, 0.0, set()

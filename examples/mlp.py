@@ -87,12 +87,21 @@ def largest_relative_difference(got, want) -> float:
     return max(float(np.abs(g - w).max() / max(np.abs(w).max(), 1e-30)) for g, w in zip(got, want))
 
 
+def at_least_one(text: str) -> int:
+    """An argparse type: a count of 1 or more (0 steps or a batch of 0 trains nothing)."""
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"at least 1, got {n}")
+    return n
+
+
 def start(doc: str, extra=None):
     """(args, communicator, xp) from the command line every example takes."""
     import ring
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--batch", type=int, default=64, help="global batch (divisible by ranks)")
+    ap.add_argument("--steps", type=at_least_one, default=30)
+    ap.add_argument("--batch", type=at_least_one, default=64,
+                    help="global batch (divisible by ranks)")
     ap.add_argument("--device", default="host", choices=["host", "cuda"])
     if extra is not None:
         extra(ap)

@@ -31,6 +31,17 @@ def test_accumulated_gradients_match_one_process_with_the_whole_batch(nprocs):
     assert m and float(m.group(1)) == int(m.group(2)), out
 
 
+@pytest.mark.parametrize("args,why", [
+    (["--steps", "0"], "argument --steps: at least 1, got 0"),  # (was a ZeroDivisionError)
+    (["--batch", "0"], "argument --batch: at least 1, got 0"),
+    (["--batch", "-2"], "argument --batch: at least 1, got -2"),
+    (["--accumulate", "0"], "argument --accumulate: at least 1, got 0"),
+    (["--bucket-bytes", "0"], "argument --bucket-bytes: at least 1, got 0")])
+def test_counts_that_train_nothing_are_refused_at_the_command_line(args, why):
+    rc, out = run(1, ["examples/data_parallel.py", *args], timeout=120)
+    assert rc == 2 and why in out, out[-2000:]
+
+
 @needs_gpu
 @pytest.mark.parametrize("example", ["data_parallel", "zero"])
 def test_training_on_the_gpu_matches_one_process(example):
