@@ -121,6 +121,7 @@ def main(argv=None) -> int:
         ring_impls = [Ring.NAMES.get(a, f"ring-{a}") for a in algos]
         names = [n for n in names if not n.startswith("ring") or registered(n)[1]] + ring_impls
         names = ring_impls + [n for n in names if n not in ring_impls]
+    names = list(dict.fromkeys(names))  # each once: a column per implementation
     bad = [n for n in names if registered(n)[0] not in IMPLS]
     if bad:
         raise SystemExit(f"--impl: unknown {bad}; choose from {sorted(IMPLS)}")

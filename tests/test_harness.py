@@ -572,13 +572,16 @@ def test_an_impl_with_plus_r_registers_beside_the_same_one_staged(tmp_path):
 @pytest.mark.mpi
 def test_algo_puts_a_column_per_algorithm_in_place_of_ring(tmp_path):
     """--algo A,B: one ring column per algorithm (ring-flat, ring-tree) in place of --impl's
-    plain ring, the other implementations kept; each column runs the algorithm it names."""
+    plain ring, the other implementations kept; each column runs the algorithm it names, and
+    a name given twice (in --algo or --impl) once."""
     js = tmp_path / "s.json"
     out = _sweep(2, "allreduce", "-b", "8", "-e", "64", "-f", "8", "-n", "1", "-w", "0",
-                 "--algo", "ring,tree", "--impl", "ring,mpi", "--json", str(js))
+                 "--algo", "ring,tree,ring", "--impl", "ring,mpi,mpi", "--json", str(js))
     assert "Out of bounds values : 0 OK" in out
     recs = json.loads(js.read_text())["results"]
     assert {r["impl"] for r in recs} == {"ring-flat", "ring-tree", "mpi"}
+    # a name given twice runs once: two columns of one name showed the second's figures twice
+    assert len(recs) == 2 * 2 * 3, [(r["impl"], r["nbytes"], r["in_place"]) for r in recs]
     assert {r["algo"] for r in recs if r["impl"] == "ring-tree"} == {"tree"}
     assert {r["algo"] for r in recs if r["impl"] == "ring-flat"} == {"ring"}
 
