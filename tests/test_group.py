@@ -404,6 +404,15 @@ def test_bad_calls_name_the_argument():
         g.allreduce([dev(np.ones(4))] * 2, outs=[dev(np.ones(3))] * 2)
     with pytest.raises(ValueError, match=r"outs: need one array per rank \(2\), got 1"):
         g.allreduce([dev(np.ones(4))] * 2, outs=[dev(np.ones(4))])
+    # stream= takes what the Communicator's does (any stream object, or its handle); the
+    # rest is refused by name (the simulator took anything, a GPU failed inside Numba)
+    for bad, exc, why in (("x", TypeError, "expected a CUDA stream"),
+                          (True, TypeError, "expected a CUDA stream"),
+                          (-1, ValueError, "a handle is not negative")):
+        with pytest.raises(exc, match=f"stream: {why}"):
+            g.allreduce([dev(np.ones(4))] * 2, stream=bad)
+    for good in (0, None, cuda.stream(), cuda.default_stream()):
+        assert (host(g.allreduce([dev(np.ones(4))] * 2, stream=good)[0]) == 2).all()
     # capture names one of the eight collectives (a KeyError 'BOGUS' before; the barrier,
     # which moves no data, has nothing to capture), before anything is captured
     for bad in ("bogus", "barrier", 3, None):

@@ -36,6 +36,7 @@ from ..transport import ipc
 from ..transport.slots import Slots
 from . import graphs, kernel_path, repeated
 from .arrays import SIMULATED, DeviceArrays
+from .streams import handle
 from .enqueue import ALIGNED, SLOT_PAD, Link, Rank, align, copy, enqueue, on_device
 
 
@@ -200,6 +201,7 @@ class Group:
 
     # -- one call -----------------------------------------------------------------------
     def _call(self, collective, xs, outs, op, dtype, stream, root=0, capturing=False):
+        stream = _stream(stream)
         key, kernel = None, self._kernel_for(capturing)
         if kernel:  # a repeated call: its launches as kept (repeated.py)
             key = repeated.group_key(collective, xs, outs, op, root, dtype, self.size)
@@ -301,22 +303,39 @@ class Group:
 
     def _order_after(self, stream, ev) -> None:
         """Every rank's streams wait for the work already queued on the caller's stream
-        (through event ev: a wait binds to the record before it, so events can be reused)."""
-        ev.record(_stream(stream))
+        (Numba's: _stream), through event ev: a wait binds to the record before it, so
+        events can be reused."""
+        ev.record(stream)
         for s in self._streams:
             ev.wait(s)
 
     def _order_before(self, stream, events) -> None:
         """The caller's stream waits for every rank's streams (one event each)."""
-        target = _stream(stream)
         for s, ev in zip(self._streams, events):
             ev.record(s)
-            ev.wait(target)
+            ev.wait(stream)
 
 
 # what capture() takes by name: every collective that moves data (the barrier has none)
 _CAPTURABLE = {c.name.lower(): c for c in Collective if c is not Collective.BARRIER}
 
 
+_EXTERNAL: dict = {}  # handle -> Numba's stream of it, made once
+
+
 def _stream(stream):
-    return cuda.default_stream() if stream in (0, None) else stream
+    """The caller's stream as Numba's: 0 or None its default stream, a Numba stream itself,
+    any other stream object or handle as the Communicator takes them (streams.handle: a
+    TypeError or ValueError for what is none) as an external stream; the simulator has
+    none of those, and there every launch has run by its return: its default stream."""
+    if stream is None:
+        return cuda.default_stream()
+    if type(stream).__module__.startswith("numba"):
+        return stream
+    h = handle(stream)
+    if h == 0 or SIMULATED:
+        return cuda.default_stream()
+    s = _EXTERNAL.get(h)
+    if s is None:
+        s = _EXTERNAL[h] = cuda.external_stream(h)
+    return s
