@@ -440,6 +440,24 @@ def test_bad_calls_name_the_argument():
 
 
 @needs_gpu
+def test_a_call_is_ordered_on_a_stream_given_by_its_handle():
+    """stream= as an int handle (or any stream object: torch's, CuPy's) is Numba's external
+    stream of it: the call waits for the work queued there before it, and work after it on
+    that stream sees its result."""
+    k, n = 2, 1 << 16
+    g = ring.Group(k, path="stream")
+    s = cuda.stream()
+    xs = [cuda.device_array(n, np.float32, stream=s) for _ in range(k)]
+    for r, x in enumerate(xs):
+        x.copy_to_device(np.full(n, r + 1, np.float32), stream=s)  # queued on s, before
+    outs = g.allreduce(xs, stream=int(s.handle.value))
+    got = [o.copy_to_host(stream=s) for o in outs]
+    s.synchronize()
+    assert all((a == k * (k + 1) / 2).all() for a in got)
+    g.close()
+
+
+@needs_gpu
 @pytest.mark.parametrize("path", ["stream", "copy", "kernel"])
 @pytest.mark.parametrize("called_before", [False, True], ids=["fresh", "after-a-call"])
 def test_captured_graph_replays_the_collective(path, called_before):
