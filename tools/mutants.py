@@ -705,9 +705,9 @@ SINCE = {
         "a gradient that is not contiguous is written through a reshaped copy: lost"),
     "tensor-bf16-as-int16": (
         "ring/training/tensors.py",
-        "            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)",
-        "            return torch.from_numpy(a.view(np.int16))",
-        "a bfloat16 result goes back to torch as its int16 bits"),
+        "            return torch.from_numpy(a.view(BITS[name])).view(getattr(torch, name))",
+        "            return torch.from_numpy(a.view(BITS[name]))",
+        "a bfloat16 (or float8) result goes back to torch as its integer bits"),
     "model-allreduce-steps": (
         "harness/model.py",
         '    return 2 * (k - 1) if collective == "allreduce" else k - 1',
