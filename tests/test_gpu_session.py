@@ -254,6 +254,66 @@ def test_acceptance_holds_no_point_of_a_run_with_wrong_results(tmp_path):
     assert summary.read_text() == "{}"
 
 
+def _comparison(path: Path, k: int, ratios: dict, vs_min=None, extra=()) -> str:
+    """A harness JSON of k processes: per (impl, size) NCCL's time over impl's (ring's time
+    100 us, NCCL's 100 x the ratio: exact in binary at the thresholds), vs_min at 256 MiB."""
+    rows = []
+    for (impl, n), ratio in ratios.items():
+        base = {"collective": "allreduce", "dtype": "float32", "op": "sum", "in_place": False,
+                "nbytes": n, "wrong": 0, "skipped": None, "algo": "twoshot"}
+        rows.append({**base, "impl": impl, "time_us": 100.0,
+                     "vs_min": vs_min if (impl, n) == ("ring", 256 << 20) else None})
+        if impl == "ring":
+            rows.append({**base, "impl": "nccl", "time_us": 100.0 * ratio, "vs_min": None})
+        else:  # (ring-flat: NCCL's row is ring's, which has the same size)
+            rows[-1]["time_us"] = next(r["time_us"] for r in rows
+                                       if (r["impl"], r["nbytes"]) == ("nccl", n)) / ratio
+    rows += [dict(r) for r in extra]
+    path.write_text(json.dumps({"meta": {"ranks": k, "command": "mpiexec ..."},
+                                "results": rows}))
+    return str(path)
+
+
+def test_acceptance_reads_each_point_at_its_sizes_and_threshold(tmp_path):
+    """Every point of issues 52 and 53 on made-up runs, at its thresholds exactly: a ratio
+    equal to what is needed holds, one below fails, sizes outside a point's range and rows
+    of another dtype or in place are not read; the ring alone needs 1.0x at 2 processes
+    and 0.95x at 4; 256 MiB at 4 processes 0.75 of the 2N minimum."""
+    MIB = 1 << 20
+    small = {("ring", n): 1.0 for n in (8, 1024, MIB)}
+    mid = {("ring", n): 1.0 for n in (2 * MIB, 4 * MIB)}
+    large = {("ring", 8 * MIB): 1.3, ("ring", 64 * MIB): 1.29, ("ring", 256 * MIB): 1.4}
+    alone = {("ring-flat", 16 * MIB): 0.5, ("ring-flat", 32 * MIB): 0.95,
+             ("ring-flat", 256 * MIB): 1.0}
+    ring16 = {("ring", 16 * MIB): 2.0, ("ring", 32 * MIB): 2.0}
+    odd = [{"collective": "allreduce", "dtype": dt, "op": "sum", "in_place": ip,
+            "nbytes": 1024, "wrong": 0, "skipped": None, "impl": "ring", "time_us": 1e6,
+            "algo": "ring"} for dt, ip in (("float16", False), ("float32", True))]
+    four = _comparison(tmp_path / "k4.json", 4, {**small, **mid, **large, **ring16, **alone},
+                       vs_min=0.74, extra=odd)
+    two = _comparison(tmp_path / "k2.json", 2, {**small, **mid, **large, **ring16, **alone},
+                      vs_min=0.74)
+    out = subprocess.run([sys.executable, "tools/acceptance.py", two, four],
+                         capture_output=True, text=True, check=True).stdout
+    k2, k4 = out.split("== 4 processes")
+    for part in (k2, k4):
+        assert "52: ring vs NCCL, 8 B - 1 MiB: worst 1.00x at 8 B (need 1.0x) HOLDS" in part
+        assert "53: ring vs NCCL, 1 MiB - 8 MiB: worst 1.00x at 1 MiB (need 1.0x) HOLDS" in part
+        assert "53: ring vs NCCL, 8 MiB - 256 MiB: worst 1.29x at 64 MiB (need 1.3x) FAILS" \
+            in part
+    assert "the ring alone vs NCCL, 32 MiB - 256 MiB: worst 0.95x at 32 MiB (need 1.0x) " \
+        "FAILS" in k2
+    assert "the ring alone vs NCCL, 32 MiB - 256 MiB: worst 0.95x at 32 MiB (need 0.95x) " \
+        "HOLDS" in k4
+    assert "53: 256 MiB at 4 processes, 0.74 of the 2N minimum (twoshot; need 0.75) FAILS" \
+        in k4 and "2N minimum" not in k2
+    four = _comparison(tmp_path / "k4.json", 4, {**large, **ring16}, vs_min=0.75)
+    out = subprocess.run([sys.executable, "tools/acceptance.py", four],
+                         capture_output=True, text=True, check=True).stdout
+    assert "0.75 of the 2N minimum (twoshot; need 0.75) HOLDS" in out
+    assert "52: ring vs NCCL, 8 B - 1 MiB: not run" in out
+
+
 def test_acceptance_reads_the_kept_calls_enqueue_from_profile_call(tmp_path):
     """benchmarks/profile_call.py's --json: enqueue_us_comm_k2 (issue 52: <= 5 us) from the
     run with the default launch and algorithm, the others' under suffixed keys, and a
