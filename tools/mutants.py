@@ -2706,6 +2706,44 @@ SINCE = {
         "ring/cuda/oneshot_kernel.py", "            seqs[b] = seq", "            seqs[0] = seq",
         "the one-shot kernel's blocks all write their sequence number into block 0's: block "
         "0's goes back, the others' never move on (a stale word carries the call's flag)"),
+    # the thirty-seventh campaign: tools/acceptance.py (which decides issues 52 and 53),
+    # and the argument checks of that session
+    "acceptance-vs-min-at-two": (
+        "tools/acceptance.py", "            if k == 4:\n                ok = top[\"vs_min\"]",
+        "            if k == 2:\n                ok = top[\"vs_min\"]",
+        "issue 53's 256 MiB point (0.75 of the 2N minimum) read at 2 processes, not 4"),
+    "acceptance-alone-need-lower": (
+        "tools/acceptance.py", "1.0 if k == 2 else 0.95)", "1.0 if k == 2 else 0.9)",
+        "the ring alone needs 0.9x NCCL at 4 processes, not 0.95x"),
+    "acceptance-ratio-boundary": (
+        "tools/acceptance.py", "    ok = got[worst] >= need", "    ok = got[worst] > need",
+        "a ratio exactly at a point's need fails it"),
+    "acceptance-vs-min-boundary": (
+        "tools/acceptance.py", "ok = top[\"vs_min\"] >= 0.75", "ok = top[\"vs_min\"] > 0.75",
+        "0.75 of the 2N minimum exactly fails the point"),
+    "acceptance-best-size": (
+        "tools/acceptance.py", "    worst = min(got, key=got.get)",
+        "    worst = max(got, key=got.get)",
+        "a point reads its best size's ratio, not its worst"),
+    "acceptance-in-place-read": (
+        "tools/acceptance.py", "                or r[\"in_place\"] or r.get(\"skipped\")",
+        "                or r.get(\"skipped\")",
+        "in-place rows read too: a size's time is whichever row came last"),
+    "harness-names-twice": (
+        "harness/__main__.py", "    names = list(dict.fromkeys(names))  # each once",
+        "    names = list(names)  # each once",
+        "an implementation named twice runs twice: its two columns show the second's figures"),
+    "group-stream-unchecked": (
+        "ring/cuda/group.py", "    h = handle(stream)\n", "    h = 0\n",
+        "Group takes any stream= (a string, a negative handle) as the default stream"),
+    "model-zero-link-kept": (
+        "harness/model.py", "(math.isfinite(link) and link > 0)", "(math.isfinite(link) and link >= 0)",
+        "a prediction at a link rate of 0 is not refused (a ZeroDivisionError)"),
+    "tensors-e5m2-as-bytes": (
+        "ring/training/tensors.py",
+        'BITS = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}',
+        'BITS = {"bfloat16": "int16", "float8_e4m3fn": "uint8"}',
+        "CPU float8_e5m2 tensors taken as a dtype no collective carries"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -3212,6 +3250,12 @@ OWN_TESTS = {
                                        "tests/test_mpi.py::test_cuda_registered_buffers[1]",
     "oneshot-kernel-seqs-one-block": _KERNEL_RANKS
                                      + " tests/test_mpi.py::test_cuda_kernel_path_simple",
+    # the thirty-seventh campaign
+    **{n: "tests/test_gpu_session.py" for n in SINCE if n.startswith("acceptance-")},
+    "harness-names-twice": "tests/test_harness.py",
+    "group-stream-unchecked": "tests/test_group.py",
+    "model-zero-link-kept": "tests/test_harness.py",
+    "tensors-e5m2-as-bytes": "tests/test_torch.py",
 }
 
 
