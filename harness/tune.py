@@ -160,6 +160,24 @@ def crossovers(f: dict[str, dict]) -> list[dict]:
     return out
 
 
+def _before(merge: str | None, out: str) -> tuple[dict | None, str | None]:
+    """(the --merge table, why the run cannot write its table): a tuning run takes minutes,
+    and a table it could not merge or write would be lost at its end."""
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        return None, f"--out {out}: no folder {folder}"
+    if not merge:
+        return None, None
+    try:
+        with open(merge) as f:
+            old = json.load(f)
+    except (OSError, ValueError) as e:
+        return None, f"--merge {merge}: cannot read a tuning table: {e}"
+    if not isinstance(old, dict) or not isinstance(old.get("rules"), list):
+        return None, f"--merge {merge}: not a tuning table (no list of rules)"
+    return old, None
+
+
 def main(argv) -> int:
     p = argparse.ArgumentParser(prog="python -m harness tune", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -189,6 +207,13 @@ def main(argv) -> int:
     if any(a not in ALL for a in algos):
         raise SystemExit(f"--algos: choose from {ALL}, got {algos}")
     world = MPI.COMM_WORLD
+    old = None
+    why = None  # rank 0 reads --merge and checks --out's folder before the rounds, not after
+    if world.rank == 0:
+        old, why = _before(args.merge, args.out)
+    why = world.bcast(why)
+    if why:
+        raise SystemExit(why)
     bufs = buffers.for_rank(args.device, world)
     with ring.Communicator(world, device=args.device) as comm:
         nodes = comm.nodes
@@ -202,8 +227,6 @@ def main(argv) -> int:
     mine = rules(best, world.size, nodes, args.collective, reg, args.in_place)
     kept = []
     if args.merge:
-        with open(args.merge) as f:
-            old = json.load(f)
         this = (world.size, nodes, args.collective, reg, args.in_place)
         kept = [r for r in old["rules"] if (r["ranks"], r["nodes"], r.get("collective", "allreduce"),
                                             r.get("registered"), r.get("in_place", False)) != this]

@@ -428,6 +428,25 @@ def test_tune_refuses_an_unknown_algorithm(tmp_path):
         main(["tune", "-I", "--collective", "reduce", "--out", str(tmp_path / "t.json")])
 
 
+def test_tune_refuses_a_table_it_could_not_merge_or_write_before_measuring(tmp_path):
+    """--merge of a missing or foreign file, or --out in no folder, failed only when the
+    rounds were over, losing them: now refused at once, with the reason."""
+    from harness.__main__ import main
+    (tmp_path / "foreign.json").write_text('{"results": []}')
+    (tmp_path / "broken.json").write_text("{")
+    out = str(tmp_path / "t.json")
+    for argv, why in ((["--merge", str(tmp_path / "none.json"), "--out", out],
+                       "cannot read a tuning table"),
+                      (["--merge", str(tmp_path / "broken.json"), "--out", out],
+                       "cannot read a tuning table"),
+                      (["--merge", str(tmp_path / "foreign.json"), "--out", out],
+                       "not a tuning table (no list of rules)"),
+                      (["--out", str(tmp_path / "no" / "t.json")], "no folder")):
+        with pytest.raises(SystemExit, match=re.escape(why)):
+            main(["tune", "-b", "8", "-e", "8", "--rounds", "1", *argv])
+    assert not (tmp_path / "t.json").exists()
+
+
 def test_the_plot_legend_keeps_name_version_and_mode():
     from harness.plot import short
     assert short("ring (cuda, auto, persistent kernel)") == "ring"

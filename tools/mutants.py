@@ -2737,7 +2737,8 @@ SINCE = {
         "ring/cuda/group.py", "    h = handle(stream)\n", "    h = 0\n",
         "Group takes any stream= (a string, a negative handle) as the default stream"),
     "model-zero-link-kept": (
-        "harness/model.py", "(math.isfinite(link) and link > 0)", "(math.isfinite(link) and link >= 0)",
+        "harness/model.py", "(math.isfinite(link) and link > 0)",
+        "(math.isfinite(link) and link >= 0)",
         "a prediction at a link rate of 0 is not refused (a ZeroDivisionError)"),
     "tensors-e5m2-as-bytes": (
         "ring/training/tensors.py",

@@ -36,8 +36,8 @@ from ..transport import ipc
 from ..transport.slots import Slots
 from . import graphs, kernel_path, repeated
 from .arrays import SIMULATED, DeviceArrays
-from .streams import handle
 from .enqueue import ALIGNED, SLOT_PAD, Link, Rank, align, copy, enqueue, on_device
+from .streams import handle
 
 
 class Group:

@@ -45,7 +45,7 @@ def as_array(t):
     # TypeError here would leave them waiting in the collective
     try:
         raw = t.unsqueeze(-1).view(torch.uint8).numpy()
-    except RuntimeError:  # (not viewable as bytes: a strided one, a quantized one)
+    except RuntimeError:  # (not viewable as bytes: a quantized one, say)
         raise TypeError(f"ring: unsupported dtype {t.dtype}") from None
     return raw.view(np.dtype([(str(t.dtype), f"V{t.element_size()}")])).reshape(t.shape)
 
