@@ -604,6 +604,20 @@ def test_a_dtype_numpy_lacks_on_one_rank_is_refused_on_every_rank(gloo):
         assert isinstance(info.value, MismatchError), repr(info.value)
 
 
+def test_a_tensor_on_another_device_on_one_rank_is_refused_on_every_rank(gloo):
+    """A meta tensor on rank 0 only: a TypeError there naming the device, a MismatchError on
+    the others (the TypeError was rank 0's alone, before ring's agreement)."""
+    g = dist.new_group(backend="ring")
+    x = torch.empty(4, device="meta") if RANK == 0 else torch.ones(4)
+    with pytest.raises((TypeError, ValueError)) as info:
+        dist.all_reduce(x, group=g)
+    if RANK == 0:
+        assert isinstance(info.value, TypeError) and "tensors on meta are not supported" in \
+            str(info.value), repr(info.value)
+    else:
+        assert isinstance(info.value, MismatchError), repr(info.value)
+
+
 def test_wrong_lists_raise_on_every_rank_and_the_group_goes_on(gloo):
     """torch's argument lists, which ring's agreement does not see: checked on each rank
     and agreed on; the group stays usable, as gloo's does."""
