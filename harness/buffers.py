@@ -93,6 +93,10 @@ def make(device: str, local_rank: int):
         return HostBuffers()
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         return SimulatedBuffers(local_rank)
+    if not gpu_usable():  # (every rank finds the same: each leaves with the reason)
+        raise SystemExit("--device cuda: needs a usable NVIDIA GPU and CuPy (pip install "
+                         ".[cuda12] or .[cuda13]; or, for tests, Numba's simulator: "
+                         "NUMBA_ENABLE_CUDASIM=1); use --device host")
     return CudaBuffers(local_rank)
 
 

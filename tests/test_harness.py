@@ -73,6 +73,17 @@ def test_counts_and_grids_that_cannot_give_a_figure_are_refused(argv, why, tmp_p
     assert not (tmp_path / "t.json").exists()
 
 
+def test_the_cuda_device_without_a_gpu_is_refused_with_the_reason(monkeypatch):
+    """--device cuda where no GPU (or no CuPy) is: the reason and what to use, not CuPy's
+    ModuleNotFoundError from inside the buffers."""
+    from harness import buffers
+    monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
+    monkeypatch.setattr(buffers, "gpu_usable", lambda: False)
+    with pytest.raises(SystemExit, match="--device cuda: needs a usable NVIDIA GPU and CuPy"):
+        buffers.make("cuda", 0)
+    assert buffers.make("auto", 0).name == "host"
+
+
 def test_also_adds_the_sizes_a_grid_steps_over():
     """-b 8 -e 1G -f 4 steps over 64 MiB and 1 GiB (8 x 4^n); --also 64M,1G measures them."""
     grid = sizes(8, 1 << 30, 4, 0)
