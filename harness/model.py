@@ -27,13 +27,13 @@ faster of two implementations changes (measured, not modelled).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections import defaultdict
 from itertools import combinations
 
 import numpy as np
 
+from . import files
 from .collectives import COLLECTIVES
 from .sizes import at_least, parse_size
 
@@ -147,8 +147,7 @@ def best_of(paths: list[str]) -> dict:
     memory system); the best of several is what the machine can do."""
     merged, data = {}, None
     for path in paths:
-        with open(path) as f:
-            d = json.load(f)
+        d = files.sweep(path)
         data = data or d
         if d["meta"]["ranks"] != data["meta"]["ranks"]:
             raise SystemExit(f"{path}: {d['meta']['ranks']} ranks, not {data['meta']['ranks']}")
@@ -195,8 +194,7 @@ def report(path, min_bytes: int, max_bytes: int, predict: int | None, ranks: int
         raise ValueError(f"a prediction's link rate is above 0 GB/s, got {link}")
     paths = [path] if isinstance(path, str) else list(path)
     if len(paths) == 1:
-        with open(paths[0]) as f:
-            table = json.load(f)
+        table = files.read(paths[0])
         if "measured" in table and "rules" in table:
             return "\n\n".join(
                 _report(d, f"{paths[0]} ({d['meta']['layout']}; {table.get('command')}, at "

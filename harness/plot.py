@@ -8,10 +8,10 @@ per implementation, and each ring variant's speed-up over each baseline; sizes l
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections import defaultdict
 
+from . import files
 from .sizes import human
 
 
@@ -77,8 +77,7 @@ def draw(paths: list[str], out: str) -> None:
                                              gridspec_kw={"height_ratios": [3, 3, 2]})
     title = []
     for path in paths:
-        with open(path) as f:
-            data = json.load(f)
+        data = files.sweep(path)
         meta, prefix = data["meta"], _label(data["meta"], len(paths) > 1)
         title.append(f"{meta['ranks']} ranks, {meta.get('gpu') or 'host device'}")
         curves = defaultdict(list)

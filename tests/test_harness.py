@@ -73,6 +73,26 @@ def test_counts_and_grids_that_cannot_give_a_figure_are_refused(argv, why, tmp_p
     assert not (tmp_path / "t.json").exists()
 
 
+def test_model_and_plot_say_which_file_is_no_sweep(tmp_path, capsys):
+    """A file that is missing, not JSON, or JSON of something else: a line naming it and
+    why, not a KeyError from inside the model or the plot."""
+    from harness.__main__ import main
+    (tmp_path / "broken.json").write_text("{")
+    (tmp_path / "list.json").write_text("[]")
+    (tmp_path / "other.json").write_text('{"rules": []}')
+    for name, why in (("none.json", "cannot read it: No such file or directory"),
+                      ("broken.json", "not JSON: "),
+                      ("list.json", "not a sweep's or a tuning table's JSON (a list, not an "
+                                    "object)"),
+                      ("other.json", "not a sweep's JSON (python -m harness ... --json)")):
+        path = str(tmp_path / name)
+        for argv in (["model", path], ["plot", path, "--out", str(tmp_path / "p.png")]):
+            if argv[0] == "plot":
+                pytest.importorskip("matplotlib")
+            with pytest.raises(SystemExit, match=re.escape(f"{path}: {why}")):
+                main(argv)
+
+
 def test_the_cuda_device_without_a_gpu_is_refused_with_the_reason(monkeypatch):
     """--device cuda where no GPU (or no CuPy) is: the reason and what to use, not CuPy's
     ModuleNotFoundError from inside the buffers."""
