@@ -22,7 +22,7 @@ from dataclasses import asdict
 from mpi4py import MPI
 
 from ring.options import ALGORITHMS
-from ringtypes import DATA_ONLY, DTYPES, FLOATING, parse_dtype
+from ringtypes import DATA_ONLY, DTYPES, FLOATING, parse_dtype, parse_op
 
 from . import buffers, meta, roofline, table
 from .collectives import ALIASES, COLLECTIVES
@@ -143,9 +143,19 @@ def main(argv=None) -> int:
                   f"{coll.name} reduces, and float8 is carried by the data-moving collectives "
                   "only", flush=True)
         dtypes = [d for d in dtypes if d not in DATA_ONLY]
-    ops = ["sum", "prod", "max", "min", "avg"] if args.op == "all" else args.op.split(",")
+    try:  # (nccl-tests' names, in any case)
+        ops = ["sum", "prod", "max", "min", "avg"] if args.op.lower() == "all" else \
+            [str(parse_op(o.strip())) for o in args.op.split(",")]
+    except ValueError as e:
+        raise SystemExit(f"-o: {e} (or 'all')") from None
     if not coll.reduces:
         ops = ["none"]
+    integers = [d.name for d in dtypes if d not in FLOATING]
+    if "avg" in ops and integers and world.rank == 0:
+        print(f"# avg: not run for {', '.join(integers)}: it is for floating-point dtypes",
+              flush=True)
+    if not any(op != "avg" or d in FLOATING for d in dtypes for op in ops):
+        raise SystemExit(f"-d {args.datatype} -o {args.op}: nothing to run for {coll.name}")
     if args.device != "host":  # small sizes launch small grids on purpose: no warning a call
         from numba import config
         config.CUDA_LOW_OCCUPANCY_WARNINGS = 0

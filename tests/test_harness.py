@@ -45,6 +45,21 @@ def test_a_grid_that_is_empty_or_never_ends_is_refused(begin, end, factor, step,
         sizes(begin, end, factor, step)
 
 
+def test_ops_are_nccl_tests_names_in_any_case_and_avg_skips_integers_with_a_line(tmp_path,
+                                                                                 capsys):
+    """-o SUM was a KeyError in the MPI baseline; -o all on int8 and float32 runs avg for
+    float32 only, and says so (it ran nothing for int8 without a word)."""
+    from harness.__main__ import main
+    js = tmp_path / "s.json"
+    assert main(["allreduce", "--device", "host", "--impl", "ring,mpi", "-d", "int8,float32",
+                 "-o", "SUM,avg", "-b", "8", "-e", "8", "-n", "1", "-w", "0",
+                 "--json", str(js)]) == 0
+    assert "# avg: not run for int8: it is for floating-point dtypes" in capsys.readouterr().out
+    recs = json.loads(js.read_text())["results"]
+    assert sorted({(r["dtype"], r["op"]) for r in recs}) == \
+        [("float32", "avg"), ("float32", "sum"), ("int8", "sum")]
+
+
 def test_a_grid_steps_on_whatever_the_factor():
     """a factor too small to move a size by a byte still steps it by one: the grid ends."""
     assert sizes(8, 12, 1.01, 0) == [8, 9, 10, 11, 12]
@@ -59,6 +74,9 @@ def test_a_grid_steps_on_whatever_the_factor():
     (["allreduce", "-n", "two"], "argument -n/--iters: invalid integer (at least 1) value"),
     (["allreduce", "-b", "1K", "-e", "512"], "-e 512 is below -b 1024"),
     (["allreduce", "-b", "8", "-e", "64", "-f", "1", "-i", "-8"], "no step from -b 8"),
+    (["allreduce", "-o", "bogus"], "-o: op: unknown op 'bogus'"),  # (was a traceback)
+    (["allreduce", "-d", "int32", "-o", "avg"], "-d int32 -o avg: nothing to run for allreduce"),
+    (["allreduce", "-d", "float8_e4m3fn"], "nothing to run for allreduce"),  # (ran nothing)
     (["tune", "--rounds", "0", "--out", "t.json"], "argument --rounds: at least 1, got 0"),
     (["tune", "-b", "8", "-e", "64", "-f", "1", "--out", "t.json"], "no step from -b 8")])
 def test_counts_and_grids_that_cannot_give_a_figure_are_refused(argv, why, tmp_path,
