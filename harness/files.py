@@ -21,10 +21,10 @@ def read(path: str) -> dict:
     return data
 
 
-def sweep(path: str, data: dict | None = None) -> dict:
+def sweep(path: str) -> dict:
     """A sweep's JSON (python -m harness ... --json PATH): its meta (with the rank count)
     and its results."""
-    data = read(path) if data is None else data
+    data = read(path)
     if not isinstance(data.get("meta"), dict) or "ranks" not in data["meta"] or \
             not isinstance(data.get("results"), list):
         raise SystemExit(f"{path}: not a sweep's JSON (python -m harness ... --json): it "

@@ -328,7 +328,7 @@ def _stream(stream):
     any other stream object or handle as the Communicator takes them (streams.handle: a
     TypeError or ValueError for what is none) as an external stream; the simulator has
     none of those, and there every launch has run by its return: its default stream."""
-    if stream is None:
+    if stream is None or (type(stream) is int and stream == 0):  # (the default: per call)
         return cuda.default_stream()
     if type(stream).__module__.startswith("numba"):
         return stream
