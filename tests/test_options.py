@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
+from ring.cuda.error_word import INT64_MAX, timeout_ns
 from ring.options import check_path, check_slots, check_timeout, whole_number
 from ring.topology import emulated_nodes
 
@@ -49,6 +50,13 @@ def test_a_timeout_must_be_positive_seconds(timeout):
 def test_a_timeout_is_taken_as_seconds_of_any_real_type():
     assert check_timeout(5) == 5.0 and check_timeout(np.float32(0.5)) == 0.5
     assert isinstance(check_timeout(np.int64(3)), float)
+
+
+@pytest.mark.parametrize("seconds,ns", [(300.0, 300 * 10**9), (1e-9, 1), (9.2e9, 92 * 10**17),
+                                        (9.3e9, INT64_MAX), (1e300, INT64_MAX),
+                                        (float("inf"), INT64_MAX)])
+def test_the_kernels_wait_the_timeout_in_nanoseconds_up_to_what_int64_holds(seconds, ns):
+    assert timeout_ns(check_timeout(seconds)) == ns and isinstance(timeout_ns(seconds), int)
 
 
 def test_fused_is_the_stream_paths_old_name_with_a_warning():

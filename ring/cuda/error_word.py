@@ -10,6 +10,14 @@ from numba import cuda
 
 ERR_CODE, ERR_CHANNEL, ERR_UNIT, ERR_CHUNK, ERR_STEP, ERR_NEED, ERR_SEEN = range(7)
 ERR_LEN = 8
+INT64_MAX = (1 << 63) - 1
+
+
+def timeout_ns(seconds: float) -> int:
+    """The communicator's timeout as the kernels' int64 nanoseconds: one longer than int64
+    counts (292 years; inf among them, which the host's waits take as never) waits that long."""
+    ns = seconds * 1e9
+    return INT64_MAX if ns >= INT64_MAX else int(ns)
 
 
 @cuda.jit(device=True)

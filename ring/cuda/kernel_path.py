@@ -36,6 +36,7 @@ from .board import MISMATCH as BOARD_MISMATCH
 from .board import REFUSED as BOARD_REFUSED
 from .board import WAIT as BOARD_WAIT
 from .board import Board
+from .error_word import timeout_ns
 from ..transport.ipc import HEADER, MAX_CHANNELS
 from .oneshot_kernel import WAIT_PEER
 from .twoshot_kernel import WAIT_RECORD, WAIT_STAGED, WAIT_WRITTEN
@@ -288,7 +289,7 @@ class KernelPath:
         mine, pred, succ = self.headers
         prog = self.program(p)
         args = (prog, x, out, inslots, outslots, mine, pred, succ, self.err,
-                p.recvs, p.sends, self.nslots, stride, int(timeout_s * 1e9), float(divisor),
+                p.recvs, p.sends, self.nslots, stride, timeout_ns(timeout_s), float(divisor),
                 inll, outll, self.slot_bytes // 8, cap * storage.itemsize // 8,
                 *self.board.args(record))
         # kept alive by the launch: everything but x and out (the empty x is this rank's)

@@ -44,7 +44,7 @@ from ringtypes import Op
 from .arrays import SIMULATED
 from .board import hand as on_board
 from .board import leave
-from .error_word import fail
+from .error_word import fail, timeout_ns
 from .kernel_cache import compiled
 from .persistent import UNSIGNED, bits_of, part
 from .together import together
@@ -209,7 +209,7 @@ class OneShot:
         kd = kernel_dtype(dtype_name)
         kernel = oneshot_kernel(op, dtype_name, self.k)
         x, out = x.view(kd.storage), out.view(kd.storage)
-        args = (x, out, self.mine, self.peers, self.seqs, n, self.me, int(timeout_s * 1e9),
+        args = (x, out, self.mine, self.peers, self.seqs, n, self.me, timeout_ns(timeout_s),
                 float(divisor), self.err, self.board.words, self.board.state, record)
         keep = (None, None, self.mine, self.peers, self.seqs, self.err, self.board.words,
                 self.board.state)

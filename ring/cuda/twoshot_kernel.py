@@ -81,7 +81,7 @@ from ..schedule import Collective
 from .arrays import SIMULATED
 from .board import hand as on_board
 from .board import leave
-from .error_word import fail
+from .error_word import fail, timeout_ns
 from .kernel_cache import compiled
 from .persistent import part
 from .together import together
@@ -579,7 +579,7 @@ class TwoShot:
                 oa = oa and n % L == 0
         al = int(xa) | int(oa) << 1
         args = (x, out, ins, outs, xs, ys, self.flags, self.seqs, n, self.me, cap,
-                int(timeout_s * 1e9), float(divisor), self.err, index(xreg), xreg[1],
+                timeout_ns(timeout_s), float(divisor), self.err, index(xreg), xreg[1],
                 index(oreg), oreg[1], al, self.board.words, self.board.state, record)
         keep = (None, None, ins, outs, xs, ys, self.flags, self.seqs, self.err,
                 self.board.words, self.board.state)

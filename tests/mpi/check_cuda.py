@@ -763,6 +763,19 @@ def test_every_allreduce_algorithm_runs_each_op_on_one_buffer(gcomm, world, algo
         assert _host(got, np.float32).tobytes() == want.tobytes(), (algorithm, op)
 
 
+@pytest.mark.parametrize("timeout", [float("inf"), 1e300])
+def test_a_timeout_longer_than_the_kernels_count_is_their_longest_wait(world, timeout):
+    """A timeout past what the kernels' int64 nanoseconds hold (inf: never, as the host's
+    waits take it) is their longest wait, not an OverflowError at every call on the kernel
+    path: the ring, one-shot and two-shot all-reduces run."""
+    with ring.Communicator(device="cuda", timeout=timeout, chunk_bytes=CHUNK, path=PATH) as c:
+        assert c.timeout == timeout
+        for algorithm in ("ring", "oneshot", "twoshot"):
+            got = c.allreduce(_gpu(np.full(9, c.rank + 1, np.int32)), algorithm=algorithm)
+            assert_ran(algorithm, "allreduce")
+            assert np.array_equal(_host(got), np.full(9, c.size * (c.size + 1) // 2)), algorithm
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_the_one_shot_kernel_takes_what_its_inbox_holds_and_no_more(gcomm, monkeypatch, dtype):
     """A sender's place in the one-shot kernel's inbox holds oneshot_kernel.WORDS words (an
