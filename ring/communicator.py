@@ -132,7 +132,7 @@ class Communicator:
         self._progress = None
         self._kfast = None
         self.rank, self.size = self._comm.rank, self._comm.size
-        self.check = bool(check)
+        self.check = check is True  # (bool() of an array could raise here, on one rank)
         self.blocking = blocking
         error = None
         self._chunk_given = chunk_bytes is not None
@@ -145,8 +145,9 @@ class Communicator:
             check_slots(chunk_bytes, nslots)
             check_algorithm(algorithm)
             path = check_path(path)
-            if not isinstance(blocking, bool):
-                raise TypeError(f"blocking: expected True or False, got {blocking!r}")
+            for name, flag in (("check", check), ("blocking", blocking)):
+                if not isinstance(flag, bool):  # ("no" or "false" would be True)
+                    raise TypeError(f"{name}: expected True or False, got {flag!r}")
             table = _tuning.load(tuning, self.device)
         except Exception as e:  # noqa: BLE001 - raised below, once every rank knows of it
             # (raised here, on this rank alone, it would leave the others in the allgather)
@@ -156,11 +157,12 @@ class Communicator:
             debug.configure()
         self.chunk_bytes, self.nslots, self.algorithm = int(chunk_bytes), int(nslots), algorithm
         self.path = path
-        # Ranks must agree on the device and the slot geometry (slots are sized by it), and
-        # on whether chunk_bytes was given (calls that name none are cut by it: the
-        # algorithms' chunk_bytes).
+        # Ranks must agree on the device and the slot geometry (slots are sized by it), on
+        # whether chunk_bytes was given (calls that name none are cut by it: the algorithms'
+        # chunk_bytes), and on check (a rank that checks waits for its peers' agreement at
+        # each call: a rank that does not, for their data).
         mine = (error is not None, self.device, self.chunk_bytes, self._chunk_given, self.nslots,
-                self.path)
+                self.path, self.check)
         if error is None:  # Numba's first load here, where no peer waits under a deadline
             compiled_round.warm_agreement()
         everyone = self._comm.allgather(mine)
@@ -173,7 +175,7 @@ class Communicator:
             if bad:
                 raise MismatchError(f"Communicator: rank(s) {bad} passed bad arguments")
             raise MismatchError("Communicator: ranks disagree on (device, chunk_bytes, chunk_bytes "
-                                "given, nslots, path): "
+                                "given, nslots, path, check): "
                                 + ", ".join(f"rank {r}: {e[1:]}" for r, e in enumerate(everyone)))
         topo = discover(self._comm)
         self.nodes = topo.nnodes  # the nodes the ranks span (RING_NODES=N emulates N)

@@ -65,9 +65,27 @@ def test_register_on_the_host_is_false_everywhere_and_checks_its_argument():
                       0, match="x: expected a NumPy array, got list")
 
 
-def test_blocking_must_be_a_bool():
-    with pytest.raises(TypeError, match="blocking: expected True or False"):
-        fresh(blocking="yes")
+@pytest.mark.parametrize("flag", ["check", "blocking"])
+def test_check_and_blocking_must_be_bools_on_every_rank(flag):
+    """A string ("no" would be True) or an array (whose truth is an error) on rank 0 alone:
+    its TypeError there, MismatchError naming it elsewhere, no rank left waiting."""
+    for bad in ("no", np.ones(2)):
+        exc = TypeError if _rank() == 0 else ring.MismatchError
+        match = rf"{flag}: expected True or False, got " if _rank() == 0 else r"rank\(s\) \[0\]"
+        with pytest.raises(exc, match=match) as info:
+            ring.Communicator(device="host", timeout=60, **{flag: bad if _rank() == 0 else True})
+        raised(info, exc)
+
+
+def test_ranks_that_disagree_on_check_are_refused_at_creation():
+    """A rank that checks its calls waits for its peers' agreement, one that does not for
+    their data: each would wait out the timeout at the first call. Refused on every rank."""
+    if _size() == 1:
+        return
+    with pytest.raises(ring.MismatchError, match=r"disagree on \(.*check\): rank 0: .*True\)"):
+        ring.Communicator(device="host", timeout=60, check=_rank() == 0)
+    with ring.Communicator(device="host", timeout=60, check=False) as c:  # agreed: it runs
+        assert np.array_equal(c.allreduce(np.ones(3), algorithm="ring"), np.full(3, c.size))
 
 
 def test_synchronize_on_the_host_returns_after_the_calls():
