@@ -149,20 +149,22 @@ class Communicator:
                 if not isinstance(flag, bool):  # ("no" or "false" would be True)
                     raise TypeError(f"{name}: expected True or False, got {flag!r}")
             table = _tuning.load(tuning, self.device)
+            rules = _tuning.digest(table)
         except Exception as e:  # noqa: BLE001 - raised below, once every rank knows of it
             # (raised here, on this rank alone, it would leave the others in the allgather)
             error = e
-            self.device, chunk_bytes, nslots, path = "?", 0, 0, "?"
+            self.device, chunk_bytes, nslots, path, rules = "?", 0, 0, "?", "?"
         else:
             debug.configure()
         self.chunk_bytes, self.nslots, self.algorithm = int(chunk_bytes), int(nslots), algorithm
         self.path = path
         # Ranks must agree on the device and the slot geometry (slots are sized by it), on
         # whether chunk_bytes was given (calls that name none are cut by it: the algorithms'
-        # chunk_bytes), and on check (a rank that checks waits for its peers' agreement at
-        # each call: a rank that does not, for their data).
+        # chunk_bytes), on check (a rank that checks waits for its peers' agreement at each
+        # call: a rank that does not, for their data), and on the tuning table's rules ("auto"
+        # picks by them: with check=False nothing else would find a choice that differs).
         mine = (error is not None, self.device, self.chunk_bytes, self._chunk_given, self.nslots,
-                self.path, self.check)
+                self.path, self.check, rules)
         if error is None:  # Numba's first load here, where no peer waits under a deadline
             compiled_round.warm_agreement()
         everyone = self._comm.allgather(mine)
@@ -175,7 +177,7 @@ class Communicator:
             if bad:
                 raise MismatchError(f"Communicator: rank(s) {bad} passed bad arguments")
             raise MismatchError("Communicator: ranks disagree on (device, chunk_bytes, chunk_bytes "
-                                "given, nslots, path, check): "
+                                "given, nslots, path, check, tuning rules' CRC-32): "
                                 + ", ".join(f"rank {r}: {e[1:]}" for r, e in enumerate(everyone)))
         topo = discover(self._comm)
         self.nodes = topo.nnodes  # the nodes the ranks span (RING_NODES=N emulates N)

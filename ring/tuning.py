@@ -20,8 +20,9 @@ one table per device kind (ring/tables/<device>.json); Communicator(tuning=PATH)
 RING_TUNING environment variable names another. The choice is a pure function of the call's
 size, the communicator's layout and the registration of the call's buffers, which every rank
 shares (register is collective; a rank that deregisters a buffer its peers keep registered
-is found by the agreement step, MismatchError on every rank), so ranks never diverge (and
-the agreement step would catch them if their tables did).
+is found by the agreement step, MismatchError on every rank), so ranks never diverge: a
+communicator is refused on every rank where their tables' rules differ (digest), also with
+check=False, which skips the agreement step that would find a choice that differs.
 
 A rule with "in_place": true applies to in-place calls only (out is x, or x's block where
 MPI places it: call.Call.in_place), as `harness tune -I` writes them: where a layout has
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from pathlib import Path
 
 from .schedule import Collective
@@ -87,6 +89,12 @@ def rules_for(table: dict, ranks: int, nodes: int, collective: str = "allreduce"
     placed = in_place and any(r.get("in_place") for r in mine)
     return [(int(r["max_bytes"]), str(r["algorithm"])) for r in mine
             if r.get("in_place", False) == placed]
+
+
+def digest(table: dict) -> str:
+    """The table's rules in eight hex digits (CRC-32 of their canonical JSON), for ranks to
+    compare at a communicator's creation: where their tables differ, "auto" may differ."""
+    return f"{zlib.crc32(json.dumps(table['rules'], sort_keys=True).encode()):08x}"
 
 
 def by_registration(table: dict) -> bool:

@@ -82,10 +82,37 @@ def test_ranks_that_disagree_on_check_are_refused_at_creation():
     their data: each would wait out the timeout at the first call. Refused on every rank."""
     if _size() == 1:
         return
-    with pytest.raises(ring.MismatchError, match=r"disagree on \(.*check\): rank 0: .*True\)"):
+    with pytest.raises(ring.MismatchError,
+                       match=r"disagree on \(.*check, .*\): rank 0: \(.*True, '\w{8}'\), rank 1: "
+                             r"\(.*False, '\w{8}'\)"):
         ring.Communicator(device="host", timeout=60, check=_rank() == 0)
     with ring.Communicator(device="host", timeout=60, check=False) as c:  # agreed: it runs
         assert np.array_equal(c.allreduce(np.ones(3), algorithm="ring"), np.full(3, c.size))
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_ranks_whose_tuning_tables_differ_are_refused_at_creation(tmp_path, check):
+    """"auto" picks by the tuning table's rules: where the ranks' tables differ their picks
+    may (rank 0's ring beside rank 1's naive waited out the timeout with check=False),
+    so the communicator is refused on every rank; the same rules from two files are one."""
+    import json
+    algorithm = "ring" if _rank() == 0 else "naive"
+    for rules in ([{"ranks": _size(), "nodes": 1, "max_bytes": 1 << 30, "algorithm": algorithm}],
+                  [] if _rank() == 0 else [{"ranks": 64, "nodes": 1, "max_bytes": 8,
+                                            "algorithm": "ring"}]):
+        table = tmp_path / f"rank{_rank()}.json"
+        table.write_text(json.dumps({"rules": rules}))
+        if _size() == 1:
+            ring.Communicator(device="host", timeout=60, check=check, tuning=str(table)).close()
+            continue
+        with pytest.raises(ring.MismatchError,
+                           match=r"tuning rules' CRC-32\): rank 0: \(.*'\w{8}'\)"):
+            ring.Communicator(device="host", timeout=60, check=check, tuning=str(table))
+    table.write_text(json.dumps({"machine": f"rank {_rank()}", "rules": [
+        {"ranks": _size(), "nodes": 1, "max_bytes": 1 << 30, "algorithm": "naive"}]}))
+    with ring.Communicator(device="host", timeout=60, check=check, tuning=str(table)) as c:
+        assert np.array_equal(c.allreduce(np.ones(3)), np.full(3, c.size))
+        assert c.last_algorithm == "naive"
 
 
 def test_synchronize_on_the_host_returns_after_the_calls():
