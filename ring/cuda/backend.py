@@ -81,7 +81,10 @@ class CudaBackend(DeviceArrays):
         self._peer_access = None  # no_peer_access's answer, once asked
         size, r = comm.size, comm.rank
         busiest = -(-topo.machine_ranks // ngpu)  # the most ranks one GPU of the node runs
-        shape = kernel_path.shape_for(busiest) if path in ("kernel", "auto") else None
+        shape = settings = None  # (a bad setting on one rank alone: raised on every rank)
+        with together(comm, "read its kernel path's settings", self.close):
+            if path in ("kernel", "auto"):
+                shape, settings = kernel_path.shape_for(busiest), kernel_path.settings_to_agree()
         self.busiest = busiest
         own = slot_bytes + SLOT_PAD  # the rank's own slots' bytes; its segment's, b:
         b = kernel_path.slot_bytes(own, shape[0]) if shape is not None else own
@@ -106,7 +109,7 @@ class CudaBackend(DeviceArrays):
             from ..transport.simipc import Segment
             self.segment = Segment(topo.node_comm, nslots, b, waiter)
         handle = self.segment.handle() if self.segment is not None else None
-        everyone = comm.allgather((self.device, handle, why, shape))
+        everyone = comm.allgather((self.device, handle, why, shape, settings))
         self.devices = [e[0] for e in everyone]
         if shape is not None:
             self._choose_kernel(everyone, topo)
@@ -156,7 +159,8 @@ class CudaBackend(DeviceArrays):
 
     def _choose_kernel(self, everyone, topo: Topology) -> None:
         """path="kernel" on every rank, or the stream path on every rank with one warning
-        (the ranks' counters must match); different kernel shapes are an error everywhere.
+        (the ranks' counters must match); different kernel shapes or
+        settings (kernel_path.settings_to_agree) are an error everywhere.
         path="auto": the kernel where every rank's neighbours run on its GPU (where it was
         measured), else the stream path, without a warning; from `everyone`, so every rank
         decides alike."""
@@ -164,6 +168,11 @@ class CudaBackend(DeviceArrays):
         if len(shapes) > 1:
             raise ValueError(f"path={self.path!r}: ranks disagree on (channels, threads): "
                              f"{sorted(shapes)} (RING_KERNEL_CHANNELS / RING_KERNEL_THREADS)")
+        settings = [e[4] for e in everyone]
+        if len(set(settings)) > 1:
+            raise ValueError(f"path={self.path!r}: ranks disagree on (RING_KERNEL_PROTO, "
+                             "RING_TWOSHOT_BLOCKS): " + ", ".join(
+                                 f"rank {q}: {v}" for q, v in enumerate(settings)))
         refusals = [(q, e[2]) for q, e in enumerate(everyone) if e[2]]
         if self.path == "auto":
             self.path = "stream" if refusals or not all_on_one_gpu(everyone, topo) else "kernel"

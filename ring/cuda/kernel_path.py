@@ -131,6 +131,15 @@ def proto_from_env() -> str:
     return p
 
 
+def settings_to_agree() -> tuple[str, str]:
+    """What of the environment both ends of a link must read alike, beside the shape
+    (shape_for): RING_KERNEL_PROTO (how a chunk is handed over: an LL sender beside a
+    simple receiver waits out the timeout) and RING_TWOSHOT_BLOCKS as set (the two-shot's
+    grid: its blocks wait for their namesakes on every peer). Every rank compares them when
+    its communicator is made (backend.py)."""
+    return proto_from_env(), os.environ.get("RING_TWOSHOT_BLOCKS", "").strip()
+
+
 def carries_ll(proto: str, itemsize: int, max_chunk: int, channels: int) -> bool:
     """Whether a call goes as LL words: asked for, elements of at most 4 bytes (one a
     word), and no channel's part of any chunk over LL_WORDS elements. The same on every

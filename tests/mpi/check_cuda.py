@@ -174,6 +174,58 @@ def test_ranks_with_other_kernel_shapes_are_refused_on_every_rank(world, monkeyp
         assert np.array_equal(_host(c.allreduce(x)), np.full(5, world.size * (world.size + 1) / 2))
 
 
+@pytest.mark.parametrize("name,value,other", [("RING_KERNEL_PROTO", "simple", "ll"),
+                                               ("RING_TWOSHOT_BLOCKS", "1", None)])
+def test_ranks_with_other_kernel_settings_are_refused_on_every_rank(world, monkeypatch, name,
+                                                                    value, other):
+    """A kernel-path setting both ends of a link read alike, set otherwise on rank 0 (an LL
+    sender beside a simple receiver waited out the timeout): a communicator that may take
+    the kernel path is refused on every rank with one ValueError naming every rank's;
+    the stream path is made; set alike (also where one rank names the default), it runs."""
+    if world.size == 1:
+        return
+    if world.rank == 0:
+        monkeypatch.setenv(name, value)
+    elif other is not None:
+        monkeypatch.setenv(name, other)
+    for path in ("auto", "kernel"):
+        with pytest.raises(ValueError, match=rf"^path='{path}': ranks disagree on "
+                           r"\(RING_KERNEL_PROTO, RING_TWOSHOT_BLOCKS\): rank 0: \('"):
+            ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=path)
+    with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path="stream") as c:
+        x = _gpu(np.full(5, c.rank + 1.0, np.float32))
+        assert np.array_equal(_host(c.allreduce(x)), np.full(5, world.size * (world.size + 1) / 2))
+    alike = [{name: value}, {name: "ll"} if world.rank == 0 else {}]  # ("ll": the default)
+    for env in alike if name == "RING_KERNEL_PROTO" else alike[:1]:
+        monkeypatch.undo()
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH) as c:
+            x = _gpu(np.full(5, c.rank + 1.0, np.float32))
+            got = _host(c.allreduce(x, algorithm="ring"))
+            assert np.array_equal(got, np.full(5, world.size * (world.size + 1) / 2)), env
+
+
+@pytest.mark.parametrize("name,value", [("RING_KERNEL_THREADS", "2000"),
+                                        ("RING_KERNEL_CHANNELS", "0"),
+                                        ("RING_KERNEL_PROTO", "ll128")])
+def test_a_bad_kernel_setting_on_one_rank_is_raised_on_every_rank(world, monkeypatch, name,
+                                                                  value):
+    """Read on rank 0 alone before the ranks' first exchange, a bad setting raised there
+    while its peers waited in that exchange for ever; now every rank raises, naming rank 0
+    and the setting, and the next communicator runs."""
+    if world.rank == 0:
+        monkeypatch.setenv(name, value)
+    for path in ("auto", "kernel"):
+        with pytest.raises(ring.RingError, match=rf"rank 0 could not read its kernel path's "
+                                                 rf"settings: ValueError: {name}: "):
+            ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=path)
+    monkeypatch.undo()
+    with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH) as c:
+        x = _gpu(np.full(5, c.rank + 1.0, np.float32))
+        assert np.array_equal(_host(c.allreduce(x)), np.full(5, world.size * (world.size + 1) / 2))
+
+
 def test_what_a_kept_signature_holds(world):
     """A kept kernel-path call is its arrays' layout, not only their address and shape
     (ring/cuda/repeated.py): a strided view of a kept x's memory and shape is refused, as
