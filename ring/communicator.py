@@ -28,7 +28,7 @@ from .host import compiled_round, repeated, repeated_cma
 from .options import (DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, EXCHANGE_BYTES, check_algorithm,
                       check_path, check_slots, check_timeout)
 from .schedule import Collective
-from .topology import discover
+from .topology import discover, emulated_nodes
 from .transport.exchange import Exchange
 from .wait import CallName, Waiter, napping, oversubscribed
 
@@ -150,10 +150,11 @@ class Communicator:
                     raise TypeError(f"{name}: expected True or False, got {flag!r}")
             table = _tuning.load(tuning, self.device)
             rules = _tuning.digest(table)
+            emulated = emulated_nodes()
         except Exception as e:  # noqa: BLE001 - raised below, once every rank knows of it
             # (raised here, on this rank alone, it would leave the others in the allgather)
             error = e
-            self.device, chunk_bytes, nslots, path, rules = "?", 0, 0, "?", "?"
+            self.device, chunk_bytes, nslots, path, rules, emulated = "?", 0, 0, "?", "?", 0
         else:
             debug.configure()
         self.chunk_bytes, self.nslots, self.algorithm = int(chunk_bytes), int(nslots), algorithm
@@ -162,9 +163,10 @@ class Communicator:
         # whether chunk_bytes was given (calls that name none are cut by it: the algorithms'
         # chunk_bytes), on check (a rank that checks waits for its peers' agreement at each
         # call: a rank that does not, for their data), and on the tuning table's rules ("auto"
-        # picks by them: with check=False nothing else would find a choice that differs).
+        # picks by them: with check=False nothing else would find a choice that differs), and
+        # on RING_NODES (the topology's split, collective, differs with it).
         mine = (error is not None, self.device, self.chunk_bytes, self._chunk_given, self.nslots,
-                self.path, self.check, rules)
+                self.path, self.check, rules, emulated)
         if error is None:  # Numba's first load here, where no peer waits under a deadline
             compiled_round.warm_agreement()
         everyone = self._comm.allgather(mine)
@@ -177,9 +179,9 @@ class Communicator:
             if bad:
                 raise MismatchError(f"Communicator: rank(s) {bad} passed bad arguments")
             raise MismatchError("Communicator: ranks disagree on (device, chunk_bytes, chunk_bytes "
-                                "given, nslots, path, check, tuning rules' CRC-32): "
+                                "given, nslots, path, check, tuning rules' CRC-32, RING_NODES): "
                                 + ", ".join(f"rank {r}: {e[1:]}" for r, e in enumerate(everyone)))
-        topo = discover(self._comm)
+        topo = discover(self._comm, emulated)
         self.nodes = topo.nnodes  # the nodes the ranks span (RING_NODES=N emulates N)
         waiter = Waiter(self.timeout, oversubscribed(topo.machine_ranks))
         asked = self.path  # as passed: every backend (the two-level rings' too) resolves it

@@ -46,11 +46,13 @@ def emulated_nodes() -> int:
     return n
 
 
-def discover(comm: MPI.Comm) -> Topology:
-    """Collective over comm."""
+def discover(comm: MPI.Comm, emulated: int | None = None) -> Topology:
+    """Collective over comm. emulated: the nodes to emulate (0: none; None: RING_NODES's),
+    the same on every rank (the Communicator compares them first: a rank that splits beside
+    one that does not waits for ever)."""
     shared = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.rank)
     machine_ranks, machine_rank = shared.size, shared.rank
-    n = emulated_nodes()
+    n = emulated_nodes() if emulated is None else emulated
     if n:
         color = shared.rank * min(n, shared.size) // shared.size
         node_comm = shared.Split(color, key=shared.rank)

@@ -83,8 +83,8 @@ def test_ranks_that_disagree_on_check_are_refused_at_creation():
     if _size() == 1:
         return
     with pytest.raises(ring.MismatchError,
-                       match=r"disagree on \(.*check, .*\): rank 0: \(.*True, '\w{8}'\), rank 1: "
-                             r"\(.*False, '\w{8}'\)"):
+                       match=r"disagree on \(.*check, .*\): rank 0: \(.*True, '\w{8}', \d+\), rank 1: "
+                             r"\(.*False, '\w{8}', \d+\)"):
         ring.Communicator(device="host", timeout=60, check=_rank() == 0)
     with ring.Communicator(device="host", timeout=60, check=False) as c:  # agreed: it runs
         assert np.array_equal(c.allreduce(np.ones(3), algorithm="ring"), np.full(3, c.size))
@@ -106,10 +106,11 @@ def test_ranks_whose_tuning_tables_differ_are_refused_at_creation(tmp_path, chec
             ring.Communicator(device="host", timeout=60, check=check, tuning=str(table)).close()
             continue
         with pytest.raises(ring.MismatchError,
-                           match=r"tuning rules' CRC-32\): rank 0: \(.*'\w{8}'\)"):
+                           match=r"tuning rules' CRC-32, RING_NODES\): rank 0: \(.*'\w{8}', \d+\)"):
             ring.Communicator(device="host", timeout=60, check=check, tuning=str(table))
-    table.write_text(json.dumps({"machine": f"rank {_rank()}", "rules": [
-        {"ranks": _size(), "nodes": 1, "max_bytes": 1 << 30, "algorithm": "naive"}]}))
+    table.write_text(json.dumps({"machine": f"rank {_rank()}", "rules": [  # (any RING_NODES)
+        {"ranks": _size(), "nodes": n, "max_bytes": 1 << 30, "algorithm": "naive"}
+        for n in range(1, _size() + 1)]}))
     with ring.Communicator(device="host", timeout=60, check=check, tuning=str(table)) as c:
         assert np.array_equal(c.allreduce(np.ones(3)), np.full(3, c.size))
         assert c.last_algorithm == "naive"
@@ -447,6 +448,34 @@ def test_communicator_options_are_checked_on_every_rank():
             ring.Communicator(device="host", chunk_bytes=None if _rank() == 0 else 1 << 20)
         with pytest.raises(ring.MismatchError, match="disagree"):
             ring.Communicator(device="host", path="copy" if _rank() == 0 else "stream")
+
+
+def test_ranks_that_emulate_other_nodes_are_refused_on_every_rank(monkeypatch):
+    """RING_NODES splits the ranks into emulated nodes, a collective split: set on rank 0
+    alone (or to something else there) it left the others waiting in it for ever, and
+    where it was no number rank 0 raised alone. Now: its ValueError on rank 0 and
+    MismatchError elsewhere, or one MismatchError naming every rank's RING_NODES."""
+    if _rank() == 0:
+        monkeypatch.setenv("RING_NODES", "x")
+    _bad_on_rank_0("RING_NODES must be a positive integer, got 'x'", device="host", timeout=60)
+    if _size() == 1:
+        return
+    for mine, others in (("2", None), ("2", "1")):
+        monkeypatch.undo()
+        if _rank() == 0:
+            monkeypatch.setenv("RING_NODES", mine)
+        elif others is not None:
+            monkeypatch.setenv("RING_NODES", others)
+        else:  # (the suite may run under RING_NODES)
+            monkeypatch.delenv("RING_NODES", raising=False)
+        with pytest.raises(ring.MismatchError,
+                           match=rf"RING_NODES\): rank 0: \(.*, {mine}\), rank 1: \(.*, "
+                                 rf"{others or 0}\)"):
+            ring.Communicator(device="host", timeout=60)
+    monkeypatch.setenv("RING_NODES", "2")  # alike: it runs
+    with ring.Communicator(device="host", timeout=60) as c:
+        assert c.nodes == 2
+        assert np.array_equal(c.allreduce(np.ones(3)), np.full(3, c.size))
 
 
 def test_mpi_comm_must_be_an_mpi4py_intracommunicator():
