@@ -418,9 +418,15 @@ def test_bad_calls_name_the_argument():
     for bad in ("bogus", "barrier", 3, None):
         with pytest.raises(ValueError, match=f"collective: one of 'allgather', .*, got {bad!r}"):
             g.capture(bad, [dev(np.ones(4))] * 2, [dev(np.ones(4))] * 2)
-    for devices in ([0], [0, 0, 0], [0, len(cuda.gpus)], [-1, 0]):
+    # (also what is no list of indices: 0.0 ran as a device index, the rest were TypeErrors
+    # that named nothing)
+    for devices in ([0], [0, 0, 0], [0, len(cuda.gpus)], [-1, 0], [0.0, 0.0], [True, False],
+                    "00", 5, [None, 0]):
         with pytest.raises(ValueError, match=r"devices: need 2 device indices below \d+, got"):
             ring.Group(2, devices=devices)
+    g2 = ring.Group(2, devices=np.zeros(2, np.int64))  # (any sequence of indices)
+    assert g2.devices == [0, 0] and all(type(d) is int for d in g2.devices)
+    g2.close()
     with pytest.raises(ValueError, match="path"):
         ring.Group(2, path="teleport")
     if SIMULATED:

@@ -20,6 +20,8 @@ measured; ranks on several GPUs take "stream".
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from numba import cuda
 
@@ -56,9 +58,17 @@ class Group:
                              "(Numba's simulator runs one kernel at a time)")
         self.size, self.chunk_bytes, self.nslots, self.path = int(size), int(chunk_bytes), int(nslots), path
         ndev = len(cuda.gpus)
-        self.devices = list(devices) if devices is not None else [0] * self.size
-        if len(self.devices) != self.size or any(not 0 <= d < ndev for d in self.devices):
-            raise ValueError(f"devices: need {self.size} device indices below {ndev}, got {devices}")
+        try:
+            given = [0] * self.size if devices is None else \
+                None if isinstance(devices, (str, bytes)) else list(devices)
+        except TypeError:
+            given = None
+        if given is None or len(given) != self.size or any(
+                not (isinstance(d, numbers.Integral) and not isinstance(d, bool) and 0 <= d < ndev)
+                for d in given):  # (a str, a number, 0.5 or True: not a list of indices)
+            raise ValueError(f"devices: need {self.size} device indices below {ndev}, "
+                             f"got {devices!r}")
+        self.devices = [int(d) for d in given]
         if path == "auto":  # the kernel for plain calls where it was measured: one GPU
             one_gpu = len(set(self.devices)) == 1 and not (SIMULATED and self.size > 1)
             self.path = path = "auto" if one_gpu else "stream"
