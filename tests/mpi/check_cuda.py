@@ -156,6 +156,14 @@ def test_repeated_calls_reuse_their_kernel_launch(gcomm):
         assert len(gcomm._kfast) == kept + 5
 
 
+def _links_and_sums(world, path: str, algorithm=None) -> None:
+    """A new communicator on `path` sums the ranks' 1..K (the set-up after a refused one)."""
+    with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=path) as c:
+        x = _gpu(np.full(5, c.rank + 1.0, np.float32))
+        got = _host(c.allreduce(x, algorithm=algorithm))
+        assert np.array_equal(got, np.full(5, world.size * (world.size + 1) / 2)), path
+
+
 def test_ranks_with_other_kernel_shapes_are_refused_on_every_rank(world, monkeypatch):
     """RING_KERNEL_CHANNELS set on one rank only: the kernel path's shapes differ, so a
     communicator that may take it (path "auto" or "kernel") is refused on every rank with
@@ -169,9 +177,7 @@ def test_ranks_with_other_kernel_shapes_are_refused_on_every_rank(world, monkeyp
         with pytest.raises(ValueError, match=rf"^path='{path}': ranks disagree on \(channels, "
                            r"threads\): \[[^]]*\(3, \d+\)[^]]*\]"):
             ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=path)
-    with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path="stream") as c:
-        x = _gpu(np.full(5, c.rank + 1.0, np.float32))
-        assert np.array_equal(_host(c.allreduce(x)), np.full(5, world.size * (world.size + 1) / 2))
+    _links_and_sums(world, "stream")
 
 
 @pytest.mark.parametrize("name,value,other", [("RING_KERNEL_PROTO", "simple", "ll"),
@@ -192,18 +198,13 @@ def test_ranks_with_other_kernel_settings_are_refused_on_every_rank(world, monke
         with pytest.raises(ValueError, match=rf"^path='{path}': ranks disagree on "
                            r"\(RING_KERNEL_PROTO, RING_TWOSHOT_BLOCKS\): rank 0: \('"):
             ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=path)
-    with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path="stream") as c:
-        x = _gpu(np.full(5, c.rank + 1.0, np.float32))
-        assert np.array_equal(_host(c.allreduce(x)), np.full(5, world.size * (world.size + 1) / 2))
+    _links_and_sums(world, "stream")
     alike = [{name: value}, {name: "ll"} if world.rank == 0 else {}]  # ("ll": the default)
     for env in alike if name == "RING_KERNEL_PROTO" else alike[:1]:
         monkeypatch.undo()
         for k, v in env.items():
             monkeypatch.setenv(k, v)
-        with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH) as c:
-            x = _gpu(np.full(5, c.rank + 1.0, np.float32))
-            got = _host(c.allreduce(x, algorithm="ring"))
-            assert np.array_equal(got, np.full(5, world.size * (world.size + 1) / 2)), env
+        _links_and_sums(world, PATH, "ring")
 
 
 @pytest.mark.parametrize("name,value", [("RING_KERNEL_THREADS", "2000"),
@@ -221,9 +222,7 @@ def test_a_bad_kernel_setting_on_one_rank_is_raised_on_every_rank(world, monkeyp
                                                  rf"settings: ValueError: {name}: "):
             ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=path)
     monkeypatch.undo()
-    with ring.Communicator(device="cuda", timeout=60, chunk_bytes=CHUNK, path=PATH) as c:
-        x = _gpu(np.full(5, c.rank + 1.0, np.float32))
-        assert np.array_equal(_host(c.allreduce(x)), np.full(5, world.size * (world.size + 1) / 2))
+    _links_and_sums(world, PATH)
 
 
 def test_what_a_kept_signature_holds(world):
