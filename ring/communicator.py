@@ -113,6 +113,8 @@ class Communicator:
         base = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
         if not isinstance(base, MPI.Intracomm):
             raise TypeError(f"mpi_comm: expected an mpi4py intracommunicator, got {type(base).__name__}")
+        if base == MPI.COMM_NULL:  # (a freed one: else MPI's "Invalid communicator")
+            raise ValueError("mpi_comm: the communicator has been freed (MPI.COMM_NULL)")
         # A non-blocking duplicate, so that a rank that never arrives costs a timeout, not a
         # hang; once it completes every rank is here and the set-up below is quick.
         self._comm, arrived = base.Idup()

@@ -481,6 +481,11 @@ def test_ranks_that_emulate_other_nodes_are_refused_on_every_rank(monkeypatch):
 def test_mpi_comm_must_be_an_mpi4py_intracommunicator():
     with pytest.raises(TypeError, match="mpi_comm: expected an mpi4py intracommunicator, got str"):
         ring.Communicator("world", device="host")
+    from mpi4py import MPI
+    freed = MPI.COMM_WORLD.Dup()
+    freed.Free()
+    with pytest.raises(ValueError, match=r"mpi_comm: the communicator has been freed"):
+        ring.Communicator(freed, device="host")
 
 
 def _rank():
