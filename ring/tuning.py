@@ -50,6 +50,9 @@ TABLES = Path(__file__).resolve().parent / "tables"
 def load(path: str | None, device: str) -> dict:
     """The table to use: `path`, else RING_TUNING, else the one shipped for `device` (an
     empty table where none is). ValueError naming the source when it cannot be read."""
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        # (open() takes an int as a file descriptor: tuning=1 read, then closed, stdout)
+        raise ValueError(f"tuning: expected the path of a table, got {path!r}")
     source = path or os.environ.get("RING_TUNING") or str(TABLES / f"{device}.json")
     if not path and not os.environ.get("RING_TUNING") and not Path(source).exists():
         return {"rules": []}

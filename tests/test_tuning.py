@@ -43,6 +43,17 @@ def test_a_table_from_a_path_or_the_environment(tmp_path, monkeypatch):
     assert tuning.load(None, "host") == TABLE
     monkeypatch.delenv("RING_TUNING")
     assert tuning.load(None, "no-such-device") == {"rules": []}  # none shipped: the ring
+    assert tuning.load(p, "host") == TABLE  # (a Path too)
+
+
+@pytest.mark.parametrize("bad", [1, True, 3.5, ["t.json"]])
+def test_a_tuning_that_is_no_path_is_refused_before_anything_is_opened(bad, capfd):
+    """open() takes an int as a file descriptor: tuning=1 (or True) read stdout and closed
+    it, and the process could print no more."""
+    with pytest.raises(ValueError, match="tuning: expected the path of a table, got "):
+        tuning.load(bad, "host")
+    print("stdout still open")
+    assert capfd.readouterr().out == "stdout still open\n"
 
 
 @pytest.mark.parametrize("text,why", [("{", "Expecting property name"),
