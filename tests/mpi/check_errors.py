@@ -478,6 +478,21 @@ def test_ranks_that_emulate_other_nodes_are_refused_on_every_rank(monkeypatch):
         assert np.array_equal(c.allreduce(np.ones(3)), np.full(3, c.size))
 
 
+def test_why_not_names_a_bad_collective_or_size():
+    """why_not's collective is one's name (any case) or a Collective, its nbytes a whole
+    number >= 0: an unknown name was a KeyError 'BOGUS', -5 or "x" bytes answered None."""
+    c = fresh()
+    assert c.why_not("ring", "ALLREDUCE", 8.0) is None
+    assert c.why_not("ring", Collective.ALLGATHER, 8) is None
+    for bad in ("bogus", "all_reduce", 3, None):
+        with pytest.raises(ValueError, match=rf"collective: one of 'allgather', .*, got {bad!r}"):
+            c.why_not("ring", bad, 8)
+    for bad in (-5, "x", 1.5, None, True):
+        with pytest.raises(ValueError, match=rf"nbytes: .* got {bad!r}"):
+            c.why_not("ring", "allreduce", bad)
+    c.close()
+
+
 def test_mpi_comm_must_be_an_mpi4py_intracommunicator():
     with pytest.raises(TypeError, match="mpi_comm: expected an mpi4py intracommunicator, got str"):
         ring.Communicator("world", device="host")
