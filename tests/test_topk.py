@@ -166,8 +166,10 @@ def test_buckets_take_topk_with_a_density():
     want = np.zeros(100, np.float32)
     want[90:] = 2 * np.arange(91, 101)
     assert g[0].tolist() == want.tolist()
+    # (a string, NaN or True: not a fraction; "0.1" was a TypeError naming nothing)
     for bad in [dict(compression="topk"), dict(compression="topk", density=0),
-                dict(density=0.1), dict(compression="int8", density=0.1)]:
+                dict(density=0.1), dict(compression="int8", density=0.1),
+                *(dict(compression="topk", density=d) for d in ("0.1", float("nan"), True))]:
         with pytest.raises(ValueError, match="density"):
             GradientBuckets(Two(), g, **bad)
     topk_ef = dict(compression="topk", density=0.1, error_feedback=True)
@@ -330,7 +332,7 @@ def test_set_density_changes_k_from_the_next_step_and_keeps_the_residual():
     with pytest.raises(ValueError, match="a step is under way"):
         b.set_density(0.5)
     b.wait()
-    for bad in (0, 1.5):
+    for bad in (0, 1.5, "0.5", float("nan"), True):
         with pytest.raises(ValueError, match="density"):
             b.set_density(bad)
     b.set_density(1)  # dense again: everything owed is sent (1..88), nothing left owing

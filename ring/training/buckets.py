@@ -87,7 +87,7 @@ from .buffers import copy, empty, zero
 from .int8_reduce import EXCHANGES, Int8Reduce
 from ..options import COMPRESSIONS
 from .tensors import as_array, as_tensor, is_tensor
-from .topk import TopKReduce, check_momentum
+from .topk import TopKReduce, a_density, check_momentum
 
 FIRST_BUCKET_BYTES = 1 << 20  # DDP's defaults
 BUCKET_BYTES = 25 << 20
@@ -286,7 +286,7 @@ class GradientBuckets:
             raise ValueError("momentum: the momentum of compression='topk' only")
         check_momentum(momentum, momentum_kind, error_feedback)
         if (density is not None) != (compression == TOPK) or \
-                (density is not None and not 0 < density <= 1):
+                (density is not None and not a_density(density)):
             raise ValueError(f"density: the fraction of each bucket compression='topk' "
                              f"sends, 0 < density <= 1, given with it only; got {density!r}")
         if int8_exchange is not None and (compression != INT8 or int8_exchange not in EXCHANGES):
@@ -399,7 +399,7 @@ class GradientBuckets:
         every rank (the all-gathers' sizes differ otherwise: MismatchError)."""
         if self._topk is None:
             raise ValueError("set_density: with compression='topk' only")
-        if not 0 < density <= 1:
+        if not a_density(density):
             raise ValueError(f"density: 0 < density <= 1, got {density!r}")
         if any(self._marked) or self._works:
             raise ValueError("set_density(): a step is under way (ready() called, wait() not yet)")

@@ -54,6 +54,13 @@ MARGIN = 1.25  # the sample's threshold aims at this many times k candidates
 MOMENTUM_KINDS = ("global", "local")  # what momentum=m carries (the module's docstring)
 
 
+def a_density(density) -> bool:
+    """Whether density is a fraction top-k can send: a number, 0 < density <= 1 (not a
+    bool, a string or NaN, whose comparisons raised or passed)."""
+    return isinstance(density, numbers.Real) and not isinstance(density, bool) and \
+        0 < density <= 1
+
+
 def check_momentum(momentum: float, kind: str, feedback: bool) -> None:
     """Raise ValueError where momentum_kind is none of MOMENTUM_KINDS, momentum is not a
     number in [0, 1), or it is asked for without error feedback (the buckets', the DDP
