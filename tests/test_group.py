@@ -380,7 +380,8 @@ def test_results_are_the_kind_passed_in_and_shaped():
     assert (host(outs[1]) == 2).all()
 
 
-def test_bad_calls_name_the_argument():
+def test_bad_calls_name_the_argument(monkeypatch):
+    from ring.cuda import group
     g = ring.Group(2, chunk_bytes=64)
     with pytest.raises(ValueError, match="xs: need one array per rank"):
         g.allreduce([dev(np.ones(4))])
@@ -424,6 +425,11 @@ def test_bad_calls_name_the_argument():
                     "00", 5, [None, 0]):
         with pytest.raises(ValueError, match=r"devices: need 2 device indices below \d+, got"):
             ring.Group(2, devices=devices)
+    monkeypatch.setattr(group, "SIMULATED", False)  # no GPU, no simulator: said so
+    monkeypatch.setattr(group, "gpu_usable", lambda: False)
+    with pytest.raises(ValueError, match="ring.Group: needs a usable NVIDIA GPU"):
+        ring.Group(2)
+    monkeypatch.undo()
     g2 = ring.Group(2, devices=np.zeros(2, np.int64))  # (any sequence of indices)
     assert g2.devices == [0, 0] and all(type(d) is int for d in g2.devices)
     g2.close()

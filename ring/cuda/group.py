@@ -26,6 +26,7 @@ import numpy as np
 from numba import cuda
 
 from ..call import prepare
+from ..devices import gpu_usable
 from ..errors import CommunicatorError
 from ..options import (DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, check_path, check_slots,
                        check_timeout, whole_number)
@@ -57,6 +58,9 @@ class Group:
             raise ValueError("path: 'kernel' with several ranks in one process needs a GPU "
                              "(Numba's simulator runs one kernel at a time)")
         self.size, self.chunk_bytes, self.nslots, self.path = int(size), int(chunk_bytes), int(nslots), path
+        if not (SIMULATED or gpu_usable()):  # (else the driver's "Error at driver init")
+            raise ValueError("ring.Group: needs a usable NVIDIA GPU (or, for tests, Numba's "
+                             "simulator: NUMBA_ENABLE_CUDASIM=1)")
         ndev = len(cuda.gpus)
         try:
             given = [0] * self.size if devices is None else \
