@@ -161,12 +161,12 @@ class Communicator:
             debug.configure()
         self.chunk_bytes, self.nslots, self.algorithm = int(chunk_bytes), int(nslots), algorithm
         self.path = path
-        # Ranks must agree on the device and the slot geometry (slots are sized by it), on
+        # Ranks must agree on: the device and the slot geometry (slots are sized by it);
         # whether chunk_bytes was given (calls that name none are cut by it: the algorithms'
-        # chunk_bytes), on check (a rank that checks waits for its peers' agreement at each
-        # call: a rank that does not, for their data), and on the tuning table's rules ("auto"
-        # picks by them: with check=False nothing else would find a choice that differs), and
-        # on RING_NODES (the topology's split, collective, differs with it).
+        # chunk_bytes); check (a rank that checks waits for its peers' agreement at each
+        # call, one that does not for their data); the tuning table's rules ("auto" picks by
+        # them: with check=False nothing else would find a choice that differs); RING_NODES
+        # (the topology's split, collective, differs with it).
         mine = (error is not None, self.device, self.chunk_bytes, self._chunk_given, self.nslots,
                 self.path, self.check, rules, emulated)
         if error is None:  # Numba's first load here, where no peer waits under a deadline
