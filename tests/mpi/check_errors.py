@@ -83,8 +83,8 @@ def test_ranks_that_disagree_on_check_are_refused_at_creation():
     if _size() == 1:
         return
     with pytest.raises(ring.MismatchError,
-                       match=r"disagree on \(.*check, .*\): rank 0: \(.*True, '\w{8}', \d+\), rank 1: "
-                             r"\(.*False, '\w{8}', \d+\)"):
+                       match=r"disagree on \(.*check, .*\): rank 0: \(.*True, '\w{8}', \d+\), "
+                             r"rank 1: \(.*False, '\w{8}', \d+\)"):
         ring.Communicator(device="host", timeout=60, check=_rank() == 0)
     with ring.Communicator(device="host", timeout=60, check=False) as c:  # agreed: it runs
         assert np.array_equal(c.allreduce(np.ones(3), algorithm="ring"), np.full(3, c.size))
