@@ -27,7 +27,7 @@ from .errors import CommunicatorError, MismatchError, TimeoutError
 from .host import compiled_round, repeated, repeated_cma
 from .options import (DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, EXCHANGE_BYTES, check_algorithm,
                       check_path, check_slots, check_timeout, whole_number)
-from .schedule import Collective
+from .schedule import Collective, collective_named
 from .topology import discover, emulated_nodes
 from .transport.exchange import Exchange
 from .wait import CallName, Waiter, napping, oversubscribed
@@ -433,13 +433,8 @@ class Communicator:
         """Why `algorithm` cannot run `collective` ("allreduce", ... or a Collective) of
         `nbytes` per rank on this communicator (None: it can; "auto" always can). The same
         answer on every rank: it depends on the layout, the device and the size only."""
-        if not isinstance(collective, Collective):
-            known = {c.label: c for c in Collective}
-            name = collective.lower() if isinstance(collective, str) else None
-            if name not in known:  # (a KeyError 'BOGUS' before)
-                raise ValueError(f"collective: one of {', '.join(map(repr, sorted(known)))}, "
-                                 f"got {collective!r}")
-            collective = known[name]
+        if not isinstance(collective, Collective):  # (a KeyError 'BOGUS' before)
+            collective = collective_named(collective)
         if not whole_number(nbytes) or nbytes < 0:  # (-5 or "x" once answered None)
             raise ValueError(f"nbytes: the bytes per rank, a whole number >= 0, got {nbytes!r}")
         self._usable()

@@ -87,6 +87,17 @@ for _c in Collective:
 del _c
 
 
+def collective_named(name, data_only: bool = False) -> Collective:
+    """The collective called `name` (any case; data_only: not the barrier, which moves
+    none), or a ValueError naming every one it could be."""
+    known = {c.label: c for c in Collective if not (data_only and c is Collective.BARRIER)}
+    found = known.get(name.lower() if isinstance(name, str) else None)
+    if found is None:
+        raise ValueError(f"collective: one of {', '.join(map(repr, sorted(known)))}, "
+                         f"got {name!r}")
+    return found
+
+
 @dataclass(frozen=True)
 class Step:
     block: int

@@ -30,7 +30,7 @@ from ..devices import gpu_usable
 from ..errors import CommunicatorError
 from ..options import (DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, check_path, check_slots,
                        check_timeout, whole_number)
-from ..schedule import Collective, plan
+from ..schedule import Collective, collective_named, plan
 from ..wait import Waiter
 from kernels.driver import event
 from kernels import simulator
@@ -62,11 +62,12 @@ class Group:
             raise ValueError("ring.Group: needs a usable NVIDIA GPU (or, for tests, Numba's "
                              "simulator: NUMBA_ENABLE_CUDASIM=1)")
         ndev = len(cuda.gpus)
-        try:
-            given = [0] * self.size if devices is None else \
-                None if isinstance(devices, (str, bytes)) else list(devices)
-        except TypeError:
-            given = None
+        given = [0] * self.size if devices is None else None
+        if devices is not None and not isinstance(devices, (str, bytes)):
+            try:
+                given = list(devices)
+            except TypeError:  # (not a sequence: refused below)
+                pass
         if given is None or len(given) != self.size or any(
                 not (isinstance(d, numbers.Integral) and not isinstance(d, bool) and 0 <= d < ndev)
                 for d in given):  # (a str, a number, 0.5 or True: not a list of indices)
@@ -161,10 +162,7 @@ class Group:
     def capture(self, collective: str, xs, outs, op="sum", *, dtype=None, root: int = 0):
         """Capture one collective on fixed buffers (outs required) as a CUDA graph; return
         it: graph.replay(stream) reruns the collective on those buffers, one launch."""
-        coll = _CAPTURABLE.get(collective.lower() if isinstance(collective, str) else None)
-        if coll is None:
-            raise ValueError(f"collective: one of {', '.join(map(repr, sorted(_CAPTURABLE)))}, "
-                             f"got {collective!r}")
+        coll = collective_named(collective, data_only=True)
         if outs is None:
             raise ValueError("outs: a captured collective needs its output buffers fixed")
         origin = cuda.stream()
@@ -331,9 +329,6 @@ class Group:
 
 
 # what capture() takes by name: every collective that moves data (the barrier has none)
-_CAPTURABLE = {c.name.lower(): c for c in Collective if c is not Collective.BARRIER}
-
-
 _EXTERNAL: dict = {}  # handle -> Numba's stream of it, made once
 
 
