@@ -54,6 +54,7 @@ def _inputs(rank: int) -> np.ndarray:
 
 
 WANT = sum(_inputs(r) for r in range(W.size))
+SILENT_S = 30  # how long the senders call no MPI at most, well within the communicator's timeout
 
 
 def _node(rank: int) -> int:
@@ -128,23 +129,34 @@ def test_every_collective_across_nodes_ends():
             assert np.array_equal(got, xs[root][r * b:(r + 1) * b])
 
 
-def test_a_rank_back_in_its_own_code_holds_no_peer():
-    """After a call, the ranks that send to the other node (1 and 3 of nodes {0, 1} and
-    {2, 3}) sleep, calling no MPI, for longer than the others' timeout: the others' calls
-    end all the same, since a call ends once MPI is done with its sends. A broadcast from
-    rank 1, whose call ends with a send across the node: without that wait its last chunk
-    is still in flight there. (An all-reduce ends on a receive, which mostly hid it: with
-    the cuda device's wait taken out, a test of an all-reduce here passed, then failed.)"""
+def test_a_rank_back_in_its_own_code_holds_no_peer(tmp_path_factory):
+    """After a broadcast from rank 1, the ranks that send to the other node (1 and 3 of
+    nodes {0, 1} and {2, 3}) call no MPI until every other rank's call has ended (each
+    leaves a file; at most SILENT_S): those calls end all the same, since a call ends once
+    MPI is done with its sends. Rank 1's call ends with a send across the node: without that
+    wait its last chunk is still in flight there, and the others' calls end only once the
+    senders call MPI again. (An all-reduce ends on a receive, which mostly hid it: with the
+    cuda device's wait taken out, a test of an all-reduce here passed, then failed.) The
+    senders wait for the files, not for a fixed time: a loaded machine's slow call is no
+    failure here (a 10 s sleep past a 10 s timeout was one, in CI)."""
     sender = _node(W.rank) != _node((W.rank + 1) % W.size)
-    timeout = 4 if DEVICE == "host" else 10
-    with _communicator("ring", timeout=timeout) as c:
+    folder = W.bcast(str(tmp_path_factory.mktemp("ended")) if W.rank == 0 else None)
+    others = [r for r in range(W.size) if _node(r) == _node((r + 1) % W.size)]
+    with _communicator("ring", timeout=4 * SILENT_S) as c:
         x = _put(_inputs(c.rank))
-        c.allreduce(x)  # compiled and warm: the next call's time is its own
+        c.allreduce(x)  # compiled and warm: the broadcast's time is its own
         c.broadcast(x, root=1)
         got = _get(x)
-        if sender:
-            time.sleep(timeout + 0.5)  # past the others' deadlines, were they waiting here
-        W.Barrier()  # MPI's: the others wait here, not in close(), whose wait has a timeout
+        if not sender:
+            open(os.path.join(folder, str(c.rank)), "w").close()
+        deadline = time.monotonic() + SILENT_S
+        while sender and time.monotonic() < deadline and not all(
+                os.path.exists(os.path.join(folder, str(r))) for r in others):
+            time.sleep(0.05)  # no MPI: the others' calls must end without this rank's
+        ended = sender and all(os.path.exists(os.path.join(folder, str(r))) for r in others)
+        # MPI's: the others wait here, not in close(), whose wait has a timeout
+        ended = W.allreduce(ended or not sender, op=MPI.LAND)
+    assert ended, f"ranks {others}' calls had not ended {SILENT_S} s into the senders' silence"
     assert np.array_equal(got, _inputs(1))
 
 
