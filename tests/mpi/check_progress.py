@@ -20,6 +20,8 @@ receiving end must keep MPI moving too, for every receive it has posted (the las
 RING_TEST_DEVICE: host or cuda."""
 
 import os
+import shutil
+import tempfile
 import time
 
 import numpy as np
@@ -129,7 +131,7 @@ def test_every_collective_across_nodes_ends():
             assert np.array_equal(got, xs[root][r * b:(r + 1) * b])
 
 
-def test_a_rank_back_in_its_own_code_holds_no_peer(tmp_path_factory):
+def test_a_rank_back_in_its_own_code_holds_no_peer():
     """After a broadcast from rank 1, the ranks that send to the other node (1 and 3 of
     nodes {0, 1} and {2, 3}) call no MPI until every other rank's call has ended (each
     leaves a file; at most SILENT_S): those calls end all the same, since a call ends once
@@ -140,7 +142,7 @@ def test_a_rank_back_in_its_own_code_holds_no_peer(tmp_path_factory):
     senders wait for the files, not for a fixed time: a loaded machine's slow call is no
     failure here (a 10 s sleep past a 10 s timeout was one, in CI)."""
     sender = _node(W.rank) != _node((W.rank + 1) % W.size)
-    folder = W.bcast(str(tmp_path_factory.mktemp("ended")) if W.rank == 0 else None)
+    folder = W.bcast(tempfile.mkdtemp(prefix="ring-ended-") if W.rank == 0 else None)
     others = [r for r in range(W.size) if _node(r) == _node((r + 1) % W.size)]
     with _communicator("ring", timeout=4 * SILENT_S) as c:
         x = _put(_inputs(c.rank))
@@ -149,13 +151,15 @@ def test_a_rank_back_in_its_own_code_holds_no_peer(tmp_path_factory):
         got = _get(x)
         if not sender:
             open(os.path.join(folder, str(c.rank)), "w").close()
+        def others_ended() -> bool:
+            return all(os.path.exists(os.path.join(folder, str(r))) for r in others)
         deadline = time.monotonic() + SILENT_S
-        while sender and time.monotonic() < deadline and not all(
-                os.path.exists(os.path.join(folder, str(r))) for r in others):
+        while sender and not others_ended() and time.monotonic() < deadline:
             time.sleep(0.05)  # no MPI: the others' calls must end without this rank's
-        ended = sender and all(os.path.exists(os.path.join(folder, str(r))) for r in others)
         # MPI's: the others wait here, not in close(), whose wait has a timeout
-        ended = W.allreduce(ended or not sender, op=MPI.LAND)
+        ended = W.allreduce(not sender or others_ended(), op=MPI.LAND)
+    if W.rank == 0:
+        shutil.rmtree(folder)
     assert ended, f"ranks {others}' calls had not ended {SILENT_S} s into the senders' silence"
     assert np.array_equal(got, _inputs(1))
 
@@ -188,8 +192,9 @@ def test_a_receivers_progress_moves_every_message_to_it(kind):
     from ring.wait import Waiter
 
     comm, pattern = W.Dup(), np.arange(CHUNK, dtype=np.uint8) | 1  # no zero byte
-    # (milliseconds where the hook works; room for 4 ranks polling on 2 cores)
-    waiter, missed = Waiter(timeout=10), None
+    # (milliseconds where the hook works; room for 4 ranks polling on a loaded 2 cores)
+    waiter, missed = Waiter(timeout=30), None
+    W.Barrier()  # rank 0's wait starts when rank 2's does, give or take its setup
     try:
         if W.rank == 0:
             send = MpiSend(comm, 2, 4, CHUNK, waiter, "rank 2")
