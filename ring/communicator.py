@@ -26,7 +26,7 @@ from .context import Context
 from .errors import CommunicatorError, MismatchError, TimeoutError
 from .host import compiled_round, repeated, repeated_cma
 from .options import (DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, EXCHANGE_BYTES, check_algorithm,
-                      check_path, check_slots, check_timeout, whole_number)
+                      check_flags, check_path, check_slots, check_timeout, whole_number)
 from .schedule import Collective, collective_named
 from .topology import discover, emulated_nodes
 from .transport.exchange import Exchange
@@ -147,9 +147,7 @@ class Communicator:
             check_slots(chunk_bytes, nslots)
             check_algorithm(algorithm)
             path = check_path(path)
-            for name, flag in (("check", check), ("blocking", blocking)):
-                if not isinstance(flag, bool):  # ("no" or "false" would be True)
-                    raise TypeError(f"{name}: expected True or False, got {flag!r}")
+            check_flags(check=check, blocking=blocking)
             table = _tuning.load(tuning, self.device)
             rules = _tuning.digest(table)
             emulated = emulated_nodes()

@@ -7,6 +7,8 @@ import numbers
 import os
 import warnings
 
+import numpy as np
+
 # Bytes per chunk, the unit that travels through one slot, by device kind.
 #   host: measured on the CI machine (results/host-tuning.md: 2 ranks, 16 and 64 MB float32,
 #     several runs): 128-256 KiB lose to per-chunk Python overhead (~20 us a chunk); 512 KiB
@@ -71,6 +73,14 @@ def check_compression(compression) -> None:
 def whole_number(v) -> bool:
     """A whole number (4, 4.0, NumPy's), not a string, None, a bool, NaN or infinity."""
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v).is_integer()
+
+
+def check_flags(**flags) -> None:
+    """TypeError naming the first option that is not True or False ("no", "false" or 0
+    would be taken by truth value: "no" as True)."""
+    for name, flag in flags.items():
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name}: expected True or False, got {flag!r}")
 
 
 def env_whole(name: str, default: int | None) -> int | None:

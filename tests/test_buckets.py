@@ -242,6 +242,15 @@ def test_int8_options():
         GradientBuckets(Recorder(), grads([4]), compression="bf16", int8_exchange="alltoall")
 
 
+@pytest.mark.parametrize("flag", ["error_feedback", "gradient_as_bucket_view"])
+@pytest.mark.parametrize("value", ["no", "False", 0, 1, None])
+def test_flags_are_true_or_false(flag, value):
+    """Taken by truth value, error_feedback="no" had meant True."""
+    with pytest.raises(TypeError, match=f"{flag}: expected True or False, got {value!r}"):
+        GradientBuckets(Recorder(), grads([4]), compression="int8", **{flag: value})
+    GradientBuckets(Recorder(), grads([4]), compression="int8", **{flag: np.bool_(True)})
+
+
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 8, 16])
 def test_the_int8_exchange_by_bytes(k):
     """None picks the exchange that sends fewer bytes: at K = 2 the same bytes, so one

@@ -85,7 +85,7 @@ import numpy as np
 
 from .buffers import copy, empty, zero
 from .int8_reduce import EXCHANGES, Int8Reduce
-from ..options import COMPRESSIONS
+from ..options import COMPRESSIONS, check_flags
 from .tensors import as_array, as_tensor, is_tensor
 from .topk import TopKReduce, a_density, check_momentum
 
@@ -269,6 +269,7 @@ class GradientBuckets:
     def _build(self, comm, grads, bucket_bytes, first_bucket_bytes, op, compression,
                accumulate, error_feedback, int8_exchange, gradient_as_bucket_view, density,
                momentum, momentum_kind) -> None:
+        check_flags(error_feedback=error_feedback, gradient_as_bucket_view=gradient_as_bucket_view)
         if bucket_bytes <= 0 or first_bucket_bytes <= 0:
             raise ValueError(f"bucket sizes must be positive, got {first_bucket_bytes}, {bucket_bytes}")
         if op not in ("sum", "avg"):

@@ -378,9 +378,11 @@ class TopKState:
 
     def __init__(self, comm, density: float = 0.01, error_feedback: bool = True,
                  momentum: float = 0.0, momentum_kind: str = "global"):
+        from ..options import check_flags
         from .topk import a_density, check_momentum
         if not a_density(density):
             raise ValueError(f"density: 0 < density <= 1, got {density!r}")
+        check_flags(error_feedback=error_feedback)
         check_momentum(momentum, momentum_kind, error_feedback)
         self.comm, self.density, self.error_feedback = comm, density, error_feedback
         self.momentum, self.momentum_kind = momentum, momentum_kind

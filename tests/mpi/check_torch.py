@@ -407,6 +407,8 @@ def test_topk_hook_carries_its_residual_and_momentum_across_steps(gloo, momentum
             ring.torch.TopKState(comm, momentum=0.9, momentum_kind="dgc")
         with pytest.raises(ValueError, match="error_feedback"):
             ring.torch.TopKState(comm, momentum=0.9, error_feedback=False)
+        with pytest.raises(TypeError, match="error_feedback: expected True or False"):
+            ring.torch.TopKState(comm, error_feedback="no")
         for density in (0, 1.5, "0.5", True):
             with pytest.raises(ValueError, match="density: 0 < density <= 1"):
                 ring.torch.TopKState(comm, density=density)
