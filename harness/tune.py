@@ -84,7 +84,7 @@ def measure(world, comm, algos, byte_sizes, rounds: int, bufs=None,
     stays what it was)."""
     bufs = bufs or buffers.HostBuffers()
     coll = COLLECTIVES[collective]
-    which = ring.schedule.Collective[collective.upper()]
+    which = ring.schedule.collective_named(collective)
     best: dict[str, dict[int, float]] = {a: {} for a in algos}
     for _ in range(rounds):
         for s in byte_sizes:
