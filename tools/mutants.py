@@ -2743,6 +2743,53 @@ SINCE = {
         'BITS = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}',
         'BITS = {"bfloat16": "int16", "float8_e4m3fn": "uint8"}',
         "CPU float8_e5m2 tensors taken as a dtype no collective carries"),
+    # the thirty-eighth campaign: what the ranks compare when a communicator is made, and
+    # the argument checks of 2026-12-07
+    "creation-check-uncompared": (
+        "ring/communicator.py", "self.path, self.check, rules, emulated)",
+        "self.path, True, rules, emulated)",
+        "ranks whose check differs are not refused at creation (each waits out the timeout "
+        "at the first call)"),
+    "creation-rules-uncompared": (
+        "ring/communicator.py", "self.path, self.check, rules, emulated)",
+        "self.path, self.check, \"?\", emulated)",
+        "ranks whose tuning tables' rules differ are not refused ('auto' may pick otherwise "
+        "on each)"),
+    "creation-nodes-uncompared": (
+        "ring/communicator.py", "self.path, self.check, rules, emulated)",
+        "self.path, self.check, rules, 0)",
+        "ranks whose RING_NODES differs are not refused (the emulated nodes' split waits for "
+        "ever)"),
+    "creation-freed-comm-taken": (
+        "ring/communicator.py", "        if base == MPI.COMM_NULL:", "        if False:",
+        "a freed mpi_comm reaches MPI's duplicate ('Invalid communicator', naming nothing)"),
+    "digest-ignores-rules": (
+        "ring/tuning.py", "zlib.crc32(json.dumps(table['rules'], sort_keys=True).encode())",
+        "zlib.crc32(b\"\")", "every table's rules digest alike"),
+    "tuning-load-takes-any": (
+        "ring/tuning.py",
+        "    if path is not None and not isinstance(path, (str, os.PathLike)):",
+        "    if False:", "tuning=1 opened as a file descriptor (stdout read, then closed)"),
+    "kernel-settings-blocks-unread": (
+        "ring/cuda/kernel_path.py",
+        '    return proto_from_env(), os.environ.get("RING_TWOSHOT_BLOCKS", "").strip()',
+        '    return proto_from_env(), ""',
+        "ranks whose RING_TWOSHOT_BLOCKS differs are not refused (a two-shot's blocks wait "
+        "for namesakes a peer has not launched)"),
+    "timeout-ns-unclamped": (
+        "ring/cuda/error_word.py", "    return INT64_MAX if ns >= INT64_MAX else int(ns)",
+        "    return int(ns)", "an infinite timeout is an OverflowError at every kernel call"),
+    "why-not-negative-bytes": (
+        "ring/communicator.py", "        if not whole_number(nbytes) or nbytes < 0:",
+        "        if not whole_number(nbytes):", "why_not(..., nbytes=-5) answers as for 0"),
+    "group-devices-any-number": (
+        "ring/cuda/group.py",
+        "not (isinstance(d, numbers.Integral) and not isinstance(d, bool) and 0 <= d < ndev)",
+        "not (0 <= d < ndev)", "ring.Group(devices=[0.0, True]) runs as on device 0 and 1"),
+    "flags-strings-taken": (
+        "ring/options.py", "        if not isinstance(flag, (bool, np.bool_)):",
+        "        if not isinstance(flag, (bool, np.bool_, str)):",
+        "error_feedback='no' (or check='no') taken by truth value: as True"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -3255,6 +3302,19 @@ OWN_TESTS = {
     "group-stream-unchecked": "tests/test_group.py",
     "model-zero-link-kept": "tests/test_harness.py",
     "tensors-e5m2-as-bytes": "tests/test_torch.py",
+    # the thirty-eighth campaign
+    **{n: "tests/test_mpi.py::test_errors_across_emulated_nodes"
+       for n in ("creation-check-uncompared", "creation-rules-uncompared",
+                 "creation-nodes-uncompared", "creation-freed-comm-taken",
+                 "why-not-negative-bytes")},
+    "digest-ignores-rules": "tests/test_tuning.py "
+                            "tests/test_mpi.py::test_errors_across_emulated_nodes",
+    "tuning-load-takes-any": "tests/test_tuning.py",
+    "kernel-settings-blocks-unread":
+        "tests/test_mpi.py::test_cuda_device_processes_sharing_a_gpu[2]",
+    "timeout-ns-unclamped": "tests/test_options.py",
+    "group-devices-any-number": "tests/test_group.py",
+    "flags-strings-taken": "tests/test_buckets.py",
 }
 
 
