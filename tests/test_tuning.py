@@ -145,3 +145,18 @@ def test_a_rules_in_place_is_true_or_false_and_never_a_rooted_collectives(tmp_pa
                                         "collective": "reduce"}]}))
     with pytest.raises(ValueError, match="in_place.*reduce.*root"):
         tuning.load(str(p), "host")
+
+
+def test_the_digest_the_ranks_compare_is_the_rules_and_only_they():
+    """Communicator compares digest(table) across ranks at creation: tables whose rules
+    differ in anything differ there; the same rules (keys in any order, another machine's
+    label) digest alike."""
+    rule = {"ranks": 2, "nodes": 1, "max_bytes": 1024, "algorithm": "oneshot"}
+    base = tuning.digest({"machine": "a", "rules": [rule]})
+    assert len(base) == 8 and int(base, 16) >= 0
+    assert tuning.digest({"machine": "b", "rules": [dict(reversed(rule.items()))]}) == base
+    for changed in ({**rule, "max_bytes": 2048}, {**rule, "algorithm": "ring"},
+                    {**rule, "registered": True}):
+        assert tuning.digest({"rules": [changed]}) != base, changed
+    assert tuning.digest({"rules": []}) != base
+    assert tuning.digest({"rules": [rule, rule]}) != base

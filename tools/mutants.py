@@ -2765,7 +2765,7 @@ SINCE = {
         "a freed mpi_comm reaches MPI's duplicate ('Invalid communicator', naming nothing)"),
     "digest-ignores-rules": (
         "ring/tuning.py", "zlib.crc32(json.dumps(table['rules'], sort_keys=True).encode())",
-        "zlib.crc32(b\"\")", "every table's rules digest alike"),
+        "zlib.crc32(bytes())", "every table's rules digest alike"),
     "tuning-load-takes-any": (
         "ring/tuning.py",
         "    if path is not None and not isinstance(path, (str, os.PathLike)):",
