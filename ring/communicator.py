@@ -134,8 +134,10 @@ class Communicator:
         self._progress = None
         self._kfast = None
         self.rank, self.size = self._comm.rank, self._comm.size
-        self.check = check is True  # (bool() of an array could raise here, on one rank)
-        self.blocking = blocking
+        # True or NumPy's True only: a bad flag is refused below, on every rank (bool() of
+        # an array could raise here, on one rank)
+        self.check = isinstance(check, (bool, np.bool_)) and bool(check)
+        self.blocking = isinstance(blocking, (bool, np.bool_)) and bool(blocking)
         error = None
         self._chunk_given = chunk_bytes is not None
         try:
@@ -193,7 +195,7 @@ class Communicator:
             self._closed = True
             raise
         self.path = backend.path  # as the device resolved it ("auto": kernel or stream)
-        backend.blocking = self.blocking is True
+        backend.blocking = self.blocking
         # Every rank on one node: the agreement (and oneshot / twoshot data) goes through
         # node-shared memory, one round per call; across nodes, an MPI allgather.
         exchange = Exchange(self._comm, EXCHANGE_BYTES, waiter) if topo.nnodes == 1 else None

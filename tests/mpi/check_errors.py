@@ -75,6 +75,10 @@ def test_check_and_blocking_must_be_bools_on_every_rank(flag):
         with pytest.raises(exc, match=match) as info:
             ring.Communicator(device="host", timeout=60, **{flag: bad if _rank() == 0 else True})
         raised(info, exc)
+    for numpys in (np.True_, np.False_):  # NumPy's bools are bools, taken as they say
+        with ring.Communicator(device="host", timeout=60, **{flag: numpys}) as c:
+            assert getattr(c, flag) is bool(numpys)
+            assert c.allreduce(np.ones(3, np.float32))[0] == c.size
 
 
 def test_ranks_that_disagree_on_check_are_refused_at_creation():
