@@ -26,7 +26,8 @@ from .context import Context
 from .errors import CommunicatorError, MismatchError, TimeoutError
 from .host import compiled_round, repeated, repeated_cma
 from .options import (DEFAULT_CHUNK_BYTES, DEFAULT_SLOTS, EXCHANGE_BYTES, check_algorithm,
-                      check_flags, check_path, check_slots, check_timeout, whole_number)
+                      check_flags, check_path, check_slots, check_timeout, is_flag,
+                      whole_number)
 from .schedule import Collective, collective_named
 from .topology import discover, emulated_nodes
 from .transport.exchange import Exchange
@@ -136,8 +137,8 @@ class Communicator:
         self.rank, self.size = self._comm.rank, self._comm.size
         # True or NumPy's True only: a bad flag is refused below, on every rank (bool() of
         # an array could raise here, on one rank)
-        self.check = isinstance(check, (bool, np.bool_)) and bool(check)
-        self.blocking = isinstance(blocking, (bool, np.bool_)) and bool(blocking)
+        self.check = is_flag(check) and bool(check)
+        self.blocking = is_flag(blocking) and bool(blocking)
         error = None
         self._chunk_given = chunk_bytes is not None
         try:

@@ -75,11 +75,16 @@ def whole_number(v) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v).is_integer()
 
 
+def is_flag(v) -> bool:
+    """Whether v is True or False (Python's or NumPy's), not a value with a truth."""
+    return isinstance(v, (bool, np.bool_))
+
+
 def check_flags(**flags) -> None:
     """TypeError naming the first option that is not True or False ("no", "false" or 0
     would be taken by truth value: "no" as True)."""
     for name, flag in flags.items():
-        if not isinstance(flag, (bool, np.bool_)):
+        if not is_flag(flag):
             raise TypeError(f"{name}: expected True or False, got {flag!r}")
 
 

@@ -2787,8 +2787,8 @@ SINCE = {
         "not (isinstance(d, numbers.Integral) and not isinstance(d, bool) and 0 <= d < ndev)",
         "not (0 <= d < ndev)", "ring.Group(devices=[0.0, True]) runs as on device 0 and 1"),
     "flags-strings-taken": (
-        "ring/options.py", "        if not isinstance(flag, (bool, np.bool_)):",
-        "        if not isinstance(flag, (bool, np.bool_, str)):",
+        "ring/options.py", "    return isinstance(v, (bool, np.bool_))",
+        "    return isinstance(v, (bool, np.bool_, str))",
         "error_feedback='no' (or check='no') taken by truth value: as True"),
 }
 MUTANTS.update(SINCE)
