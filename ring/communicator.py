@@ -14,6 +14,8 @@ as NCCL aborts a communicator after an error.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from mpi4py import MPI
 
@@ -54,26 +56,55 @@ class Work:
     On the host device the call runs on the communicator's progress thread, behind the
     caller and in call order (ring/progress.py): wait() waits for it and raises its error
     (argument errors included, on every rank, as the call would have).
+    wait(timeout) waits at most `timeout` seconds (as torch's Work.wait and a Future's
+    result do): a call not finished by then raises ring.TimeoutError on this rank only, and
+    nothing is broken: the call goes on, and a later wait() waits for it again.
     Until wait() returns, the call's buffers belong to it.
     """
 
     def __init__(self, result, pending=None, comm: "Communicator | None" = None, name: str = ""):
         self._result, self._pending, self._comm, self._name = result, pending, comm, name
 
-    def wait(self):
+    def wait(self, timeout: float | None = None):
+        limit = None if timeout is None else check_timeout(timeout)
         if isinstance(self._pending, progress.Task):
+            if limit is not None and not self._pending.done_within(self._comm._progress, limit):
+                raise self._unfinished(limit)
             self._result, self._pending = self._pending.wait(self._comm._progress), None
         if self._pending is not None:
             pending, comm = self._pending, self._comm
             waiter = comm._ctx.waiter
             waiter.start(f"{self._name}, waited on")
             try:
-                pending.wait(waiter)
+                unfinished = limit is not None and time.monotonic() + limit < waiter.deadline \
+                    and not self._done_within(waiter, pending, limit)
+                if not unfinished:
+                    pending.wait(waiter)
             except BaseException as e:
                 comm._broken(e)
                 raise
+            if unfinished:
+                raise self._unfinished(limit)
             self._pending = None
         return self._result
+
+    @staticmethod
+    def _done_within(waiter, pending, limit: float) -> bool:
+        """Whether the queued call's work is done within `limit` s (this rank's MPI
+        messages moved meanwhile, as in any wait)."""
+        armed = waiter.deadline
+        waiter.deadline = time.monotonic() + limit
+        try:
+            waiter.until(pending.query, lambda: "")
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            waiter.deadline = armed
+
+    def _unfinished(self, limit: float) -> TimeoutError:
+        return TimeoutError(f"{self._name}: not finished within wait()'s {limit:g} s; the call "
+                            f"goes on (the communicator is not broken): wait() again for it")
 
     def is_completed(self) -> bool:
         """Whether the work has finished (without waiting; its errors come from wait())."""

@@ -54,15 +54,19 @@ class Task:
     def query(self) -> bool:
         return self._done.is_set()
 
+    def done_within(self, progress: "Progress | None", timeout: float | None) -> bool:
+        """Whether the task has run within `timeout` s (None: once it has), waiting as
+        wait() does."""
+        if progress is None:
+            return self._done.wait(timeout)
+        with progress.waiting():
+            return self._done.wait(timeout)
+
     def wait(self, progress: "Progress | None" = None):
         """The result, or the call's error raised; progress: the thread it runs on, told
         that a caller is blocked (its waits then yield instead of napping). Bounded: the
         call itself ends by the communicator's timeout."""
-        if progress is None:
-            self._done.wait()
-        else:
-            with progress.waiting():
-                self._done.wait()
+        self.done_within(progress, None)
         if self._error is not None:
             raise self._error
         return self._value

@@ -100,3 +100,49 @@ def test_a_done_callback_of_a_queued_call_runs_once():
     with pytest.raises(KeyError, match="own bug"):
         Work(7, None, _Comm()).add_done_callback(bad)
     assert got == [(7, None)]
+
+
+class _Later:
+    """A queued call's work (the cuda device's) done once `done` is set."""
+
+    def __init__(self):
+        self.done = threading.Event()
+
+    def query(self):
+        return self.done.is_set()
+
+    def wait(self, waiter):
+        waiter.until(self.query, lambda: "the GPU")
+
+
+def test_a_wait_with_a_timeout_gives_up_without_breaking_anything():
+    """Work.wait(timeout) on a queued call and on a host call still on the progress
+    thread: ring.TimeoutError once the time has passed, the communicator not broken, the
+    call still pending; the next wait() gives its result. A bad timeout: ValueError."""
+    import ring
+    from ring.communicator import Work
+    comm, later = _Comm(), _Later()
+    work = Work(7, later, comm, "allreduce")
+    with pytest.raises(ring.TimeoutError, match="allreduce: not finished within wait"):
+        work.wait(timeout=0.05)
+    assert comm.broken == [] and not work.is_completed()
+    later.done.set()
+    assert work.wait(timeout=5) == 7 and work.is_completed()
+    for bad in (0, -1, True, "5", float("nan")):
+        with pytest.raises(ValueError, match="timeout"):
+            Work(7, _Later(), comm).wait(timeout=bad)
+    # longer than the communicator's own timeout (1 s): that one decides, and breaks it
+    stuck = Work(7, _Later(), comm, "allreduce")
+    with pytest.raises(ring.TimeoutError, match="no progress within 1 s"):
+        stuck.wait(timeout=30)
+    assert len(comm.broken) == 1
+
+    p, gate = Progress("test"), threading.Event()
+    comm._progress = p
+    work = Work(None, p.submit(lambda: gate.wait(5) and 3), comm, "allgather")
+    with pytest.raises(ring.TimeoutError, match="allgather: not finished within wait"):
+        work.wait(timeout=0.05)
+    assert not work.is_completed()
+    gate.set()
+    assert work.wait(timeout=5) == 3 and work.wait() == 3
+    p.close()

@@ -1990,9 +1990,9 @@ SINCE = {
     "work-wait-unbroken": (
         "ring/communicator.py",
         "            except BaseException as e:\n                comm._broken(e)\n"
-        "                raise\n            self._pending = None",
+        "                raise\n            if unfinished:",
         "            except BaseException as e:\n                raise\n"
-        "            self._pending = None",
+        "            if unfinished:",
         "a Work whose GPU work failed leaves the communicator usable"),
     # the seventeenth campaign (2026-12-05): the two-level layout, the buckets' spans, the
     # two-shot's vectors

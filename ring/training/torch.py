@@ -104,7 +104,10 @@ class _Behind(dist._Work):
         work.add_done_callback(done)
 
     def wait(self, timeout=None) -> bool:
-        self._work.wait()
+        """timeout: a timedelta (torch's; zero, its default, for none) or seconds."""
+        if isinstance(timeout, datetime.timedelta):
+            timeout = timeout.total_seconds() or None
+        self._work.wait(timeout)
         if self._error is not None:
             raise self._error
         return True

@@ -212,6 +212,31 @@ def test_async_calls_run_behind_the_caller_in_order(comm, world):
     assert (m == np.arange(12) + k - 1).all() and (b == np.arange(12) + k - 1).all()
 
 
+def test_a_wait_with_a_timeout_gives_up_and_the_call_goes_on(comm, world):
+    """Work.wait(timeout), as torch's: rank 0's call waits for peers that have not called
+    yet, so a wait of 0.2 s raises ring.TimeoutError there (a bad timeout a ValueError),
+    and nothing is broken: its later wait() gives the result, and the next call runs."""
+    k, r = comm.size, comm.rank
+    x = np.arange(5, dtype=np.float64) + r
+    if r == 0:
+        work = comm.allreduce(x, async_op=True)
+        if k > 1:
+            with pytest.raises(ring.TimeoutError, match="not finished within wait"):
+                work.wait(timeout=0.2)
+            assert not work.is_completed()
+        for bad in (0, -1.0, True, "1", float("nan")):
+            with pytest.raises(ValueError, match="timeout"):
+                work.wait(timeout=bad)
+        for q in range(1, k):
+            world.send(None, dest=q, tag=78)
+        got = work.wait(timeout=120)
+    else:
+        world.recv(source=0, tag=78)  # rank 0's wait has given up
+        got = comm.allreduce(x, async_op=True).wait()
+    assert np.array_equal(got, sum(np.arange(5, dtype=np.float64) + q for q in range(k)))
+    assert (comm.allreduce(np.ones(3)) == k).all()
+
+
 def test_repeated_calls_give_the_same_bits(comm, world):
     x = make(comm.rank, 1001, "float32")
     a = comm.allreduce(x)

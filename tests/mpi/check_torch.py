@@ -3,6 +3,7 @@ beside gloo on the same processes: every collective's result, a DDP step's gradi
 DDP communication hook, and errors raised on every rank."""
 
 import contextlib
+import datetime
 import os
 import time
 import warnings
@@ -210,12 +211,15 @@ def test_all_reduce_runs_behind_the_caller(gloo):
     if RANK == 0:
         work = dist.all_reduce(x, async_op=True)
         assert not work.is_completed()
+        if K > 1:  # torch's wait(timeout): gives up, and the call goes on
+            with pytest.raises(ring.TimeoutError, match="not finished within wait"):
+                work.wait(timeout=datetime.timedelta(seconds=0.2))
         for q in range(1, K):
             W.send(None, dest=q, tag=78)
     else:
         W.recv(source=0, tag=78)
         work = dist.all_reduce(x, async_op=True)
-    work.wait()
+    assert work.wait(timeout=datetime.timedelta(0)) is True  # (zero: torch's "no timeout")
     same(x, torch.full((5,), float(K * (K - 1) // 2)))
     assert work.get_future().value()[0] is x
 
