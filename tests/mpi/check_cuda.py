@@ -372,7 +372,7 @@ def test_async_op_returns_work_to_wait_on(gcomm):
     xs = [_gpu(np.full(300, r + i, np.float32)) for i in range(3)]
     works = [gcomm.allreduce(x, async_op=True) for x in xs]
     for i in reversed(range(3)):
-        got = works[i].wait()
+        got = works[i].wait(timeout=120) if i == 1 else works[i].wait()  # (a limit, as torch's)
         assert works[i].is_completed()
         assert np.array_equal(_host(got), np.full(300, sum(range(k)) + k * i, np.float32))
     w = gcomm.allgather(_gpu(np.full(5, r, np.int32)), async_op=True)
