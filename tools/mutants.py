@@ -2790,6 +2790,60 @@ SINCE = {
         "ring/options.py", "    return isinstance(v, (bool, np.bool_))",
         "    return isinstance(v, (bool, np.bool_, str))",
         "error_feedback='no' (or check='no') taken by truth value: as True"),
+    # the thirty-ninth campaign: the schedules' less-planted corners, the harness's files and
+    # sizes, Work.wait(timeout) (2026-12-07)
+    "max-chunk-block-zero": (
+        "ring/schedule.py", "for b in range(self.size) for j in range(self.nchunks)",
+        "for b in range(1) for j in range(self.nchunks)",
+        "a plan's widest chunk read from block 0 alone (empty for a broadcast from root 1: "
+        "the kernel path's LL words and the host's direct copies sized by it)"),
+    "broadcast-last-sends": (
+        "ring/schedule.py", "        return Step(block=root, recv=pos > 0, reduce=False, "
+        "final=False, out=pos > 0,\n                    send=pos < size - 1)",
+        "        return Step(block=root, recv=pos > 0, reduce=False, final=False, out=pos > 0,"
+        "\n                    send=True)",
+        "the broadcast chain's last rank sends on to the root, which never receives it"),
+    "scatter-root-nearest-first": (
+        "ring/schedule.py",
+        "[_move(at(p), False, False, True) for p in range(size - 1, 0, -1)]",
+        "[_move(at(p), False, False, True) for p in range(1, size)]",
+        "a scatter's root sends the nearest rank's block first, where the chain forwards the "
+        "farthest first"),
+    "plan-blocks-decreasing-taken": (
+        "ring/schedule.py", " or any(a > b for a, b in zip(blocks, blocks[1:])):", ":",
+        "plan_blocks takes boundaries that decrease (a block of negative length)"),
+    "alltoall-own-nearest-first": (
+        "ring/schedule.py", "    own = list(range(size - 1, 0, -1))",
+        "    own = list(range(1, size))",
+        "the all-to-all sends its own blocks nearest destination first (documented: "
+        "farthest first)"),
+    "sizes-factor-stuck": (
+        "harness/sizes.py", "s = max(int(s * factor), s + 1) if factor > 1 else s + step",
+        "s = int(s * factor) if factor > 1 else s + step",
+        "a factor too small to move a size by a byte (-b 8 -f 1.01) never ends"),
+    "files-sweep-ranks-unchecked": (
+        "harness/files.py", ' or "ranks" not in data["meta"] or \\\n',
+        ' or \\\n', "a sweep's JSON without meta's rank count read as one (a KeyError later)"),
+    "files-read-list-taken": (
+        "harness/files.py", "    if not isinstance(data, dict):", "    if False:",
+        "a JSON list taken as a sweep or table (an AttributeError, not a line naming it)"),
+    "work-wait-timeout-ignored": (
+        "ring/communicator.py",
+        "            if limit is not None and not self._pending.done_within(self._comm._progress"
+        ", limit):", "            if False:",
+        "a host Work's wait(timeout) waits until the call is done, however long"),
+    "work-wait-giveup-breaks": (
+        "ring/communicator.py", "        except TimeoutError:\n            return False",
+        "        except TimeoutError:\n            raise",
+        "a queued Work's wait(timeout) that gives up breaks the communicator, as a failed "
+        "call would"),
+    "torch-wait-timeout-dropped": (
+        "ring/training/torch.py", "        self._work.wait(timeout)", "        self._work.wait()",
+        "torch's work.wait(timeout) on a CPU call waits for ever, its timeout ignored"),
+    "torch-wait-zero-as-limit": (
+        "ring/training/torch.py", "timeout = timeout.total_seconds() or None",
+        "timeout = timeout.total_seconds()",
+        "torch's default wait timeout, zero (none), refused as a limit of 0 s"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -3315,6 +3369,17 @@ OWN_TESTS = {
     "timeout-ns-unclamped": "tests/test_options.py",
     "group-devices-any-number": "tests/test_group.py",
     "flags-strings-taken": "tests/test_buckets.py",
+    # the thirty-ninth campaign
+    "max-chunk-block-zero": "tests/test_schedule.py tests/test_program.py " + _KERNEL_RANKS,
+    **{n: "tests/test_schedule.py tests/test_reference.py"
+       for n in ("broadcast-last-sends", "scatter-root-nearest-first",
+                 "plan-blocks-decreasing-taken", "alltoall-own-nearest-first")},
+    **{n: "tests/test_harness.py"
+       for n in ("sizes-factor-stuck", "files-sweep-ranks-unchecked", "files-read-list-taken")},
+    "work-wait-timeout-ignored": "tests/test_progress.py tests/test_mpi.py::test_on_ranks[2]",
+    "work-wait-giveup-breaks": "tests/test_progress.py",
+    **{n: "tests/test_torch.py::test_backend_beside_gloo"
+       for n in ("torch-wait-timeout-dropped", "torch-wait-zero-as-limit")},
 }
 
 
