@@ -60,6 +60,7 @@ def test_ops_are_nccl_tests_names_in_any_case_and_avg_skips_integers_with_a_line
         [("float32", "avg"), ("float32", "sum"), ("int8", "sum")]
 
 
+@pytest.mark.timeout(30)  # a grid that never ends grows its list by ~1 GB a minute
 def test_a_grid_steps_on_whatever_the_factor():
     """a factor too small to move a size by a byte still steps it by one: the grid ends."""
     assert sizes(8, 12, 1.01, 0) == [8, 9, 10, 11, 12]
