@@ -99,11 +99,14 @@ def test_model_and_plot_say_which_file_is_no_sweep(tmp_path, capsys):
     (tmp_path / "broken.json").write_text("{")
     (tmp_path / "list.json").write_text("[]")
     (tmp_path / "other.json").write_text('{"rules": []}')
+    (tmp_path / "no-ranks.json").write_text('{"meta": {"gpu": null}, "results": []}')
     for name, why in (("none.json", "cannot read it: No such file or directory"),
                       ("broken.json", "not JSON: "),
                       ("list.json", "not a sweep's or a tuning table's JSON (a list, not an "
                                     "object)"),
-                      ("other.json", "not a sweep's JSON (python -m harness ... --json)")):
+                      ("other.json", "not a sweep's JSON (python -m harness ... --json)"),
+                      ("no-ranks.json", "not a sweep's JSON (python -m harness ... --json): "
+                                        "it needs 'meta' with 'ranks'")):
         path = str(tmp_path / name)
         for argv in (["model", path], ["plot", path, "--out", str(tmp_path / "p.png")]):
             if argv[0] == "plot":
