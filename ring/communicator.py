@@ -14,6 +14,7 @@ as NCCL aborts a communicator after an error.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -67,6 +68,8 @@ class Work:
 
     def wait(self, timeout: float | None = None):
         limit = None if timeout is None else check_timeout(timeout)
+        if limit is not None and limit >= threading.TIMEOUT_MAX:  # (inf: none; an Event's
+            limit = None  # wait takes no more)
         if isinstance(self._pending, progress.Task):
             if limit is not None and not self._pending.done_within(self._comm._progress, limit):
                 raise self._unfinished(limit)

@@ -145,4 +145,9 @@ def test_a_wait_with_a_timeout_gives_up_without_breaking_anything():
     assert not work.is_completed()
     gate.set()
     assert work.wait(timeout=5) == 3 and work.wait() == 3
+    # no limit at all (threading's waits take at most TIMEOUT_MAX: inf was an OverflowError)
+    gate = threading.Event()
+    work = Work(None, p.submit(lambda: gate.wait(5) and 4), comm, "allgather")
+    threading.Timer(0.1, gate.set).start()
+    assert work.wait(timeout=float("inf")) == 4
     p.close()
