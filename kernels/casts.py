@@ -18,29 +18,30 @@ from numba import cuda, types, uint16, uint32
 from . import bits
 from .arrays import as_device
 from .dtypes import as_f32, as_u32, kernel_dtype
+from .inline import inline_ir
 from .launch import grid
 
-_f32_to_f16 = cuda.jit(device=True, inline=True)(bits.f32_to_f16)
-_f16_to_f32 = cuda.jit(device=True, inline=True)(bits.f16_to_f32)
-_f32_to_bf16 = cuda.jit(device=True, inline=True)(bits.f32_to_bf16)
+_f32_to_f16 = inline_ir(bits.f32_to_f16)
+_f16_to_f32 = inline_ir(bits.f16_to_f32)
+_f32_to_bf16 = inline_ir(bits.f32_to_bf16)
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def _narrow_f16(v):
     return uint16(_f32_to_f16(as_u32(v)))
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def _narrow_bf16(v):
     return uint16(_f32_to_bf16(as_u32(v)))
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def _widen_f16(h):
     return as_f32(_f16_to_f32(uint32(h)))
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def _widen_bf16(h):
     return as_f32(uint32(h) << 16)
 

@@ -14,42 +14,43 @@ import numpy as np
 from numba import cuda, float32, types, uint16, uint32
 
 from . import bits
+from .inline import inline_ir
 
 float16 = types.float16
 
 
 # Bit casts through a one-element local array: the simulator runs them as NumPy views, and
 # on the GPU the compiler keeps the element in a register (checked in the PTX, see README).
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def as_f32(u):
     tmp = cuda.local.array(1, uint32)
     tmp[0] = u
     return tmp.view(np.float32)[0]
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def as_u32(f):
     tmp = cuda.local.array(1, float32)
     tmp[0] = f
     return tmp.view(np.uint32)[0]
 
 
-_f32_to_bf16 = cuda.jit(device=True, inline=True)(bits.f32_to_bf16)
+_f32_to_bf16 = inline_ir(bits.f32_to_bf16)
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def identity(x):
     return x
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def as_f16(u):
     tmp = cuda.local.array(1, uint16)
     tmp[0] = u
     return tmp.view(np.float16)[0]
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def f16_bits(h):
     tmp = cuda.local.array(1, float16)
     tmp[0] = h
@@ -58,22 +59,22 @@ def f16_bits(h):
 
 # 16-bit types: bits (in any unsigned integer) <-> float32. float16 uses the hardware
 # conversions (round to nearest even); bfloat16 a shift one way and kernels/bits.py back.
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def load_f16(x):
     return float32(as_f16(uint16(x)))
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def store_f16(v):
     return f16_bits(float16(v))
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def load_bf16(x):
     return as_f32(uint32(x) << 16)
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def store_bf16(v):
     return uint16(_f32_to_bf16(as_u32(v)))
 
@@ -82,7 +83,7 @@ def store_bf16(v):
 # passed its float64 quotient on would let Numba type a fold's running value float64 for
 # the whole loop, so that the sums before it were no longer rounded to float32 (seen on an
 # H100: fold of 3 float32 parts, avg, 1 ulp off; the simulator does not type the loop)
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def store_f32(v):
     return float32(v)
 

@@ -29,18 +29,19 @@ from numba import boolean, cuda, float32, int32, int64, types, uint8
 from ringtypes import QUANT_BLOCK, packed_bytes, quant_blocks
 
 from .arrays import as_device
+from .inline import inline
 from .launch import grid, simulated
 
 MAX_THREADS = 256  # the shared-memory tree's size: launch.THREADS, or fewer simulated
 
 if simulated():
-    @cuda.jit(device=True, inline=True)
+    @inline
     def mul_rn(a, b):
         return a * b  # NumPy float32: rounded on its own already
 else:
     from numba.cuda import libdevice
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def mul_rn(a, b):
         return libdevice.fmul_rn(a, b)
 

@@ -34,31 +34,32 @@ from ringtypes import Op
 
 from .arrays import address, as_device
 from .dtypes import KernelDtype, kernel_dtype
+from .inline import inline_ir
 from .launch import grid
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def _add(a, b):
     return a + b
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def _mul(a, b):
     return a * b
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def _take_min(a, b):  # keep a?  NaN propagates, as np.minimum
     return a != a or (b == b and a <= b)
 
 
-@cuda.jit(device=True, inline=True)
+@inline_ir
 def _take_max(a, b):
     return a != a or (b == b and a >= b)
 
 
 def _arith(combine, load, store, divide: bool):
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def f(x, y, div):
         v = store(combine(load(x), load(y)))
         if divide:  # round the sum to the dtype first, as the host does (add, then divide)
@@ -68,7 +69,7 @@ def _arith(combine, load, store, divide: bool):
 
 
 def _select(take_a, load):
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def f(x, y, div):
         return x if take_a(load(x), load(y)) else y
     return f
@@ -98,7 +99,7 @@ def _paired(f, two_outputs: bool):
     bits viewed as uint32 (n // 2 pairs); thread 0 takes an odd last element."""
     lo_mask = uint32(0xFFFF)
 
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def pair(x, y, div):
         lo = uint32(f(x & lo_mask, y & lo_mask, div))
         hi = uint32(f(x >> 16, y >> 16, div))

@@ -26,6 +26,7 @@ from types import SimpleNamespace
 
 from numba import cuda, types
 
+from .inline import inline
 from .launch import simulated
 
 PAUSE_NS = 256  # the GPU's back-off between two reads of a counter
@@ -77,7 +78,7 @@ else:
             return builder.call(asm, [])
         return types.int64(), codegen
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def now():
         return _globaltimer()
 
@@ -124,25 +125,25 @@ else:
                 return context.get_dummy_value()
             return types.void(), codegen
 
-        @cuda.jit(device=True, inline=True)
+        @inline
         def load(counters, i):
             return _load(counters, i)
 
-        @cuda.jit(device=True, inline=True)
+        @inline
         def store(counters, i, value):
             _store(counters, i, value)
 
-        @cuda.jit(device=True, inline=True)
+        @inline
         def fence():
             _fence()
 
         return load, store, fence
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def pause():
         cuda.nanosleep(PAUSE_NS)
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def read(counters, i):
         """counters[i], read coherently (an atomic that adds nothing)."""
         return cuda.atomic.add(counters, i, 0)
@@ -202,11 +203,11 @@ def sync(scope: str) -> SimpleNamespace:
                         return seen
         return wait
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def reached(seen, target):  # a counter: unordered, fence() after it to read what it guards
         return seen >= target
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def flagged(word, flag):  # an LL word: its value came in the same store, no fence
         return (word >> 32) == flag
 
@@ -225,14 +226,14 @@ def fenced(scope: str) -> SimpleNamespace:
         raise ValueError(f"scope: one of {SCOPES}, got {scope!r}")
     gpu = scope == "gpu"
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def fence():
         if gpu:
             cuda.threadfence()
         else:
             cuda.threadfence_system()
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def publish(counters, i, value):
         cuda.atomic.max(counters, i, value)
 

@@ -26,6 +26,7 @@ import numpy as np
 from llvmlite import ir
 from numba import cuda, types
 
+from .inline import inline
 from .launch import simulated
 
 BYTES = 16
@@ -180,14 +181,14 @@ else:
             return _multiple_of_16(builder, at)
         return types.boolean(a, i), codegen
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def aligned16(a, i):
         return _aligned16(a, i)
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def load16(dst, d, src, i):
         _load16(dst, d, src, i)
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def store16(dst, i, src, s):
         _store16(dst, i, src, s)

@@ -105,17 +105,19 @@ HOST_SIDE = {"ring/cuda/arrays.py": "the SIMULATED flag", "ring/cuda/together.py
 
 def test_the_digest_covers_every_file_the_kernels_are_built_from():
     """A kernel kept on disk is found again only while none of what it was built from has
-    changed: every file under ring/ with CUDA device code (cuda.jit), and every project file
-    the kernels' modules import from, must be among SOURCES (else an edit to it would load
-    the kernel compiled before the edit), bar the few host-side ones named above."""
+    changed: every file under ring/ with CUDA device code (cuda.jit, or kernels.inline's
+    @inline), and every project file the kernels' modules import from, must be among
+    SOURCES (else an edit to it would load the kernel compiled before the edit), bar the few
+    host-side ones named above."""
     from tests.test_layers import GRAPH, MODS  # the project's modules and their imports
 
     def file(mod: str) -> str:
         return str(MODS[mod].relative_to(ROOT))
     covered = {str(f.relative_to(ROOT)) for pattern in kernel_cache.SOURCES
                for f in ROOT.glob(pattern)}
-    kernels = {m for m, f in MODS.items() if m.startswith("ring.") and "cuda.jit" in
-               f.read_text() and m != "ring.cuda.kernel_cache"}
+    kernels = {m for m, f in MODS.items() if m.startswith("ring.")
+               and m != "ring.cuda.kernel_cache"
+               and any(code in f.read_text() for code in ("cuda.jit", "@inline"))}
     device = {file(m) for m in kernels}
     assert device >= {"ring/cuda/persistent.py", "ring/cuda/oneshot_kernel.py",
                       "ring/cuda/twoshot_kernel.py", "ring/cuda/board.py"}

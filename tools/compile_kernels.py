@@ -12,11 +12,12 @@ in $CUDA_HOME/bin) it also assembles each ring kernel variant and checks that a 
 most threads per channel allowed (1024) can launch at all (registers x threads within the 64 K registers
 of a multiprocessor), printing each variant's registers. --quick: a cross-section of the
 ring kernel's variants; --shard I/N: every N-th piece of the work (tests/test_compile.py
-runs both halves of --quick at once). Needs NVVM and NVRTC, no GPU: a CUDA
-toolkit, or the pip wheels (`make build/cuda-compilers`):
+runs both halves of --quick at once); --census FILE: each kernel's PTX instructions
+counted by opcode, so that two trees' compiles compare (kernels/inline.py). Needs NVVM and
+NVRTC, no GPU: a CUDA toolkit, or the pip wheels (`make build/cuda-compilers`):
 
     CUDA_HOME=build/cuda-compilers/nvidia/cu13 LD_LIBRARY_PATH=build/cuda-compilers/nvidia/cu13/lib \
-        python tools/compile_kernels.py [--cc 9.0] [--quick] [--shard I/N]
+        python tools/compile_kernels.py [--cc 9.0] [--quick] [--shard I/N] [--census FILE]
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import functools
 import itertools
+import json
 import os
 import re
 import shutil
@@ -42,6 +44,9 @@ def main() -> int:
     ap.add_argument("--shard", default="0/1", metavar="I/N",
                     help="compile every N-th piece of the work from the I-th (N processes at once "
                          "do it all; each prints its own counts)")
+    ap.add_argument("--census", metavar="JSON",
+                    help="write each kernel's PTX instructions, counted by opcode, in the "
+                         "order compiled: two trees' files differ where their code does")
     args = ap.parse_args()
     cc = tuple(int(v) for v in args.cc.split("."))
     i, n = (int(v) for v in args.shard.split("/"))
@@ -61,6 +66,15 @@ def main() -> int:
     # device functions are compiled for "the current device" when a kernel calls them:
     # without a GPU, name the target here instead (compile_ptx's cc covers the kernel)
     dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
+    census = []
+    if args.census:
+        compile_ptx = cuda.compile_ptx
+
+        def counted(fn, sig, **kw):
+            ptx, resty = compile_ptx(fn, sig, **kw)
+            census.append({"kernel": getattr(fn, "__name__", "?"), "opcodes": opcodes(ptx)})
+            return ptx, resty
+        cuda.compile_ptx = counted
 
     from kernels.dtypes import KERNEL_DTYPES
     from ring.cuda.persistent import BOUNDS, signature, source
@@ -118,7 +132,26 @@ def main() -> int:
     print(f"compiled {library(cuda, cc, mine)} kernels of kernels/ for "
           f"sm_{cc[0]}{cc[1]}")
     print(f"compiled {handoffs(cuda, cc) if mine() else 0} hand-off kernels for sm_{cc[0]}{cc[1]}")
+    if args.census:
+        with open(args.census, "w") as f:
+            json.dump(census, f, indent=1, sort_keys=True)
+        print(f"wrote the census of {len(census)} kernels' PTX to {args.census}")
     return 0
+
+
+def opcodes(ptx: str) -> dict[str, int]:
+    """How many of each instruction the PTX holds (directives, labels, braces and
+    comments left out; a predicate guard's instruction counted as itself)."""
+    out: dict[str, int] = {}
+    for line in ptx.splitlines():
+        words = line.split("//")[0].split()
+        if words and words[0].startswith("@"):
+            words = words[1:]
+        if not words or words[0][0] in ".{}" or words[0].endswith(":"):
+            continue
+        op = words[0].rstrip(";")
+        out[op] = out.get(op, 0) + 1
+    return out
 
 
 def handoffs(cuda, cc) -> int:

@@ -37,6 +37,7 @@ import numpy as np
 from numba import cuda, types
 
 from kernels.dtypes import kernel_dtype
+from kernels.inline import inline_ir
 from kernels.reduce import OPS
 from kernels.spin import sync
 from ringtypes import Op
@@ -95,13 +96,13 @@ def oneshot_source(op: Op, dtype_name: str, k: int):
     store, wait_flag = hand.store, hand.wait_flag
     to_bits = bits_of(kd)
 
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def value_of(lo, hi):
         tmp = cuda.local.array(1, bits_t)
         tmp[0] = (lo & LOW) | ((hi & LOW) << 32)
         return tmp.view(elem)[0]
 
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def received(mine, at, seq, timeout_ns, err):
         """The element whose words start at mine[at], once flagged seq: (value, 1), or
         (anything, 0) with the error word written."""

@@ -47,6 +47,7 @@ import numpy as np
 from numba import config, cuda, types
 
 from kernels.dtypes import kernel_dtype
+from kernels.inline import inline
 from kernels.reduce import OPS
 from kernels.spin import fenced, sync
 from kernels.vector import BYTES as VECTOR_BYTES
@@ -162,19 +163,19 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     PER, BITS = 4 // kd.storage.itemsize, 8 * kd.storage.itemsize  # (narrow) lanes a word
     MASK = (1 << BITS) - 1
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def from_bits(w):
         tmp = cuda.local.array(1, bits_t)
         tmp[0] = w & LOW
         return tmp.view(elem)[0]
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def fold_lanes(f, va, vb, s, div):
         """The vector at va[s] folded with x's at vb[s], lane by lane."""
         for j in range(s, s + L):
             va[j] = fold(f, va[j], vb[j], div)
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def fold_words(f, va, vb, s, div):
         """The same for a vector held as four words: each lane shifted out and back in."""
         for w in range(s, s + 4):
@@ -189,7 +190,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
     hand = (sync if acqrel else fenced)(scope)
     fence, wait, publish = hand.fence, hand.wait_geq, hand.publish
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def waited(counters, at, need, timeout_ns, err, code, c, i, prog):
         """Wait until counters[at] >= need: 1, or 0 with the grid's error word written."""
         seen = wait(counters, at, need, timeout_ns, err)
@@ -198,7 +199,7 @@ def source(op: Op, dtype_name: str, unroll: int = UNROLL, gpu_scope: bool = Fals
             return 0
         return 1
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def fold(f, v, w, div):
         """A received element v folded with x's w: the final op at the last step."""
         if f & FINAL:
@@ -407,8 +408,8 @@ def ll_base(s, c, slot_words, data_words):
     return s * slot_words + data_words + c * LL_WORDS
 
 
-_data_base = cuda.jit(device=True, inline=True)(data_base)
-_ll_base = cuda.jit(device=True, inline=True)(ll_base)
+_data_base = inline(data_base)
+_ll_base = inline(ll_base)
 
 
 def bits_of(kd):
@@ -416,7 +417,7 @@ def bits_of(kd):
     an LL word's low bits)."""
     storage_t, bits_np = kd.numba_type, UNSIGNED[kd.storage.itemsize][1]
 
-    @cuda.jit(device=True, inline=True)
+    @inline
     def to_bits(v):
         tmp = cuda.local.array(1, storage_t)
         tmp[0] = v
@@ -424,7 +425,7 @@ def bits_of(kd):
     return to_bits
 
 
-@cuda.jit(device=True, inline=True)
+@inline
 def part(n, c, nch):
     """Channel c's elements [lo, hi) of a chunk of n, in nch channels of ceil(n / nch)."""
     q = (n + nch - 1) // nch

@@ -70,6 +70,7 @@ from numba import cuda, types
 
 from kernels.arrays import address
 from kernels.dtypes import kernel_dtype
+from kernels.inline import inline_ir
 from kernels.reduce import OPS
 from kernels.spin import sync
 from kernels.vector import aligned, lanes, load16, store16
@@ -147,7 +148,7 @@ def twoshot_source(op: Op, dtype_name: str, k: int, collective=Collective.ALLRED
     PER, BITS = 4 // kd.storage.itemsize, 8 * kd.storage.itemsize  # (narrow) lanes a word
     MASK = (1 << BITS) - 1
 
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def fold_lanes(vals, s, div):
         """Every rank's vector (rank q's at vals[q U L + s]) folded in rank order into rank
         0's, lane by lane."""
@@ -158,7 +159,7 @@ def twoshot_source(op: Op, dtype_name: str, k: int, collective=Collective.ALLRED
                 acc = last(acc, v, div) if q == k - 1 else mid(acc, v, div)
             vals[i] = acc
 
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def fold_words(vals, s, div):
         """The same for vectors held as four words: each lane shifted out and back in."""
         for w in range(s, s + 4):
@@ -173,7 +174,7 @@ def twoshot_source(op: Op, dtype_name: str, k: int, collective=Collective.ALLRED
 
     folds = fold_words if narrow else fold_lanes
 
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def sub(rn, q, b, nb):
         """[lo, hi) of the round's elements: sub-slice b of block q, cut in whole vectors of
         L (lo a multiple of L; hi too, but for the round's last element)."""
@@ -181,7 +182,7 @@ def twoshot_source(op: Op, dtype_name: str, k: int, collective=Collective.ALLRED
         lo, hi = part(qhi - qlo, b, nb)
         return min(rn, (qlo + lo) * L), min(rn, (qlo + hi) * L)
 
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def copy(dst, do, src, so, lo, hi, vec, buf):
         """dst[do + e] = src[so + e] for e in [lo, hi) (lo a multiple of L), by the block's
         threads: with vec (both ends 16-byte aligned at e = 0), C vectors in flight a
@@ -202,7 +203,7 @@ def twoshot_source(op: Op, dtype_name: str, k: int, collective=Collective.ALLRED
         for e in range(full + t, hi, nt):
             dst[do + e] = src[so + e]
 
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def barrier(flags, me, kind, b, nb, seq, timeout_ns, err, j):
         """Thread 0: flag (kind, me, b) = seq in every peer's flags, then wait for every
         peer's (kind, q, b): 1, or 0 with the error word written."""
@@ -222,7 +223,7 @@ def twoshot_source(op: Op, dtype_name: str, k: int, collective=Collective.ALLRED
         fence()  # acquire: what the peers wrote before their flags
         return 1
 
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def passed(ok, flags, me, kind, b, nb, seq, timeout_ns, err, j):
         """Every thread of the block, its writes done: thread 0's barrier(), its verdict."""
         cuda.syncthreads()
@@ -231,7 +232,7 @@ def twoshot_source(op: Op, dtype_name: str, k: int, collective=Collective.ALLRED
         cuda.syncthreads()
         return ok[0]
 
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def record(ok, flags, me, b, nb, seq, timeout_ns, err, rx, ox, ro, oo, al, offx, offo):
         """Thread 0: this rank's record into every peer's flags (after the flags: which
         registration x and out are in and where, whether they are 16-byte aligned),
@@ -264,7 +265,7 @@ def twoshot_source(op: Op, dtype_name: str, k: int, collective=Collective.ALLRED
             ok[3], ok[4] = ok[3] & theirs, ok[4] & (theirs >> 1)
         ok[0] = 1
 
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def begin(ok, offx, offo, flags, me, seq, timeout_ns, err, rx, ox, ro, oo, al, board,
               state, record_hash):
         """Step 0, every kernel's: thread 0 checks that every rank runs this call (the call
@@ -277,7 +278,7 @@ def twoshot_source(op: Op, dtype_name: str, k: int, collective=Collective.ALLRED
                        rx, ox, ro, oo, al, offx, offo)
         cuda.syncthreads()
 
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def end(seqs, seq, state):
         """Every kernel's last step: the block's sequence number kept for the next launch,
         and the launch's leave() (board.py)."""
@@ -360,7 +361,7 @@ def twoshot_source(op: Op, dtype_name: str, k: int, collective=Collective.ALLRED
                     copy(out, r0, outs[me], 0, lo, hi, vgather, words)
         end(seqs, seq, state)
 
-    @cuda.jit(device=True, inline=True)
+    @inline_ir
     def piece(rn, b, nb):
         """[lo, hi) of a block's rn elements of the round: sub-slice b, cut in whole
         vectors of L (lo a multiple of L; hi too, but for the block's last element)."""
