@@ -7,6 +7,7 @@ of in a scarce GPU session. Needs NVVM, NVRTC and ptxas: `make
 build/cuda-compilers` (CUDA 13's pip wheels; .ci/run makes them), or RING_CUDA_COMPILERS
 naming such a folder; skipped without them."""
 
+import json
 import os
 import re
 import subprocess
@@ -38,13 +39,14 @@ LIMIT_S = 1200
 @pytest.mark.skipif(not (CU / "bin" / "ptxas").exists(),
                     reason=f"no NVVM / NVRTC / ptxas wheels in {HERE} (make build/cuda-compilers)")
 @pytest.mark.timeout(LIMIT_S + 60)
-def test_every_kernel_compiles_for_the_gpu():
+def test_every_kernel_compiles_for_the_gpu(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), CUDA_HOME=str(CU),
                LD_LIBRARY_PATH=os.pathsep.join(filter(None, [
                    str(CU / "lib"), os.environ.get("LD_LIBRARY_PATH")])))
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     procs = [subprocess.Popen([sys.executable, str(ROOT / "tools" / "compile_kernels.py"),
-                               "--quick", f"--shard={i}/{SHARDS}"], env=env, text=True,
+                               "--quick", f"--shard={i}/{SHARDS}",
+                               f"--census={tmp_path / str(i)}.json"], env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for i in range(SHARDS)]
     try:
@@ -69,6 +71,17 @@ def test_every_kernel_compiles_for_the_gpu():
     lines = out.splitlines()
     assert sum("two-shot" in s and "registers per thread" in s for s in lines) == 5 + 6, out
     assert out.count("one-shot") == 5, out
+    # the census (--census: each kernel's PTX instructions by opcode, kernels/inline.py):
+    # every kernel compiled, each read as instructions (its return, its parameters' loads)
+    census = [k for i in range(SHARDS)
+              for k in json.loads((tmp_path / f"{i}.json").read_text())]
+    compiled = sum(total(out, what) for what in (
+        "variants of the ring kernel", "LL variants of the ring kernel", "kernels of kernels/",
+        "hand-off kernels"))
+    assert len(census) == compiled, (len(census), compiled)
+    for k in census:
+        ops = k["opcodes"]
+        assert ops.get("ret", 0) >= 1 and any(o.startswith("ld.") for o in ops), k
     # the 16-byte loops read in the SASS (cuobjdump, nvdisasm: in the same wheels' bin):
     # the two-shot's 11 kernels and the ring kernel's 24 variants (simple protocol), free of
     # spills (compile_kernels exits otherwise)
