@@ -35,7 +35,10 @@ W = MPI.COMM_WORLD
 DEVICE = os.environ.get("RING_TEST_DEVICE", "host")
 # messages of four 16 KiB cells; of two on the simulator's GPU (whose kernels are slow)
 CHUNK = int(os.environ.get("RING_TEST_CHUNK") or (64 if DEVICE == "host" else 32) << 10)
-N = W.size * CHUNK // 4 * (2 if DEVICE == "host" else 1)  # float32: chunks a block, 2 or 1
+# float64 on the cuda device: half float32's elements for the same bytes (each element of a
+# simulated kernel is Python's work); the sums exact in either. Chunks a block: 2, or 1
+DTYPE = np.float32 if DEVICE == "host" else np.float64
+N = W.size * CHUNK // np.dtype(DTYPE).itemsize * (2 if DEVICE == "host" else 1)
 ALGORITHMS = ["ring", "hierarchical"] if DEVICE == "host" else ["ring"]  # (the simulator's
 # two-level ring: check_cuda_nodes.py, with links all over MPI at 2 ranks on 2 nodes)
 
@@ -52,7 +55,7 @@ def _get(a):
 
 
 def _inputs(rank: int) -> np.ndarray:
-    return (np.arange(N) % 1000 + 7 * rank).astype(np.float32)  # sums exact in float32
+    return (np.arange(N) % 1000 + 7 * rank).astype(DTYPE)
 
 
 WANT = sum(_inputs(r) for r in range(W.size))
