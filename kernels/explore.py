@@ -18,7 +18,7 @@ from ringtypes import Op
 
 from .dtypes import as_f16, as_f32, as_u32, f16_bits
 from .bound_launch import BoundLaunch
-from .inline import inline
+from .inline import inline_ir
 from .launch import grid
 from .reduce import launch_args
 from .timing import device_ms
@@ -67,14 +67,14 @@ def bf16_pairs(dst, src, div):
         i += s
 
 
-@inline
+@inline_ir
 def _pack_bf16(lo, hi):
     from_lo = _rne16(lo)
     from_hi = _rne16(hi)
     return uint32(from_lo) | (uint32(from_hi) << 16)
 
 
-@inline
+@inline_ir
 def _rne16(v):
     tmp = cuda.local.array(1, float32)
     tmp[0] = v

@@ -12,9 +12,10 @@ and stores (vector.py) and the int8 wire's: compiling every kernel (tests/test_c
 took 30% less time, and each kernel's PTX holds the same instructions, register counts and
 spills as before (results/test-time.md, 2026-12-08). The rest keep Numba's inliner because,
 compiled apart, they changed the PTX: the bit casts and bfloat16's shifts (dtypes.py,
-casts.py) made the ring kernel's bfloat16 loop 3% longer, with more 64-bit shifts and
-conversions; reduce.py's ops and the one- and two-shot kernels' own functions moved a few
-instructions in and out of those kernels' loops. Under the simulator, whose jit takes no
+casts.py; explore.py's variants' too, as the production ones) made the ring kernel's
+bfloat16 loop 3% longer, with more 64-bit shifts and conversions; reduce.py's ops and the
+one- and two-shot kernels' own functions moved a few instructions in and out of those
+kernels' loops. Under the simulator, whose jit takes no
 `forceinline` and inlines nothing, both are plain device functions.
 """
 

@@ -23,6 +23,7 @@ NVRTC, no GPU: a CUDA toolkit, or the pip wheels (`make build/cuda-compilers`):
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
 import itertools
 import json
@@ -142,16 +143,14 @@ def main() -> int:
 def opcodes(ptx: str) -> dict[str, int]:
     """How many of each instruction the PTX holds (directives, labels, braces and
     comments left out; a predicate guard's instruction counted as itself)."""
-    out: dict[str, int] = {}
+    ops = collections.Counter()
     for line in ptx.splitlines():
         words = line.split("//")[0].split()
         if words and words[0].startswith("@"):
             words = words[1:]
-        if not words or words[0][0] in ".{}" or words[0].endswith(":"):
-            continue
-        op = words[0].rstrip(";")
-        out[op] = out.get(op, 0) + 1
-    return out
+        if words and words[0][0] not in ".{}" and not words[0].endswith(":"):
+            ops[words[0].rstrip(";")] += 1
+    return dict(ops)
 
 
 def handoffs(cuda, cc) -> int:
