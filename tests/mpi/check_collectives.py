@@ -704,10 +704,15 @@ def test_cma_runs_past_the_window_and_fails_on_every_rank(world, monkeypatch):
             c.alltoall(np.ones(4 * k, np.float32), algorithm="cma")
 
 
+# how late the last rank reads: long beside a rank returning and writing x (microseconds),
+# short beside the test (24-36 late reads a job, each making every rank wait)
+LATE_S = 0.1
+
+
 @pytest.mark.parametrize("collective", ["allgather", "allreduce", "allreduce in halves",
                                         "alltoall", "reduce", "reduce in halves"])
 def test_cma_reads_x_as_it_was_however_late(world, monkeypatch, collective):
-    """A rank that reads its peers' memory late (here the last, 0.3 s behind) still reads
+    """A rank that reads its peers' memory late (here the last, LATE_S behind) still reads
     their x as it was at the call: no rank returns, and lets its caller write x, before
     every peer has read it; and in place, where a rank writes what it posted (all-reduce,
     all-to-all), the peers read a copy of it. An all-reduce or a reduce in two phases posts
@@ -725,11 +730,11 @@ def test_cma_reads_x_as_it_was_however_late(world, monkeypatch, collective):
         real, rest = cma.read, compiled_cma.rest
 
         def late(pid, address, into):
-            time.sleep(0.3)
+            time.sleep(LATE_S)
             real(pid, address, into)
 
         def late_rest(*args):  # the fast path's reads (ring/host/repeated_cma.py)
-            time.sleep(0.3)
+            time.sleep(LATE_S)
             return rest(*args)
 
         def late_whole(plan, x, out, sent, number, seq, spins, yields, memory, pids, parts,
