@@ -2844,6 +2844,43 @@ SINCE = {
         "ring/training/torch.py", "timeout = timeout.total_seconds() or None",
         "timeout = timeout.total_seconds()",
         "torch's default wait timeout, zero (none), refused as a limit of 0 s"),
+    # the fortieth campaign: the files with the fewest faults for their lines
+    "half-divide-f16-as-bf16": (
+        "ring/host/half.py", "        _divide_loop(0, out, np.float32(divisor))",
+        "        _divide_loop(1, out, np.float32(divisor))",
+        "a float16 avg's division on the host reads and writes its values as bfloat16 bits"),
+    "half-accumulate-f16-in-place-as-bf16": (
+        "ring/host/half.py", "            _accumulate_into(0, r, out, d)",
+        "            _accumulate_into(1, r, out, d)",
+        "a float16 wire's kept chunk, accumulated in place, is widened as bfloat16 bits"),
+    "half-settle-in-place-undivided": (
+        "ring/host/half.py", "        acc[i] = _wide(h, kind) / d", "        acc[i] = _wide(h, kind)",
+        "a bfloat16 wire's seam, settled in place, is never divided (avg returns the sum)"),
+    "half-land-f16-as-bf16": (
+        "ring/host/half.py", "        _land_loop(0, r, out, d)", "        _land_loop(1, r, out, d)",
+        "a float16 wire's all-gathered chunk is widened as bfloat16 bits"),
+    "half-f16-prod-into-second-sums": (
+        "ring/host/half.py", "                _loop_into(0, PROD, other, acc, False)",
+        "                _loop_into(0, SUM, other, acc, False)",
+        "a float16 product into its second operand adds"),
+    "traffic-kernel-forward-unread": (
+        "ring/cuda/enqueue.py",
+        "total += n + (n if step.out else 0) + (n if step.send else 0)",
+        "total += (n if step.out else 0) + (n if step.send else 0)",
+        "the kernel path's traffic count leaves out the read of a forwarded chunk"),
+    "harness-get-no-view": (
+        "harness/buffers.py", "        return a.copy_to_host().view(dtype)",
+        "        return a.copy_to_host()",
+        "the harness reads simulated GPU results back as their storage bits (uint16 for "
+        "bfloat16), not as the dtype"),
+    "simipc-freed-still-described": (
+        "ring/transport/simipc.py", "        _OWN.pop(self.alloc.base, None)\n", "",
+        "a freed simulated allocation is still described, as if the driver still knew it"),
+    "group-kept-outs-unkeyed": (
+        "ring/cuda/repeated.py", "    return _hashable((collective, op, root, dtype, wx, wo))",
+        "    return _hashable((collective, op, root, dtype, wx))",
+        "a ring.Group call's kept signature leaves out the outputs: a call into other "
+        "arrays replays the launch that writes the first call's"),
 }
 MUTANTS.update(SINCE)
 _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
@@ -3380,6 +3417,16 @@ OWN_TESTS = {
     "work-wait-giveup-breaks": "tests/test_progress.py",
     **{n: "tests/test_torch.py::test_backend_beside_gloo"
        for n in ("torch-wait-timeout-dropped", "torch-wait-zero-as-limit")},
+    # the fortieth campaign
+    **{n: "tests/test_half.py tests/test_compiled_walk.py tests/test_algorithms.py "
+          "tests/test_reference.py " + _RANKS3
+       for n in ("half-divide-f16-as-bf16", "half-accumulate-f16-in-place-as-bf16",
+                 "half-settle-in-place-undivided", "half-land-f16-as-bf16",
+                 "half-f16-prod-into-second-sums")},
+    "traffic-kernel-forward-unread": "tests/test_program.py tests/test_group.py",
+    "harness-get-no-view": "tests/test_harness.py",
+    "simipc-freed-still-described": _REGISTERED,
+    "group-kept-outs-unkeyed": "tests/test_group.py",
 }
 
 
