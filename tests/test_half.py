@@ -114,3 +114,30 @@ def test_settle_is_a_hop_then_a_landing(dt, where):
     half.settle(r[:n], xs, out, s, 3)
     assert np.array_equal(bits(s), bits(s_want[:n]))
     assert np.array_equal(bits(out), bits(want[:n]))
+
+
+@pytest.mark.parametrize("where", ["in place", "apart"])
+@pytest.mark.parametrize("dt", DTYPES, ids=str)
+def test_the_wires_other_steps_against_numpy(dt, where):
+    """The 16-bit wire's other steps, each against NumPy's conversions, every exponent of x:
+    a hop (s = round(wide(r) + x)), a kept chunk (out = (wide(r) + x) / d in float32: a
+    reduce-scatter's last step, out as x where it runs in place) and a landing (out =
+    wide(r) / d: an all-gathered chunk)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = every_exponent(200)
+        r = (rng.standard_normal(x.size) * 1e3).astype(dt)
+        wide = r.astype(np.float32)
+        s_want = (wide + x).astype(dt)
+        kept_want = (wide + x) / np.float32(3)
+        landed_want = wide / np.float32(3)
+    s = np.empty(x.size, dt)
+    half.hop(r, x, s)
+    assert np.array_equal(bits(s), bits(s_want))
+    xs = x.copy()
+    out = xs if where == "in place" else np.empty(x.size, np.float32)
+    half.accumulate(r, xs, out, 3)
+    assert np.array_equal(bits(out), bits(kept_want))
+    out = np.empty(x.size, np.float32)
+    half.land(r, out, 3)
+    assert np.array_equal(bits(out), bits(landed_want))

@@ -116,6 +116,9 @@ def test_compressed_allreduce_and_reduce_scatter(comm, world, compression, op):
         got = comm.reduce_scatter(inputs[r][:per].copy(), op=op, compression=compression)
         assert_ran("ring", "reduce_scatter")
         assert got.tobytes() == blocks[r].tobytes()
+        x, b = inputs[r][:per].copy(), per // k  # in place: the last step's sum kept in x
+        got = comm.reduce_scatter(x, out=x[r * b:(r + 1) * b], op=op, compression=compression)
+        assert got.tobytes() == blocks[r].tobytes()
 
 
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
