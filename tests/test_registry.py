@@ -159,3 +159,30 @@ def test_register_refuses_where_two_ranks_share_one_process():
         assert len(reg) == 0
     finally:
         x.free()
+
+
+@pytest.mark.skipif(not SIMULATED, reason="simipc's memory: Numba's simulator")
+def test_the_simulators_allocations_are_known_until_freed():
+    """simipc stands in for the driver's pointer queries and IPC handles (ipc.py): a shared
+    array's memory is described (its allocation, with an ident of its own) and its handle
+    opens while it lives; once it is freed, neither, as the driver knows no freed memory.
+    Else a test could read a freed buffer through a description the driver would refuse."""
+    import numpy as np
+    from mpi4py import MPI
+
+    from ring.transport import simipc
+
+    x = simipc.shared_array(MPI.COMM_SELF, 8, np.float32)
+    base, ident = x.alloc.base, x.alloc.ident
+    assert simipc.describe(base + 4) is x.alloc
+    handle = simipc.export(x.alloc)
+    assert simipc.open_mapping(handle)[1].nbytes >= 32
+    x.free()
+    assert simipc.describe(base) is None and simipc.describe(base + 4) is None
+    with pytest.raises(KeyError):
+        simipc.open_mapping(handle)
+    y = simipc.shared_array(MPI.COMM_SELF, 8, np.float32)
+    try:
+        assert y.alloc.ident != ident
+    finally:
+        y.free()

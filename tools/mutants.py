@@ -76,7 +76,7 @@ MUTANTS = {
 # torch, the waits across nodes), each with the tests that cover its code (OWN_TESTS,
 # --own-tests): results/mutants-since.md. A planted fault a campaign found no test for
 # (empty-no-post, host-walk-ignores-divisor, still-any-registration, find-misaligned-offset,
-# sim-buffers-get-no-view (planted three times: look here first), int8-alltoall-avg-twice,
+# sim-buffers-get-no-view (planted four times: look here first), int8-alltoall-avg-twice,
 # cuda-deregister-keeps-launches: equivalent, see there) is not listed.
 P, KP = "ring/cuda/persistent.py", "ring/cuda/kernel_path.py"
 SINCE = {
@@ -2868,11 +2868,6 @@ SINCE = {
         "total += n + (n if step.out else 0) + (n if step.send else 0)",
         "total += (n if step.out else 0) + (n if step.send else 0)",
         "the kernel path's traffic count leaves out the read of a forwarded chunk"),
-    "harness-get-no-view": (
-        "harness/buffers.py", "        return a.copy_to_host().view(dtype)",
-        "        return a.copy_to_host()",
-        "the harness reads simulated GPU results back as their storage bits (uint16 for "
-        "bfloat16), not as the dtype"),
     "simipc-freed-still-described": (
         "ring/transport/simipc.py", "        _OWN.pop(self.alloc.base, None)\n", "",
         "a freed simulated allocation is still described, as if the driver still knew it"),
@@ -3424,7 +3419,6 @@ OWN_TESTS = {
                  "half-settle-in-place-undivided", "half-land-f16-as-bf16",
                  "half-f16-prod-into-second-sums")},
     "traffic-kernel-forward-unread": "tests/test_program.py tests/test_group.py",
-    "harness-get-no-view": "tests/test_harness.py",
     "simipc-freed-still-described": _REGISTERED,
     "group-kept-outs-unkeyed": "tests/test_group.py",
 }
