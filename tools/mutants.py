@@ -2888,6 +2888,8 @@ _KERNEL = ("tests/test_program.py tests/test_mpi.py::test_cuda_kernel_path "
 _RANKS3 = "tests/test_mpi.py::test_on_ranks[3]"  # every inner suite of test_mpi.INNER, 3 ranks
 _ONESHOT = "tests/test_recipe.py " + _RANKS3
 _INT8 = "tests/test_buckets.py " + _RANKS3
+_HALF = ("tests/test_half.py tests/test_compiled_walk.py tests/test_algorithms.py "
+         "tests/test_reference.py " + _RANKS3)  # ring/host/half.py's loops
 _LINKS = "tests/test_mpi.py::test_links_across_nodes_over_an_mpi_that_moves_messages_on_the_senders_calls"
 _REGISTERED = "tests/test_registry.py tests/test_mpi.py::test_cuda_registered_buffers[2]"
 _KERNEL_RANKS = ("tests/test_mpi.py::test_cuda_kernel_path[2] "
@@ -3137,8 +3139,7 @@ OWN_TESTS = {
         "every_ring_variant_over_every_baseline", "allreduce_sweep_writes_json_and_plot",
         "the_size_axis_labels_1_8_and_64_of_each_unit_only"))
        for n in ("plot-short-mode-dropped", "plot-speedups-in-place", "plot-tick-every-power")},
-    **{n: "tests/test_half.py tests/test_compiled_walk.py tests/test_algorithms.py "
-          "tests/test_reference.py " + _RANKS3
+    **{n: _HALF
        for n in ("half-hop-as-f16", "f16-ties-up", "bf16-nan-sign-lost")},
     **{n: _KERNEL_RANKS + " tests/test_mpi.py::test_call_sequences[cuda-kernel-2] "
           "tests/test_mpi.py::test_cuda_registered_buffers[2] tests/test_kernels.py::"
@@ -3413,8 +3414,7 @@ OWN_TESTS = {
     **{n: "tests/test_torch.py::test_backend_beside_gloo"
        for n in ("torch-wait-timeout-dropped", "torch-wait-zero-as-limit")},
     # the fortieth campaign
-    **{n: "tests/test_half.py tests/test_compiled_walk.py tests/test_algorithms.py "
-          "tests/test_reference.py " + _RANKS3
+    **{n: _HALF
        for n in ("half-divide-f16-as-bf16", "half-accumulate-f16-in-place-as-bf16",
                  "half-settle-in-place-undivided", "half-land-f16-as-bf16",
                  "half-f16-prod-into-second-sums")},
